@@ -1,0 +1,33 @@
+# Every target sets up what it needs: a fresh machine has only Python 3.11, pip, gcc, git and kubectl.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: venv test lint demo bench clean
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+test: venv
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+lint: venv
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+	$(BIN)/lint-imports
+
+demo: venv
+	$(BIN)/python -m playground.demo
+
+bench: venv
+	$(BIN)/python bench/apiserver.py
+
+clean:
+	rm -rf $(VENV) .playground .pytest_cache .mypy_cache .ruff_cache

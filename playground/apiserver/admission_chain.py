@@ -1,0 +1,75 @@
+"""The admission chain: built-in plugins first, then the admission webhooks.
+
+Order as kube-apiserver's default: NamespaceLifecycle, ServiceAccount,
+DefaultTolerationSeconds, Priority, MutatingAdmissionWebhook; then (after the
+registry's own validation) RBAC escalation checks and ValidatingAdmissionWebhook.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from . import rbac
+from .admission import AdmissionRequest, WebhookDispatcher
+from .plugins import NamespaceLifecycle, ServiceAccountAdmission, default_priority, default_tolerations
+from .registry import AdmissionAttributes
+from .resources.base import Obj
+
+if TYPE_CHECKING:
+    from .server import APIServer
+
+RBAC_GROUP = "rbac.authorization.k8s.io"
+
+
+def _request(attrs: AdmissionAttributes, obj: Obj | None) -> AdmissionRequest:
+    rt = attrs.rt
+    return AdmissionRequest(
+        operation=attrs.operation,
+        group=rt.group,
+        version=rt.version,
+        resource=rt.plural,
+        kind=rt.kind,
+        namespaced=rt.namespaced,
+        user=attrs.user,
+        subresource=attrs.subresource,
+        name=attrs.name,
+        namespace=attrs.namespace,
+        object=obj,
+        old_object=attrs.old,
+        dry_run=attrs.dry_run,
+        options=attrs.options or None,
+    )
+
+
+class AdmissionChain:
+    def __init__(self, server: APIServer, webhooks: WebhookDispatcher) -> None:
+        storage = server.storage
+        self._policy = server.policy
+        self._lifecycle = NamespaceLifecycle(namespace=lambda name: storage.get("namespaces", "", name))
+        self._service_accounts = ServiceAccountAdmission(
+            service_account=lambda ns, name: storage.get("serviceaccounts", ns, name)
+        )
+        self._webhooks = webhooks
+
+    async def mutate(self, attrs: AdmissionAttributes) -> Obj | None:
+        self._lifecycle.validate(attrs)
+        obj = attrs.obj
+        if obj is not None:
+            obj = self._service_accounts.mutate(attrs, obj)
+            obj = default_tolerations(attrs, obj)
+            obj = default_priority(attrs, obj)
+        return await self._webhooks.mutate(_request(attrs, obj), warnings=attrs.warnings)
+
+    async def validate(self, attrs: AdmissionAttributes) -> None:
+        if attrs.operation == "DELETE":
+            self._lifecycle.validate(attrs)
+        self._check_rbac_escalation(attrs)
+        await self._webhooks.validate(_request(attrs, attrs.obj), warnings=attrs.warnings)
+
+    def _check_rbac_escalation(self, attrs: AdmissionAttributes) -> None:
+        """Nobody grants, through a Role or a binding, permissions they do not hold themselves."""
+        if attrs.rt.group != RBAC_GROUP or attrs.obj is None or attrs.operation not in ("CREATE", "UPDATE"):
+            return
+        error = rbac.admission_escalation_error(attrs.user, attrs.rt.kind, attrs.obj, policy=self._policy, old=attrs.old)
+        if error is not None:
+            raise error

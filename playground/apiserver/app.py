@@ -1,0 +1,185 @@
+"""The route table: one entry point that authenticates, authorizes and dispatches.
+
+Every request goes the way kube-apiserver's handler chain sends it: body-size limit,
+authentication (client certificate, bearer token; 401 otherwise), impersonation,
+authorization (RBAC; 403 `Status` otherwise), then the resource, subresource, review
+or non-resource handler. Any `APIError` becomes its `Status` body; anything else is
+logged and answered 500 without leaking internals.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from aiohttp import web
+
+from . import discovery, errors, rbac, requestinfo
+from .handlers import json_response
+from .identity import AUTHENTICATED_GROUP, RequestAttributes, UserInfo
+from .resources.builtin import REVIEW_RESOURCES
+from .selectors import FieldSelector
+
+if TYPE_CHECKING:
+    from .server import APIServer
+
+logger = logging.getLogger(__name__)
+
+HEALTH_PATHS = ("/healthz", "/livez", "/readyz")
+_AGGREGATED = "apidiscovery.k8s.io"
+
+
+def build_app(server: APIServer) -> web.Application:
+    app = web.Application(client_max_size=errors.MAX_BODY_BYTES + 1024)
+    dispatcher = Dispatcher(server)
+    app.router.add_route("*", "/{tail:.*}", dispatcher.dispatch)
+    return app
+
+
+def _wants_aggregated(request: web.Request) -> bool:
+    return f"g={_AGGREGATED}" in request.headers.get("Accept", "")
+
+
+class Dispatcher:
+    def __init__(self, server: APIServer) -> None:
+        self.server = server
+
+    async def dispatch(self, request: web.Request) -> web.StreamResponse:
+        try:
+            return await self._dispatch(request)
+        except errors.APIError as exc:
+            return json_response(exc.status(), status=exc.code)
+        except Exception:
+            logger.exception("%s %s: unexpected error", request.method, request.path)
+            return json_response(errors.internal("an unexpected error occurred; see the server log").status(), status=500)
+
+    async def _dispatch(self, request: web.Request) -> web.StreamResponse:
+        info = requestinfo.parse(request.method, request.path, request.query)
+        user = self._authenticate(request, info)
+        user = self._impersonate(request, user)
+        attrs = RequestAttributes(
+            user=user,
+            verb=info.verb,
+            resource_request=info.resource_request,
+            api_group=info.group,
+            api_version=info.version,
+            resource=info.resource,
+            subresource=info.subresource,
+            name=info.name or _name_from_field_selector(info, request),
+            namespace=info.namespace,
+            path=info.path,
+        )
+        decision = rbac.authorize(attrs, self.server.policy)
+        if not decision.allowed:
+            raise rbac.forbidden_error(attrs, decision.reason)
+        if not info.resource_request:
+            return await self._non_resource(request, info)
+        rt = self.server.catalog.get(info.group, info.version, info.resource)
+        if rt is None:
+            raise errors.path_not_found()
+        if info.namespace and not rt.namespaced:
+            raise errors.path_not_found()
+        if info.parts:
+            raise errors.path_not_found()
+        if (rt.group, rt.plural) in REVIEW_RESOURCES:
+            if rt.plural == "bindings":
+                return await self.server.subresources.binding_resource(request, info, user)
+            return await self.server.reviews.handle(request, info, rt, user)
+        if info.subresource:
+            return await self.server.subresources.handle(request, info, rt, user)
+        return await self.server.resources.handle(request, info, rt, user)
+
+    def _authenticate(self, request: web.Request, info: requestinfo.RequestInfo) -> UserInfo:
+        ssl_object = request.transport.get_extra_info("ssl_object") if request.transport else None
+        peer = ssl_object.getpeercert(binary_form=True) if ssl_object is not None else None
+        user = self.server.authenticator.authenticate(
+            peer_cert_der=peer, authorization=request.headers.get("Authorization"), now=self.server.now()
+        )
+        if user is not None:
+            return user
+        if not info.resource_request and _is_health(info.path):
+            return UserInfo(name="system:anonymous", groups=("system:unauthenticated",))
+        raise errors.unauthorized()
+
+    def _impersonate(self, request: web.Request, user: UserInfo) -> UserInfo:
+        name = request.headers.get("Impersonate-User")
+        groups = request.headers.getall("Impersonate-Group", [])
+        if not name and not groups:
+            return user
+        if not name:
+            raise errors.bad_request("requested impersonation of groups without impersonating a user")
+        for resource, value in [("users", name)] + [("groups", g) for g in groups]:
+            attrs = RequestAttributes(user=user, verb="impersonate", api_group="", resource=resource, name=value)
+            if resource == "users" and name.startswith("system:serviceaccount:"):
+                parts = name.split(":")
+                if len(parts) == 4:
+                    attrs = RequestAttributes(
+                        user=user, verb="impersonate", resource="serviceaccounts", namespace=parts[2], name=parts[3]
+                    )
+            if not rbac.authorize(attrs, self.server.policy).allowed:
+                raise errors.forbidden(
+                    f'{resource} "{value}" is forbidden: User "{user.name}" cannot impersonate resource '
+                    f'"{resource}" in API group "" at the cluster scope',
+                    resource=resource,
+                    name=value,
+                )
+        all_groups = tuple(groups) if groups else ()
+        if AUTHENTICATED_GROUP not in all_groups:
+            all_groups = (*all_groups, AUTHENTICATED_GROUP)
+        return UserInfo(name=name, groups=all_groups)
+
+    async def _non_resource(self, request: web.Request, info: requestinfo.RequestInfo) -> web.StreamResponse:
+        path = "/" + info.path.strip("/")
+        catalog = self.server.catalog
+        if request.method not in ("GET", "HEAD"):
+            raise errors.method_not_allowed()
+        if _is_health(path):
+            return web.Response(text="ok", content_type="text/plain")
+        if path == "/version":
+            return json_response(self.server.settings.version_info())
+        if path == "/api":
+            if _wants_aggregated(request):
+                return self._aggregated(discovery.aggregated(catalog, legacy=True))
+            return json_response(discovery.api_versions(self.server.address))
+        if path == "/apis":
+            if _wants_aggregated(request):
+                return self._aggregated(discovery.aggregated(catalog, legacy=False))
+            return json_response(discovery.api_group_list(catalog))
+        parts = path.strip("/").split("/")
+        if parts[0] == "api" and len(parts) == 2:
+            return _found(discovery.api_resource_list(catalog, "", parts[1]))
+        if parts[0] == "apis" and len(parts) == 2:
+            return _found(discovery.api_group(catalog, parts[1]))
+        if parts[0] == "apis" and len(parts) == 3:
+            return _found(discovery.api_resource_list(catalog, parts[1], parts[2]))
+        if parts[0] == "openapi":
+            return self.server.openapi_response(request, parts[1:])
+        raise errors.path_not_found()
+
+    def _aggregated(self, body: dict[str, object]) -> web.Response:
+        response = json_response(body)
+        response.content_type = "application/json"
+        response.headers["Content-Type"] = f"application/json;g={_AGGREGATED};v=v2;as=APIGroupDiscoveryList"
+        return response
+
+
+def _name_from_field_selector(info: requestinfo.RequestInfo, request: web.Request) -> str:
+    """A list or watch narrowed to `metadata.name=<x>` is authorized as a request for <x>."""
+    if info.verb not in ("list", "watch") or not request.query.get("fieldSelector"):
+        return ""
+    try:
+        selector = FieldSelector.parse(request.query["fieldSelector"])
+    except errors.APIError:
+        return ""
+    return selector.requires_exact_match("metadata.name") or ""
+
+
+def _is_health(path: str) -> bool:
+    path = "/" + path.strip("/")
+    return any(path == p or path.startswith(p + "/") for p in HEALTH_PATHS)
+
+
+def _found(body: dict[str, object] | None) -> web.Response:
+    if body is None:
+        raise errors.path_not_found()
+    return json_response(body)

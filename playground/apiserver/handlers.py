@@ -1,0 +1,322 @@
+"""HTTP handlers for resource requests: parse the request, call the registry, render.
+
+One function per verb family; subresources and reviews live in their own modules.
+Nothing here decides semantics (that is the registry's and the strategies' job): this
+is the `responses.py` of moto's split.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+import yaml
+from aiohttp import web
+
+from . import errors, tables
+from .negotiation import Representation, negotiate
+from .registry import WriteOptions
+from .requestinfo import RequestInfo
+from .resources.base import Obj, ResourceType
+
+if TYPE_CHECKING:
+    from .server import APIServer
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_WATCH_SECONDS = 1800
+
+
+def dumps(obj: Any) -> bytes:
+    return json.dumps(obj, separators=(",", ":")).encode()
+
+
+def json_response(obj: Any, *, status: int = 200, warnings: list[str] | None = None) -> web.Response:
+    headers = {}
+    if warnings:
+        headers["Warning"] = ", ".join(f'299 - "{w}"' for w in warnings)
+    return web.Response(body=dumps(obj), status=status, content_type="application/json", headers=headers)
+
+
+async def read_body(request: web.Request) -> bytes:
+    if request.content_length is not None and request.content_length > errors.MAX_BODY_BYTES:
+        raise errors.too_large()
+    body = await request.content.read(errors.MAX_BODY_BYTES + 1)
+    if len(body) > errors.MAX_BODY_BYTES:
+        raise errors.too_large()
+    return body
+
+
+def decode_json(body: bytes, content_type: str) -> Any:
+    ctype = content_type.split(";")[0].strip().lower()
+    if ctype == "application/yaml":
+        try:
+            return yaml.safe_load(body)
+        except yaml.YAMLError as exc:
+            raise errors.bad_request(f"error decoding YAML: {exc}") from None
+    if ctype not in ("application/json", "", "*/*"):
+        raise errors.unsupported_media_type(ctype, ["application/json", "application/yaml", "application/vnd.kubernetes.protobuf"])
+    if not body:
+        raise errors.bad_request("the body of the request was empty")
+    try:
+        return json.loads(body)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise errors.bad_request(f"couldn't get version/kind; json parse error: {exc}") from None
+
+
+def write_options(request: web.Request, server: APIServer, user: Any) -> WriteOptions:
+    query = request.query
+    dry_run = query.getall("dryRun", [])
+    for value in dry_run:
+        if value != "All":
+            raise errors.invalid("CreateOptions", "", [errors.Cause("dryRun", f'Unsupported value: "{value}": supported values: "All"', "FieldValueNotSupported")])
+    manager = query.get("fieldManager", "")
+    if manager and (len(manager) > 128 or not manager.isprintable()):
+        raise errors.invalid("CreateOptions", "", [errors.Cause("fieldManager", f'Invalid value: "{manager}": must be at most 128 printable characters')])
+    if not manager and request.method != "PATCH":
+        manager = request.headers.get("User-Agent", "unknown").split("/")[0] or "unknown"
+    return WriteOptions(user=user, dry_run=bool(dry_run), field_manager=manager)
+
+
+def render_object(rt: ResourceType, obj: Obj, rep: Representation, *, headers: bool = True) -> Obj:
+    if rep.shape == "Table":
+        meta = {"resourceVersion": (obj.get("metadata") or {}).get("resourceVersion", "")}
+        return tables.table(
+            rt, [obj], include_object=rep.include_object, now=datetime.now(UTC), list_meta=meta, no_headers=not headers
+        )
+    if rep.shape == "PartialObjectMetadata":
+        return {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": obj.get("metadata", {})}
+    return obj
+
+
+def deleted_response(rt: ResourceType, obj: Obj, *, finished: bool) -> web.Response:
+    if not finished or rt.strategy.return_deleted_object:
+        return json_response(obj, status=200 if finished else 202)
+    meta = obj.get("metadata", {})
+    status: Obj = {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Success",
+        "details": {"name": meta.get("name", ""), "kind": rt.plural, "uid": meta.get("uid", "")},
+    }
+    if rt.group:
+        status["details"]["group"] = rt.group
+    return json_response(status)
+
+
+def delete_options(request: web.Request, body: bytes) -> Obj:
+    options: Obj = {}
+    if body.strip():
+        parsed = decode_json(body, request.headers.get("Content-Type", "application/json"))
+        if not isinstance(parsed, dict):
+            raise errors.bad_request("DeleteOptions must be an object")
+        options = parsed
+    query = request.query
+    if "gracePeriodSeconds" in query:
+        try:
+            options["gracePeriodSeconds"] = int(query["gracePeriodSeconds"])
+        except ValueError:
+            raise errors.bad_request(f'invalid gracePeriodSeconds "{query["gracePeriodSeconds"]}"') from None
+    if "propagationPolicy" in query:
+        options["propagationPolicy"] = query["propagationPolicy"]
+    policy = options.get("propagationPolicy")
+    if policy not in (None, "Orphan", "Background", "Foreground"):
+        raise errors.invalid(
+            "DeleteOptions", "",
+            [errors.Cause("propagationPolicy", f'Unsupported value: "{policy}": supported values: "Foreground", "Background", "Orphan", "nil"', "FieldValueNotSupported")],
+        )
+    return options
+
+
+class ResourceHandlers:
+    def __init__(self, server: APIServer) -> None:
+        self.server = server
+
+    async def handle(self, request: web.Request, info: RequestInfo, rt: ResourceType, user: Any) -> web.StreamResponse:
+        verb = info.verb
+        if verb not in rt.verbs and not info.subresource and verb != "watch" or (verb == "watch" and "watch" not in rt.verbs):
+            raise errors.method_not_allowed()
+        if verb == "get":
+            return self.get(request, info, rt)
+        if verb == "list":
+            return self.list(request, info, rt)
+        if verb == "watch":
+            return await self.watch(request, info, rt)
+        if verb == "create":
+            return await self.create(request, info, rt, user)
+        if verb == "update":
+            return await self.update(request, info, rt, user)
+        if verb == "patch":
+            return await self.patch(request, info, rt, user)
+        if verb == "delete":
+            return await self.delete(request, info, rt, user)
+        if verb == "deletecollection":
+            return await self.delete_collection(request, info, rt, user)
+        raise errors.method_not_allowed()
+
+    def _rep(self, request: web.Request) -> Representation:
+        return negotiate(request.headers.get("Accept"), include_object=request.query.get("includeObject"))
+
+    def get(self, request: web.Request, info: RequestInfo, rt: ResourceType) -> web.Response:
+        obj = self.server.registry.get(rt, info.namespace, info.name)
+        return json_response(render_object(rt, obj, self._rep(request)))
+
+    def list(self, request: web.Request, info: RequestInfo, rt: ResourceType) -> web.Response:
+        query = request.query
+        try:
+            limit = int(query.get("limit", "0") or 0)
+        except ValueError:
+            raise errors.bad_request(f'invalid limit "{query.get("limit")}"') from None
+        result = self.server.registry.list(
+            rt,
+            info.namespace or None if rt.namespaced else None,
+            label_selector=query.get("labelSelector"),
+            field_selector=query.get("fieldSelector"),
+            limit=max(limit, 0),
+            continue_token=query.get("continue", ""),
+            resource_version=query.get("resourceVersion", ""),
+            resource_version_match=query.get("resourceVersionMatch", ""),
+        )
+        meta: Obj = {"resourceVersion": result.resource_version}
+        if result.continue_token:
+            meta["continue"] = result.continue_token
+        if result.remaining is not None:
+            meta["remainingItemCount"] = result.remaining
+        rep = self._rep(request)
+        if rep.shape == "Table":
+            body = tables.table(rt, result.items, include_object=rep.include_object, now=datetime.now(UTC), list_meta=meta)
+        elif rep.shape == "PartialObjectMetadata":
+            body = {
+                "kind": "PartialObjectMetadataList",
+                "apiVersion": "meta.k8s.io/v1",
+                "metadata": meta,
+                "items": [render_object(rt, o, rep) for o in result.items],
+            }
+        else:
+            body = {"kind": rt.list_kind, "apiVersion": rt.api_version, "metadata": meta, "items": result.items}
+        return json_response(body)
+
+    async def create(self, request: web.Request, info: RequestInfo, rt: ResourceType, user: Any) -> web.Response:
+        if info.name:
+            raise errors.method_not_allowed()
+        body = decode_json(await read_body(request), request.headers.get("Content-Type", "application/json"))
+        opts = write_options(request, self.server, user)
+        obj = await self.server.registry.create(rt, info.namespace, body, opts)
+        return json_response(render_object(rt, obj, self._rep(request)), status=201, warnings=opts.warnings)
+
+    async def update(self, request: web.Request, info: RequestInfo, rt: ResourceType, user: Any) -> web.Response:
+        body = decode_json(await read_body(request), request.headers.get("Content-Type", "application/json"))
+        opts = write_options(request, self.server, user)
+        obj, created = await self.server.registry.update(rt, info.namespace, info.name, body, opts, subresource=info.subresource)
+        return json_response(render_object(rt, obj, self._rep(request)), status=201 if created else 200, warnings=opts.warnings)
+
+    async def patch(self, request: web.Request, info: RequestInfo, rt: ResourceType, user: Any) -> web.Response:
+        body = await read_body(request)
+        opts = write_options(request, self.server, user)
+        force = request.query.get("force", "").lower() in ("1", "true")
+        content_type = request.headers.get("Content-Type", "")
+        if force and not content_type.startswith("application/apply-patch"):
+            raise errors.invalid("PatchOptions", "", [errors.Cause("force", "Forbidden: may not be specified for non-apply patch", "FieldValueForbidden")])
+        if not opts.field_manager and not content_type.startswith("application/apply-patch"):
+            opts.field_manager = request.headers.get("User-Agent", "unknown").split("/")[0] or "unknown"
+        obj, created = await self.server.registry.patch(
+            rt, info.namespace, info.name, content_type, body, opts, subresource=info.subresource, force=force
+        )
+        return json_response(render_object(rt, obj, self._rep(request)), status=201 if created else 200, warnings=opts.warnings)
+
+    async def delete(self, request: web.Request, info: RequestInfo, rt: ResourceType, user: Any) -> web.Response:
+        options = delete_options(request, await read_body(request))
+        opts = write_options(request, self.server, user)
+        outcome = await self.server.registry.delete(rt, info.namespace, info.name, options, opts)
+        return deleted_response(rt, outcome.obj, finished=outcome.finished)
+
+    async def delete_collection(self, request: web.Request, info: RequestInfo, rt: ResourceType, user: Any) -> web.Response:
+        options = delete_options(request, await read_body(request))
+        opts = write_options(request, self.server, user)
+        deleted = await self.server.registry.delete_collection(
+            rt,
+            info.namespace or None,
+            options,
+            opts,
+            label_selector=request.query.get("labelSelector"),
+            field_selector=request.query.get("fieldSelector"),
+        )
+        meta = {"resourceVersion": str(self.server.storage.resource_version)}
+        return json_response({"kind": rt.list_kind, "apiVersion": rt.api_version, "metadata": meta, "items": deleted})
+
+    async def watch(self, request: web.Request, info: RequestInfo, rt: ResourceType) -> web.StreamResponse:
+        query = request.query
+        try:
+            timeout = int(query.get("timeoutSeconds", "") or DEFAULT_WATCH_SECONDS)
+        except ValueError:
+            raise errors.bad_request(f'invalid timeoutSeconds "{query.get("timeoutSeconds")}"') from None
+        namespace: str | None = info.namespace or None
+        if info.name:
+            field = f"metadata.name={info.name}"
+            existing = query.get("fieldSelector")
+            query_fields = f"{existing},{field}" if existing else field
+        else:
+            query_fields = query.get("fieldSelector") or ""
+        send_initial = query.get("sendInitialEvents")
+        initial = None if send_initial is None else send_initial.lower() == "true"
+        if initial and query.get("resourceVersionMatch") != "NotOlderThan":
+            raise errors.invalid(
+                "ListOptions", "", [errors.Cause("resourceVersionMatch", "Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan", "FieldValueForbidden")]
+            )
+        rep = self._rep(request)
+        events = self.server.registry.watch(
+            rt,
+            namespace,
+            label_selector=query.get("labelSelector"),
+            field_selector=query_fields,
+            resource_version=query.get("resourceVersion", ""),
+            send_initial_events=initial,
+        )
+        response = web.StreamResponse(status=200, headers={"Content-Type": "application/json", "Cache-Control": "no-cache"})
+        response.enable_chunked_encoding()
+        await response.prepare(request)
+        bookmarks = query.get("allowWatchBookmarks", "").lower() == "true"
+        first = True
+        with contextlib.suppress(TimeoutError, ConnectionResetError):
+            async with asyncio.timeout(timeout):
+                async for event in self._with_bookmarks(rt, events, bookmarks):
+                    await response.write(dumps(self._render_event(rt, event, rep, headers=first)) + b"\n")
+                    first = first and event["type"] in ("BOOKMARK", "ERROR")
+        with contextlib.suppress(ConnectionResetError):
+            await response.write_eof()
+        return response
+
+    async def _with_bookmarks(self, rt: ResourceType, events: AsyncIterator[Obj], enabled: bool) -> AsyncIterator[Obj]:
+        """Interleave periodic BOOKMARK events with the event stream when the client allows them."""
+        if not enabled:
+            async for event in events:
+                yield event
+            return
+        interval = self.server.settings.bookmark_interval
+        pending = asyncio.ensure_future(anext(events, None))
+        try:
+            while True:
+                done, _ = await asyncio.wait({pending}, timeout=interval)
+                if not done:
+                    yield self.server.registry.bookmark(rt)
+                    continue
+                event = pending.result()
+                if event is None:
+                    return
+                yield event
+                pending = asyncio.ensure_future(anext(events, None))
+        finally:
+            pending.cancel()
+
+    def _render_event(self, rt: ResourceType, event: Obj, rep: Representation, *, headers: bool) -> Obj:
+        """Table watches carry one-row Tables; only the first one has column definitions."""
+        if event["type"] in ("ERROR", "BOOKMARK") or rep.shape == "object":
+            return event
+        return {"type": event["type"], "object": render_object(rt, event["object"], rep, headers=headers)}
+

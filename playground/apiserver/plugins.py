@@ -1,0 +1,149 @@
+"""Built-in admission plugins kube-apiserver enables by default, the ones clients notice.
+
+- NamespaceLifecycle: no new objects in a missing or terminating namespace; the
+  system namespaces cannot be deleted.
+- ServiceAccount: pods get `default` as their ServiceAccount, which must exist, and a
+  projected token volume (`kube-api-access-xxxxx`) mounted in every container.
+- DefaultTolerationSeconds: pods tolerate not-ready/unreachable nodes for 300 s.
+- Priority: pods get priority 0 and the default preemption policy.
+
+They run before the admission webhooks, as in kube-apiserver's default plugin order.
+"""
+
+from __future__ import annotations
+
+import copy
+import secrets
+from collections.abc import Callable
+
+from . import errors
+from .registry import AdmissionAttributes
+from .resources.base import Obj
+
+IMMORTAL_NAMESPACES = ("default", "kube-system", "kube-public")
+TOKEN_MOUNT_PATH = "/var/run/secrets/kubernetes.io/serviceaccount"
+TOKEN_EXPIRATION_SECONDS = 3607
+TOLERATION_SECONDS = 300
+_NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+
+Lookup = Callable[[str, str], Obj | None]
+
+
+def _is_core(attrs: AdmissionAttributes, kind: str) -> bool:
+    return attrs.rt.group == "" and attrs.rt.kind == kind
+
+
+class NamespaceLifecycle:
+    def __init__(self, *, namespace: Callable[[str], Obj | None]) -> None:
+        self._namespace = namespace
+
+    def validate(self, attrs: AdmissionAttributes) -> None:
+        if attrs.operation == "DELETE" and _is_core(attrs, "Namespace") and attrs.name in IMMORTAL_NAMESPACES:
+            raise errors.forbidden(
+                f'namespaces "{attrs.name}" is forbidden: this namespace may not be deleted',
+                resource="namespaces",
+                name=attrs.name,
+            )
+        if attrs.operation != "CREATE" or not attrs.rt.namespaced or attrs.subresource:
+            return
+        ns = self._namespace(attrs.namespace)
+        if ns is None:
+            raise errors.not_found("namespaces", attrs.namespace)
+        if (ns.get("status") or {}).get("phase") == "Terminating":
+            raise errors.forbidden(
+                f'{attrs.rt.plural} "{attrs.name}" is forbidden: unable to create new content in namespace '
+                f"{attrs.namespace} because it is being terminated",
+                resource=attrs.rt.plural,
+                name=attrs.name,
+                group=attrs.rt.group,
+            )
+
+
+class ServiceAccountAdmission:
+    def __init__(self, *, service_account: Lookup) -> None:
+        self._service_account = service_account
+
+    def mutate(self, attrs: AdmissionAttributes, pod: Obj) -> Obj:
+        if attrs.operation != "CREATE" or not _is_core(attrs, "Pod") or attrs.subresource:
+            return pod
+        pod = copy.deepcopy(pod)
+        spec = pod.setdefault("spec", {})
+        name = spec.get("serviceAccountName") or spec.get("serviceAccount") or "default"
+        spec["serviceAccountName"] = name
+        spec["serviceAccount"] = name
+        account = self._service_account(attrs.namespace, name)
+        if account is None:
+            raise errors.forbidden(
+                f'pods "{attrs.name}" is forbidden: error looking up service account {attrs.namespace}/{name}: '
+                f'serviceaccount "{name}" not found',
+                resource="pods",
+                name=attrs.name,
+            )
+        automount = spec.get("automountServiceAccountToken")
+        if automount is None:
+            automount = account.get("automountServiceAccountToken", True)
+        if automount and not _has_token_mount(spec):
+            _mount_token(spec)
+        return pod
+
+
+def _has_token_mount(spec: Obj) -> bool:
+    return any(
+        m.get("mountPath") == TOKEN_MOUNT_PATH
+        for c in spec.get("containers") or []
+        for m in c.get("volumeMounts") or []
+    )
+
+
+def _mount_token(spec: Obj) -> None:
+    volume_name = "kube-api-access-" + "".join(secrets.choice(_NAME_ALPHABET) for _ in range(5))
+    spec.setdefault("volumes", []).append(
+        {
+            "name": volume_name,
+            "projected": {
+                "defaultMode": 0o644,
+                "sources": [
+                    {"serviceAccountToken": {"expirationSeconds": TOKEN_EXPIRATION_SECONDS, "path": "token"}},
+                    {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
+                    {
+                        "downwardAPI": {
+                            "items": [
+                                {
+                                    "path": "namespace",
+                                    "fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"},
+                                }
+                            ]
+                        }
+                    },
+                ],
+            },
+        }
+    )
+    for key in ("containers", "initContainers"):
+        for container in spec.get(key) or []:
+            container.setdefault("volumeMounts", []).append(
+                {"name": volume_name, "readOnly": True, "mountPath": TOKEN_MOUNT_PATH}
+            )
+
+
+def default_tolerations(attrs: AdmissionAttributes, pod: Obj) -> Obj:
+    if attrs.operation != "CREATE" or not _is_core(attrs, "Pod") or attrs.subresource:
+        return pod
+    pod = copy.deepcopy(pod)
+    tolerations = pod.setdefault("spec", {}).setdefault("tolerations", [])
+    for key in ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"):
+        if not any(t.get("key") == key and t.get("effect") in ("NoExecute", None, "") for t in tolerations):
+            tolerations.append(
+                {"key": key, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": TOLERATION_SECONDS}
+            )
+    return pod
+
+
+def default_priority(attrs: AdmissionAttributes, pod: Obj) -> Obj:
+    if attrs.operation != "CREATE" or not _is_core(attrs, "Pod") or attrs.subresource:
+        return pod
+    spec = pod.get("spec")
+    if isinstance(spec, dict):
+        spec.setdefault("priority", 0)
+        spec.setdefault("preemptionPolicy", "PreemptLowerPriority")
+    return pod

@@ -1,0 +1,379 @@
+"""Compose and run one API server: PKI, storage, catalog, registry, admission, HTTP.
+
+`APIServer(settings)` does no I/O; `await start()` loads or creates the state under
+`state_dir` (CA, serving and admin certificates, ServiceAccount signing key, stored
+objects), bootstraps what a fresh kube-apiserver has (system namespaces, the
+`kubernetes` Service, default RBAC policy), listens, and writes an admin kubeconfig
+once it serves. `await stop()` ends watches, closes the listener and saves state.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import copy
+import logging
+import platform
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+from . import crds, errors, openapi, rbac
+from .admission import WebhookDispatcher
+from .admission_chain import AdmissionChain
+from .app import build_app
+from .authn import Authenticator
+from .handlers import ResourceHandlers
+from .identity import MASTERS_GROUP, UserInfo
+from .kubeconfig import kubeconfig, write_kubeconfig
+from .pki import CertificateAuthority
+from .registry import Registry, WriteOptions
+from .resources.base import Obj, ResourceType
+from .resources.builtin import builtin_types
+from .resources.catalog import Catalog
+from .resources.extensions import CLEANUP_FINALIZER, CustomResourceStrategy
+from .reviews import Reviews
+from .storage import Storage, read_snapshot, write_snapshot
+from .subresources import Subresources
+from .tokens import TokenSigner
+
+logger = logging.getLogger(__name__)
+
+KUBERNETES_VERSION = "v1.32.0"
+ADMIN_USER = "kubernetes-admin"
+SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+CRD_KEY = "customresourcedefinitions.apiextensions.k8s.io"
+SYSTEM_USER = UserInfo(name="system:apiserver", groups=(MASTERS_GROUP,))
+
+
+@dataclass
+class Settings:
+    state_dir: Path
+    host: str = "127.0.0.1"
+    port: int = 0
+    service_cidr: str = "10.96.0.0/12"
+    cluster_name: str = "playground"
+    bookmark_interval: float = 60.0
+    persist_interval: float = 1.0
+    persist: bool = True
+    watch_history: int = 50_000
+    extra_hosts: tuple[str, ...] = field(default_factory=tuple)
+
+    def version_info(self) -> Obj:
+        major, minor = KUBERNETES_VERSION.lstrip("v").split(".")[:2]
+        return {
+            "major": major,
+            "minor": minor,
+            "gitVersion": f"{KUBERNETES_VERSION}-playground",
+            "gitCommit": "0000000000000000000000000000000000000000",
+            "gitTreeState": "clean",
+            "buildDate": "2026-01-01T00:00:00Z",
+            "goVersion": "go1.23.0",
+            "compiler": "gc",
+            "platform": f"{platform.system().lower()}/amd64",
+        }
+
+
+class StoragePolicy:
+    """RBAC objects as the authorizer reads them, straight from storage."""
+
+    def __init__(self, storage: Storage) -> None:
+        self._storage = storage
+
+    def cluster_role(self, name: str) -> Obj | None:
+        return self._storage.get("clusterroles.rbac.authorization.k8s.io", "", name)
+
+    def role(self, namespace: str, name: str) -> Obj | None:
+        return self._storage.get("roles.rbac.authorization.k8s.io", namespace, name)
+
+    def cluster_role_bindings(self) -> Iterable[Obj]:
+        return self._storage.list("clusterrolebindings.rbac.authorization.k8s.io")
+
+    def role_bindings(self, namespace: str) -> Iterable[Obj]:
+        return self._storage.list("rolebindings.rbac.authorization.k8s.io", namespace)
+
+
+class APIServer:
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.storage = Storage(history=settings.watch_history)
+        self.catalog = Catalog(
+            builtin_types(service_cidr=settings.service_cidr, services=lambda: self.storage.list("services"))
+        )
+        self.policy = StoragePolicy(self.storage)
+        self.registry = Registry(self.storage, self.catalog)
+        self.resources = ResourceHandlers(self)
+        self.subresources = Subresources(self)
+        self.reviews = Reviews(self)
+        self.openapi = openapi.OpenAPI.load()
+        self.ca: CertificateAuthority
+        self.signer: TokenSigner
+        self.authenticator: Authenticator
+        self.webhooks: WebhookDispatcher
+        self._runner: web.AppRunner | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self.port = settings.port
+        self.ready = asyncio.Event()
+
+    @property
+    def address(self) -> str:
+        return f"{self.settings.host}:{self.port}"
+
+    @property
+    def url(self) -> str:
+        return f"https://{self.address}"
+
+    @property
+    def kubeconfig_path(self) -> Path:
+        return self.settings.state_dir / "kubeconfig"
+
+    def now(self) -> datetime:
+        return datetime.now(UTC)
+
+    # lifecycle
+
+    async def start(self) -> None:
+        state = self.settings.state_dir
+        await asyncio.to_thread(state.mkdir, parents=True, exist_ok=True)
+        self.ca, self.signer, snapshot = await asyncio.to_thread(self._load_state)
+        if snapshot is not None:
+            self.storage.restore(snapshot)
+        self.authenticator = Authenticator(
+            admin_tokens={},
+            signer=self.signer,
+            service_accounts=lambda ns, name: self.storage.get("serviceaccounts", ns, name),
+            secrets=lambda ns, name: self.storage.get("secrets", ns, name),
+            pods=lambda ns, name: self.storage.get("pods", ns, name),
+            nodes=lambda _ns, name: self.storage.get("nodes", "", name),
+        )
+        self.webhooks = WebhookDispatcher(
+            configurations=self._webhook_configurations,
+            namespace=lambda name: self.storage.get("namespaces", "", name),
+            resolve_service=self._resolve_service,
+        )
+        self.registry.admission = AdmissionChain(self, self.webhooks)
+        for crd in self.storage.list(CRD_KEY):
+            self._serve_crd(crd)
+        await self._listen()
+        await self._bootstrap()
+        self._tasks.append(asyncio.create_task(self._crd_controller(), name="apiserver-crd-controller"))
+        if self.settings.persist:
+            self._tasks.append(asyncio.create_task(self._persist_loop(), name="apiserver-persist"))
+        await self._write_kubeconfig()
+        self.ready.set()
+        logger.info("serving on %s (state in %s)", self.url, state)
+
+    async def stop(self) -> None:
+        self.storage.close_watches()
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        if self._runner is not None:
+            await self._runner.cleanup()
+        await self.webhooks.close()
+        if self.settings.persist:
+            await self._save()
+
+    def _load_state(self) -> tuple[CertificateAuthority, TokenSigner, Obj | None]:
+        pki_dir = self.settings.state_dir / "pki"
+        if (pki_dir / "ca.crt").exists():
+            ca = CertificateAuthority.load(pki_dir)
+        else:
+            ca = CertificateAuthority.generate(f"{self.settings.cluster_name}-ca")
+            ca.save(pki_dir)
+        if (pki_dir / "sa.key").exists():
+            signer = TokenSigner.load(pki_dir)
+        else:
+            signer = TokenSigner.generate()
+            signer.save(pki_dir)
+        snapshot = read_snapshot(self.settings.state_dir / "state.json") if self.settings.persist else None
+        return ca, signer, snapshot
+
+    async def _listen(self) -> None:
+        hosts = sorted({self.settings.host, "127.0.0.1", "localhost", *self.settings.extra_hosts})
+        cert, key = self.ca.issue_server(hosts=hosts)
+        ssl_context = await asyncio.to_thread(self.ca.ssl_server_context, cert, key)
+        self._runner = web.AppRunner(build_app(self), access_log=None, handler_cancellation=True)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.settings.host, self.settings.port, ssl_context=ssl_context)
+        await site.start()
+        sockets = site._server.sockets if site._server is not None else []  # type: ignore[union-attr]
+        if sockets:
+            self.port = sockets[0].getsockname()[1]
+
+    async def _write_kubeconfig(self) -> None:
+        cert, key = self.ca.issue_client(ADMIN_USER, organizations=[MASTERS_GROUP], days=365)
+        config = kubeconfig(
+            server=self.url,
+            ca_pem=self.ca.cert_pem,
+            cluster=self.settings.cluster_name,
+            user=ADMIN_USER,
+            client_cert_pem=cert,
+            client_key_pem=key,
+        )
+        await asyncio.to_thread(write_kubeconfig, self.kubeconfig_path, config)
+
+    # bootstrap: what a fresh kube-apiserver creates for itself
+
+    async def _bootstrap(self) -> None:
+        for name in SYSTEM_NAMESPACES:
+            await self._ensure("", "v1", "namespaces", "", {"metadata": {"name": name}})
+        for obj in rbac.bootstrap_policy():
+            plural = "clusterroles" if obj["kind"] == "ClusterRole" else "clusterrolebindings"
+            await self._ensure("rbac.authorization.k8s.io", "v1", plural, "", obj)
+        await self._ensure_kubernetes_service()
+
+    async def _ensure(self, group: str, version: str, plural: str, namespace: str, body: Obj) -> Obj:
+        rt = self._type(group, version, plural)
+        existing = self.registry.find(rt, namespace, body["metadata"]["name"])
+        if existing is not None:
+            return existing
+        return await self.registry.create(rt, namespace, copy.deepcopy(body), self._system_write())
+
+    async def _ensure_kubernetes_service(self) -> None:
+        services = self._type("", "v1", "services")
+        strategy = services.strategy
+        ip = getattr(strategy, "kubernetes_ip")
+        labels = {"component": "apiserver", "provider": "kubernetes"}
+        port = {"name": "https", "port": 443, "protocol": "TCP", "targetPort": self.port}
+        service = {
+            "metadata": {"name": "kubernetes", "labels": labels},
+            "spec": {"type": "ClusterIP", "clusterIP": ip, "ports": [port], "sessionAffinity": "None"},
+        }
+        current = self.registry.find(services, "default", "kubernetes")
+        if current is None:
+            await self.registry.create(services, "default", service, self._system_write())
+        elif current["spec"]["ports"][0].get("targetPort") != self.port:
+            updated = copy.deepcopy(current)
+            updated["spec"]["ports"][0]["targetPort"] = self.port
+            await self.registry.update(services, "default", "kubernetes", updated, self._system_write())
+        endpoints = self._type("", "v1", "endpoints")
+        subsets = [{"addresses": [{"ip": self.settings.host}], "ports": [{"name": "https", "port": self.port, "protocol": "TCP"}]}]
+        body = {"metadata": {"name": "kubernetes", "labels": {"endpointslice.kubernetes.io/skip-mirror": "true"}}, "subsets": subsets}
+        current_ep = self.registry.find(endpoints, "default", "kubernetes")
+        if current_ep is not None:
+            body["metadata"]["resourceVersion"] = current_ep["metadata"]["resourceVersion"]
+        await self.registry.update(endpoints, "default", "kubernetes", body, self._system_write())
+        slices = self._type("discovery.k8s.io", "v1", "endpointslices")
+        slice_body = {
+            "metadata": {"name": "kubernetes", "labels": {"kubernetes.io/service-name": "kubernetes"}},
+            "addressType": "IPv4",
+            "endpoints": [{"addresses": [self.settings.host], "conditions": {"ready": True}}],
+            "ports": [{"name": "https", "port": self.port, "protocol": "TCP"}],
+        }
+        current_slice = self.registry.find(slices, "default", "kubernetes")
+        if current_slice is None:
+            await self.registry.create(slices, "default", slice_body, self._system_write())
+        else:
+            await self.registry.update(
+                slices, "default", "kubernetes",
+                {**slice_body, "metadata": {**slice_body["metadata"], "resourceVersion": current_slice["metadata"]["resourceVersion"]}},
+                self._system_write(),
+            )
+
+    def _system_write(self) -> WriteOptions:
+        return WriteOptions(user=SYSTEM_USER, field_manager="kube-apiserver", admit=False)
+
+    def _type(self, group: str, version: str, plural: str) -> ResourceType:
+        rt = self.catalog.get(group, version, plural)
+        if rt is None:
+            raise errors.internal(f"resource {plural}.{group}/{version} is not served")
+        return rt
+
+    # custom resources: what apiextensions-apiserver's controllers do in-process
+
+    def _serve_crd(self, crd: Obj) -> None:
+        def strategy(crd_obj: Obj, version: Obj) -> CustomResourceStrategy:
+            schema = (version.get("schema") or {}).get("openAPIV3Schema")
+            return CustomResourceStrategy(schema, kind=crd_obj["spec"]["names"]["kind"])
+
+        self.catalog.replace_crd(crd["metadata"]["name"], crds.resource_types(crd, strategy_factory=strategy))
+
+    async def _crd_controller(self) -> None:
+        sub = self.storage.subscribe(CRD_KEY, None)
+        crd_rt = self._type("apiextensions.k8s.io", "v1", "customresourcedefinitions")
+        try:
+            while True:
+                event = await sub.queue.get()
+                if event is None:
+                    return
+                try:
+                    await self._reconcile_crd(crd_rt, event.type, event.obj)
+                except errors.APIError as exc:
+                    logger.warning("customresourcedefinition %s: %s", event.obj["metadata"]["name"], exc)
+        finally:
+            self.storage.unsubscribe(sub)
+
+    async def _reconcile_crd(self, crd_rt: ResourceType, event_type: str, stored: Obj) -> None:
+        name = stored["metadata"]["name"]
+        if event_type == "DELETED":
+            for rt in self.catalog.remove_crd(name):
+                self.storage.close_watches(rt.storage_key)
+            return
+        crd = self.registry.find(crd_rt, "", name)
+        if crd is None:
+            return
+        if crd["metadata"].get("deletionTimestamp"):
+            await self._finalize_crd(crd_rt, crd)
+            return
+        self._serve_crd(crd)
+        status = crds.established_status(crd)
+        if crd.get("status") != status:
+            updated = copy.deepcopy(crd)
+            updated["status"] = status
+            await self.registry.write_internal(crd_rt, updated, crd, user=SYSTEM_USER)
+
+    async def _finalize_crd(self, crd_rt: ResourceType, crd: Obj) -> None:
+        types = self.catalog.remove_crd(crd["metadata"]["name"])
+        for rt in types[:1]:
+            self.storage.drop_collection(rt.storage_key)
+            self.storage.close_watches(rt.storage_key)
+        finalizers = [f for f in crd["metadata"].get("finalizers") or [] if f != CLEANUP_FINALIZER]
+        updated = copy.deepcopy(crd)
+        updated["metadata"]["finalizers"] = finalizers
+        if not finalizers:
+            updated["metadata"].pop("finalizers")
+        await self.registry.write_internal(crd_rt, updated, crd, user=SYSTEM_USER)
+
+    # admission webhooks' view of the world
+
+    def _webhook_configurations(self, kind: str) -> list[Obj]:
+        key = f"{kind}webhookconfigurations.admissionregistration.k8s.io"
+        return self.storage.list(key)
+
+    def _resolve_service(self, namespace: str, name: str, port: int) -> str | None:
+        """A Service resolves on loopback when its EndpointSlices name a local address."""
+        for obj in self.storage.list("endpointslices.discovery.k8s.io", namespace):
+            if (obj["metadata"].get("labels") or {}).get("kubernetes.io/service-name") != name:
+                continue
+            target = next((p.get("port") for p in obj.get("ports") or [] if p.get("port")), port)
+            for endpoint in obj.get("endpoints") or []:
+                for address in endpoint.get("addresses") or []:
+                    if address.startswith("127."):
+                        return f"https://{address}:{target}"
+        return None
+
+    # OpenAPI
+
+    def openapi_response(self, request: web.Request, parts: list[str]) -> web.Response:
+        return self.openapi.response(request, parts, self.catalog)
+
+    # persistence
+
+    async def _persist_loop(self) -> None:
+        while True:
+            await self.storage.dirty.wait()
+            await asyncio.sleep(self.settings.persist_interval)
+            await self._save()
+
+    async def _save(self) -> None:
+        self.storage.dirty.clear()
+        snapshot = self.storage.snapshot()
+        await asyncio.to_thread(write_snapshot, self.settings.state_dir / "state.json", snapshot)
+

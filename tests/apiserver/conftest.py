@@ -1,0 +1,161 @@
+"""The API behaviour suite's cluster: the emulator by default, any cluster on request.
+
+With `LIQO_TEST_KUBECONFIG=<path>` every test runs against that cluster instead; the
+tests only use a kubeconfig, the official client, raw HTTPS and kubectl, so they hold
+the emulator to what a real kube-apiserver does.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+import pytest
+import urllib3
+from kubernetes import client, config
+
+
+@dataclass
+class Cluster:
+    kubeconfig: Path
+    api: client.ApiClient
+    emulated: bool
+    process: subprocess.Popen[bytes] | None = None
+    state_dir: Path | None = None
+
+    def raw(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        headers: dict[str, str] | None = None,
+        query: list[tuple[str, str]] | None = None,
+        data: bytes | None = None,
+        stream: bool = False,
+        timeout: float = 30,
+    ) -> urllib3.BaseHTTPResponse:
+        """One HTTPS request with the kubeconfig's credentials; nothing parsed or retried."""
+        all_headers = {"Accept": "application/json", "Content-Type": "application/json"}
+        all_headers.update(headers or {})
+        self.api.update_params_for_auth(all_headers, [], ["BearerToken"], path, method, None)
+        url = self.api.configuration.host + path
+        if query:
+            url += "?" + urlencode(query)
+        payload = data if data is not None else (json.dumps(body).encode() if body is not None else None)
+        pool = self.api.rest_client.pool_manager
+        return pool.request(
+            method, url, body=payload, headers=all_headers, preload_content=not stream, timeout=timeout, retries=False
+        )
+
+    def json(self, method: str, path: str, body: Any = None, **kwargs: Any) -> tuple[int, Any]:
+        response = self.raw(method, path, body, **kwargs)
+        text = response.data.decode() if response.data else ""
+        return response.status, (json.loads(text) if text else None)
+
+    def kubectl(self, *args: str, input: str | None = None, timeout: float = 60, check: bool = True) -> subprocess.CompletedProcess[str]:
+        result = subprocess.run(
+            ["kubectl", "--kubeconfig", str(self.kubeconfig), *args],
+            input=input,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env={**os.environ, "KUBECTL_INTERACTIVE_DELETE": "false", "HOME": str(self.kubeconfig.parent)},
+        )
+        if check and result.returncode != 0:
+            raise AssertionError(f"kubectl {' '.join(args)} failed ({result.returncode}):\n{result.stderr}")
+        return result
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start_emulator(state_dir: Path, *, port: int | None = None) -> tuple[subprocess.Popen[bytes], Path]:
+    port = port or _free_port()
+    kubeconfig = state_dir / "kubeconfig"
+    log = open(state_dir / "apiserver.log", "ab")  # noqa: SIM115 - the process owns it until it exits
+    process = subprocess.Popen(
+        [sys.executable, "-m", "playground.apiserver", "--listen", f"127.0.0.1:{port}", "--state-dir", str(state_dir)],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    deadline = time.monotonic() + 30
+    while not kubeconfig.exists():
+        if process.poll() is not None:
+            raise RuntimeError(f"the API server exited with {process.returncode}: see {state_dir / 'apiserver.log'}")
+        if time.monotonic() > deadline:
+            process.kill()
+            raise RuntimeError("the API server did not write its kubeconfig within 30 s")
+        time.sleep(0.05)
+    return process, kubeconfig
+
+
+def stop_emulator(process: subprocess.Popen[bytes]) -> None:
+    process.terminate()
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+def api_client(kubeconfig: Path) -> client.ApiClient:
+    return config.new_client_from_config(config_file=str(kubeconfig))
+
+
+@pytest.fixture(scope="session")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    external = os.environ.get("LIQO_TEST_KUBECONFIG")
+    if external:
+        path = Path(external)
+        yield Cluster(path, api_client(path), emulated=False)
+        return
+    state_dir = tmp_path_factory.mktemp("apiserver")
+    process, kubeconfig = start_emulator(state_dir)
+    try:
+        yield Cluster(kubeconfig, api_client(kubeconfig), emulated=True, process=process, state_dir=state_dir)
+    finally:
+        stop_emulator(process)
+
+
+@pytest.fixture
+def core(cluster: Cluster) -> client.CoreV1Api:
+    return client.CoreV1Api(cluster.api)
+
+
+@pytest.fixture
+def namespace(cluster: Cluster, core: client.CoreV1Api) -> Iterator[str]:
+    """A fresh namespace with a `default` ServiceAccount (a real cluster's controller makes one too)."""
+    name = f"t-{uuid.uuid4().hex[:10]}"
+    core.create_namespace({"metadata": {"name": name}})
+    try:
+        core.create_namespaced_service_account(name, {"metadata": {"name": "default"}})
+    except client.ApiException as exc:
+        if exc.status != 409:
+            raise
+    yield name
+    try:
+        core.delete_namespace(name)
+    except client.ApiException as exc:
+        if exc.status != 404:
+            raise
+
+
+@pytest.fixture(scope="session")
+def kubectl_available() -> None:
+    if shutil.which("kubectl") is None:
+        pytest.fail("kubectl is not on PATH: the kubectl behaviour tests need it")

@@ -1,0 +1,188 @@
+"""CustomResourceDefinitions: registration, validation, defaults, subresources, deletion."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from kubernetes import client
+
+from .conftest import Cluster
+
+
+def _crd(group: str, *, scope: str = "Namespaced") -> dict[str, Any]:
+    schema = {
+        "type": "object",
+        "properties": {
+            "spec": {
+                "type": "object",
+                "required": ["size"],
+                "properties": {
+                    "size": {"type": "integer", "minimum": 1},
+                    "mode": {"type": "string", "enum": ["fast", "safe"], "default": "safe"},
+                    "replicas": {"type": "integer"},
+                },
+            },
+            "status": {"type": "object", "properties": {"phase": {"type": "string"}, "replicas": {"type": "integer"}}},
+        },
+    }
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"widgets.{group}"},
+        "spec": {
+            "group": group,
+            "scope": scope,
+            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "shortNames": ["wd"]},
+            "versions": [
+                {
+                    "name": "v1alpha1",
+                    "served": True,
+                    "storage": False,
+                    "schema": {"openAPIV3Schema": schema},
+                    "subresources": {"status": {}, "scale": {"specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas"}},
+                    "additionalPrinterColumns": [{"name": "Size", "type": "integer", "jsonPath": ".spec.size"}],
+                },
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {"openAPIV3Schema": schema},
+                    "subresources": {"status": {}, "scale": {"specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas"}},
+                    "additionalPrinterColumns": [{"name": "Size", "type": "integer", "jsonPath": ".spec.size"}],
+                },
+            ],
+        },
+    }
+
+
+def _wait_established(ext: client.ApiextensionsV1Api, name: str) -> dict[str, Any]:
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        crd = ext.read_custom_resource_definition(name)
+        conditions = {c.type: c.status for c in (crd.status.conditions or [])}
+        if conditions.get("Established") == "True":
+            return crd.to_dict()
+        time.sleep(0.1)
+    raise AssertionError(f"CRD {name} not Established within 20 s")
+
+
+def _wait_served(cluster: Cluster, path: str) -> None:
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        if cluster.raw("GET", path).status == 200:
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"{path} not served within 20 s")
+
+
+@pytest.fixture
+def widgets(cluster: Cluster) -> Iterator[str]:
+    group = f"t{uuid.uuid4().hex[:8]}.example.com"
+    ext = client.ApiextensionsV1Api(cluster.api)
+    ext.create_custom_resource_definition(_crd(group))
+    _wait_established(ext, f"widgets.{group}")
+    _wait_served(cluster, f"/apis/{group}/v1/widgets")
+    yield group
+    try:
+        ext.delete_custom_resource_definition(f"widgets.{group}")
+    except client.ApiException as exc:
+        if exc.status != 404:
+            raise
+
+
+def test_crd_becomes_established_and_discoverable(cluster: Cluster, widgets: str) -> None:
+    status, group = cluster.json("GET", f"/apis/{widgets}")
+    assert status == 200
+    assert group["preferredVersion"]["version"] == "v1"
+    status, resources = cluster.json("GET", f"/apis/{widgets}/v1")
+    names = {r["name"]: r for r in resources["resources"]}
+    assert names["widgets"]["kind"] == "Widget"
+    assert names["widgets"]["shortNames"] == ["wd"]
+    assert "widgets/status" in names and "widgets/scale" in names
+
+
+def test_custom_resource_crud_with_defaults(cluster: Cluster, widgets: str, namespace: str) -> None:
+    api = client.CustomObjectsApi(cluster.api)
+    body = {"apiVersion": f"{widgets}/v1", "kind": "Widget", "metadata": {"name": "w1"}, "spec": {"size": 3}, "extra": "dropped"}
+    obj = api.create_namespaced_custom_object(widgets, "v1", namespace, "widgets", body)
+    assert obj["spec"] == {"size": 3, "mode": "safe"}
+    assert "extra" not in obj
+    assert obj["metadata"]["generation"] == 1
+    got = api.get_namespaced_custom_object(widgets, "v1alpha1", namespace, "widgets", "w1")
+    assert got["apiVersion"] == f"{widgets}/v1alpha1"
+    assert got["spec"]["size"] == 3
+
+
+def test_custom_resource_schema_violations_are_invalid(cluster: Cluster, widgets: str, namespace: str) -> None:
+    body = {"apiVersion": f"{widgets}/v1", "kind": "Widget", "metadata": {"name": "bad"}, "spec": {"size": "big", "mode": "slow"}}
+    status, reply = cluster.json("POST", f"/apis/{widgets}/v1/namespaces/{namespace}/widgets", body)
+    assert status == 422
+    fields = {c["field"] for c in reply["details"]["causes"]}
+    assert {"spec.size", "spec.mode"} <= fields
+    status, reply = cluster.json("POST", f"/apis/{widgets}/v1/namespaces/{namespace}/widgets", {**body, "spec": {}})
+    assert status == 422
+    assert reply["details"]["causes"][0]["field"] == "spec.size"
+    assert "Required value" in reply["details"]["causes"][0]["message"]
+
+
+def test_custom_resource_status_and_scale_subresources(cluster: Cluster, widgets: str, namespace: str) -> None:
+    api = client.CustomObjectsApi(cluster.api)
+    body = {"apiVersion": f"{widgets}/v1", "kind": "Widget", "metadata": {"name": "s"}, "spec": {"size": 1, "replicas": 1}, "status": {"phase": "Ignored"}}
+    obj = api.create_namespaced_custom_object(widgets, "v1", namespace, "widgets", body)
+    assert "status" not in obj
+    patched = api.patch_namespaced_custom_object_status(widgets, "v1", namespace, "widgets", "s", {"status": {"phase": "Ready", "replicas": 1}})
+    assert patched["status"]["phase"] == "Ready"
+    assert patched["metadata"]["generation"] == 1
+    scale = api.get_namespaced_custom_object_scale(widgets, "v1", namespace, "widgets", "s")
+    assert scale["spec"]["replicas"] == 1
+    api.patch_namespaced_custom_object_scale(widgets, "v1", namespace, "widgets", "s", {"spec": {"replicas": 4}})
+    obj = api.get_namespaced_custom_object(widgets, "v1", namespace, "widgets", "s")
+    assert obj["spec"]["replicas"] == 4
+    assert obj["metadata"]["generation"] == 2
+
+
+def test_custom_resource_table_uses_printer_columns(cluster: Cluster, widgets: str, namespace: str) -> None:
+    api = client.CustomObjectsApi(cluster.api)
+    api.create_namespaced_custom_object(
+        widgets, "v1", namespace, "widgets", {"apiVersion": f"{widgets}/v1", "kind": "Widget", "metadata": {"name": "t"}, "spec": {"size": 5}}
+    )
+    status, table = cluster.json(
+        "GET", f"/apis/{widgets}/v1/namespaces/{namespace}/widgets", headers={"Accept": "application/json;as=Table;v=v1;g=meta.k8s.io"}
+    )
+    assert status == 200
+    assert table["kind"] == "Table"
+    assert [c["name"] for c in table["columnDefinitions"]] == ["Name", "Size"]
+    assert table["rows"][0]["cells"] == ["t", 5]
+
+
+def test_invalid_crd_is_rejected(cluster: Cluster) -> None:
+    body = _crd("bad.example.com")
+    body["metadata"]["name"] = "wrong.example.com"
+    status, reply = cluster.json("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", body)
+    assert status == 422
+    assert any(c["field"] == "metadata.name" for c in reply["details"]["causes"])
+
+
+def test_deleting_crd_removes_its_objects(cluster: Cluster, namespace: str) -> None:
+    group = f"d{uuid.uuid4().hex[:8]}.example.com"
+    ext = client.ApiextensionsV1Api(cluster.api)
+    ext.create_custom_resource_definition(_crd(group))
+    _wait_established(ext, f"widgets.{group}")
+    _wait_served(cluster, f"/apis/{group}/v1/widgets")
+    api = client.CustomObjectsApi(cluster.api)
+    api.create_namespaced_custom_object(group, "v1", namespace, "widgets", {"apiVersion": f"{group}/v1", "kind": "Widget", "metadata": {"name": "x"}, "spec": {"size": 1}})
+    ext.delete_custom_resource_definition(f"widgets.{group}")
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if cluster.raw("GET", f"/apis/{group}/v1/widgets").status == 404:
+            break
+        time.sleep(0.2)
+    else:
+        pytest.fail("the custom resource is still served 30 s after its CRD was deleted")
+    with pytest.raises(client.ApiException) as err:
+        ext.read_custom_resource_definition(f"widgets.{group}")
+    assert err.value.status == 404
