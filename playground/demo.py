@@ -84,7 +84,11 @@ def _kubectl(kubeconfig: Path, *args: str, stdin: str | None = None) -> None:
     print("$ kubectl " + " ".join(args), flush=True)
     env = {**os.environ, "HOME": str(STATE)}
     result = subprocess.run(
-        ["kubectl", "--kubeconfig", str(kubeconfig), *args], input=stdin, text=True, capture_output=True, env=env
+        ["kubectl", "--kubeconfig", str(kubeconfig), *args],
+        input=stdin,
+        text=True,
+        capture_output=True,
+        env=env,
     )
     sys.stdout.write(result.stdout)
     if result.returncode != 0:
@@ -103,7 +107,15 @@ def main() -> int:
     _step(f"Starting the playground API server on 127.0.0.1:{port} (state in {STATE})")
     log = open(STATE / "apiserver.log", "wb")  # noqa: SIM115 - handed to the child process
     server = subprocess.Popen(
-        [sys.executable, "-m", "playground.apiserver", "--listen", f"127.0.0.1:{port}", "--state-dir", str(STATE)],
+        [
+            sys.executable,
+            "-m",
+            "playground.apiserver",
+            "--listen",
+            f"127.0.0.1:{port}",
+            "--state-dir",
+            str(STATE),
+        ],
         stdout=log,
         stderr=subprocess.STDOUT,
     )

@@ -25,7 +25,9 @@ def _listen(value: str) -> tuple[str, int]:
         ipaddress.ip_address(host)
         number = int(port)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"--listen must be an IP address and a port, got {value!r}") from None
+        raise argparse.ArgumentTypeError(
+            f"--listen must be an IP address and a port, got {value!r}"
+        ) from None
     if not 0 <= number < 65536:
         raise argparse.ArgumentTypeError(f"--listen port must be between 0 and 65535, got {number}")
     return host, number
@@ -42,11 +44,21 @@ def _cidr(value: str) -> str:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m playground.apiserver", description=__doc__.splitlines()[0])
-    parser.add_argument("--listen", type=_listen, default=("127.0.0.1", 6443), help="HOST:PORT (port 0: any free port)")
-    parser.add_argument("--state-dir", type=Path, required=True, help="certificates, stored objects and kubeconfig")
-    parser.add_argument("--service-cidr", type=_cidr, default="10.96.0.0/12", help="range for Service cluster IPs")
-    parser.add_argument("--cluster-name", default="playground", help="cluster name written into the kubeconfig")
+    parser = argparse.ArgumentParser(
+        prog="python -m playground.apiserver", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument(
+        "--listen", type=_listen, default=("127.0.0.1", 6443), help="HOST:PORT (port 0: any free port)"
+    )
+    parser.add_argument(
+        "--state-dir", type=Path, required=True, help="certificates, stored objects and kubeconfig"
+    )
+    parser.add_argument(
+        "--service-cidr", type=_cidr, default="10.96.0.0/12", help="range for Service cluster IPs"
+    )
+    parser.add_argument(
+        "--cluster-name", default="playground", help="cluster name written into the kubeconfig"
+    )
     parser.add_argument("--no-persist", action="store_true", help="keep objects in memory only")
     parser.add_argument("-v", "--verbose", action="store_true", help="log at debug level")
     return parser.parse_args(argv)
@@ -78,7 +90,9 @@ async def serve(args: argparse.Namespace) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO, format="%(asctime)s %(name)s %(message)s"
+    )
     try:
         asyncio.run(serve(args))
     except OSError as exc:

@@ -70,6 +70,8 @@ class AdmissionChain:
         """Nobody grants, through a Role or a binding, permissions they do not hold themselves."""
         if attrs.rt.group != RBAC_GROUP or attrs.obj is None or attrs.operation not in ("CREATE", "UPDATE"):
             return
-        error = rbac.admission_escalation_error(attrs.user, attrs.rt.kind, attrs.obj, policy=self._policy, old=attrs.old)
+        error = rbac.admission_escalation_error(
+            attrs.user, attrs.rt.kind, attrs.obj, policy=self._policy, old=attrs.old
+        )
         if error is not None:
             raise error

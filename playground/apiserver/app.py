@@ -51,7 +51,9 @@ class Dispatcher:
             return json_response(exc.status(), status=exc.code)
         except Exception:
             logger.exception("%s %s: unexpected error", request.method, request.path)
-            return json_response(errors.internal("an unexpected error occurred; see the server log").status(), status=500)
+            return json_response(
+                errors.internal("an unexpected error occurred; see the server log").status(), status=500
+            )
 
     async def _dispatch(self, request: web.Request) -> web.StreamResponse:
         info = requestinfo.parse(request.method, request.path, request.query)
@@ -109,12 +111,18 @@ class Dispatcher:
         if not name:
             raise errors.bad_request("requested impersonation of groups without impersonating a user")
         for resource, value in [("users", name)] + [("groups", g) for g in groups]:
-            attrs = RequestAttributes(user=user, verb="impersonate", api_group="", resource=resource, name=value)
+            attrs = RequestAttributes(
+                user=user, verb="impersonate", api_group="", resource=resource, name=value
+            )
             if resource == "users" and name.startswith("system:serviceaccount:"):
                 parts = name.split(":")
                 if len(parts) == 4:
                     attrs = RequestAttributes(
-                        user=user, verb="impersonate", resource="serviceaccounts", namespace=parts[2], name=parts[3]
+                        user=user,
+                        verb="impersonate",
+                        resource="serviceaccounts",
+                        namespace=parts[2],
+                        name=parts[3],
                     )
             if not rbac.authorize(attrs, self.server.policy).allowed:
                 raise errors.forbidden(

@@ -178,10 +178,9 @@ class Authenticator:
             return TokenResult(user=admin, audiences=requested)
         claims = self._signer.verify(token, now=now)
         accepted = self._accepted_audiences(claims, requested)
-        if claims.legacy:
-            user = self._validate_legacy(token, claims)
-        else:
-            user = self._validate_bound(claims, now=now)
+        user = (
+            self._validate_legacy(token, claims) if claims.legacy else self._validate_bound(claims, now=now)
+        )
         return TokenResult(user=with_authenticated_group(user), audiences=accepted)
 
     def review(self, token: str, *, audiences: Sequence[str] = (), now: dt.datetime) -> dict[str, Any]:

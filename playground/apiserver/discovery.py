@@ -46,7 +46,11 @@ def server_address_by_client_cidrs(address: str) -> list[Obj]:
 
 
 def api_versions(address: str) -> Obj:
-    return {"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": server_address_by_client_cidrs(address)}
+    return {
+        "kind": "APIVersions",
+        "versions": ["v1"],
+        "serverAddressByClientCIDRs": server_address_by_client_cidrs(address),
+    }
 
 
 def _group(name: str, versions: list[str]) -> Obj:
@@ -99,7 +103,9 @@ def _subresource_entries(rt: ResourceType) -> list[Obj]:
             if group:
                 entry.update(group=group, version=version)
         elif sub in ("log", "exec", "attach", "portforward", "proxy"):
-            entry["kind"] = {"log": "Pod", "proxy": f"{rt.kind}ProxyOptions"}.get(sub, f"Pod{sub.capitalize()}Options")
+            entry["kind"] = {"log": "Pod", "proxy": f"{rt.kind}ProxyOptions"}.get(
+                sub, f"Pod{sub.capitalize()}Options"
+            )
         out.append(entry)
     return out
 
@@ -156,7 +162,12 @@ def aggregated(catalog: Catalog, *, legacy: bool) -> Obj:
                 resources.append(entry)
             version_entries.append({"version": version, "resources": resources, "freshness": "Current"})
         items.append({"metadata": {"name": name, "creationTimestamp": None}, "versions": version_entries})
-    return {"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2", "metadata": {}, "items": items}
+    return {
+        "kind": "APIGroupDiscoveryList",
+        "apiVersion": "apidiscovery.k8s.io/v2",
+        "metadata": {},
+        "items": items,
+    }
 
 
 def _hash(text: str) -> str:

@@ -66,7 +66,9 @@ def _ref(resource: str, group: str) -> str:
 
 
 def not_found(resource: str, name: str, *, group: str = "") -> APIError:
-    return APIError(404, "NotFound", f'{_ref(resource, group)} "{name}" not found', _details(resource, name, group))
+    return APIError(
+        404, "NotFound", f'{_ref(resource, group)} "{name}" not found', _details(resource, name, group)
+    )
 
 
 def path_not_found() -> APIError:
@@ -75,7 +77,10 @@ def path_not_found() -> APIError:
 
 def already_exists(resource: str, name: str, *, group: str = "") -> APIError:
     return APIError(
-        409, "AlreadyExists", f'{_ref(resource, group)} "{name}" already exists', _details(resource, name, group)
+        409,
+        "AlreadyExists",
+        f'{_ref(resource, group)} "{name}" already exists',
+        _details(resource, name, group),
     )
 
 
@@ -96,7 +101,9 @@ def invalid(kind: str, name: str, causes: list[Cause], *, group: str = "") -> AP
     details: dict[str, Any] = {"name": name, "kind": kind, "causes": [c.as_dict() for c in causes]}
     if group:
         details["group"] = group
-    return APIError(422, "Invalid", f'{kind}{"." + group if group else ""} "{name}" is invalid: {summary}', details)
+    return APIError(
+        422, "Invalid", f'{kind}{"." + group if group else ""} "{name}" is invalid: {summary}', details
+    )
 
 
 def bad_request(message: str) -> APIError:
@@ -112,7 +119,9 @@ def unauthorized() -> APIError:
 
 
 def method_not_allowed() -> APIError:
-    return APIError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource", {})
+    return APIError(
+        405, "MethodNotAllowed", "the server does not allow this method on the requested resource", {}
+    )
 
 
 def gone(message: str) -> APIError:

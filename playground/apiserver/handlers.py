@@ -60,7 +60,9 @@ def decode_json(body: bytes, content_type: str) -> Any:
         except yaml.YAMLError as exc:
             raise errors.bad_request(f"error decoding YAML: {exc}") from None
     if ctype not in ("application/json", "", "*/*"):
-        raise errors.unsupported_media_type(ctype, ["application/json", "application/yaml", "application/vnd.kubernetes.protobuf"])
+        raise errors.unsupported_media_type(
+            ctype, ["application/json", "application/yaml", "application/vnd.kubernetes.protobuf"]
+        )
     if not body:
         raise errors.bad_request("the body of the request was empty")
     try:
@@ -74,10 +76,28 @@ def write_options(request: web.Request, server: APIServer, user: Any) -> WriteOp
     dry_run = query.getall("dryRun", [])
     for value in dry_run:
         if value != "All":
-            raise errors.invalid("CreateOptions", "", [errors.Cause("dryRun", f'Unsupported value: "{value}": supported values: "All"', "FieldValueNotSupported")])
+            raise errors.invalid(
+                "CreateOptions",
+                "",
+                [
+                    errors.Cause(
+                        "dryRun",
+                        f'Unsupported value: "{value}": supported values: "All"',
+                        "FieldValueNotSupported",
+                    )
+                ],
+            )
     manager = query.get("fieldManager", "")
     if manager and (len(manager) > 128 or not manager.isprintable()):
-        raise errors.invalid("CreateOptions", "", [errors.Cause("fieldManager", f'Invalid value: "{manager}": must be at most 128 printable characters')])
+        raise errors.invalid(
+            "CreateOptions",
+            "",
+            [
+                errors.Cause(
+                    "fieldManager", f'Invalid value: "{manager}": must be at most 128 printable characters'
+                )
+            ],
+        )
     if not manager and request.method != "PATCH":
         manager = request.headers.get("User-Agent", "unknown").split("/")[0] or "unknown"
     return WriteOptions(user=user, dry_run=bool(dry_run), field_manager=manager)
@@ -87,10 +107,19 @@ def render_object(rt: ResourceType, obj: Obj, rep: Representation, *, headers: b
     if rep.shape == "Table":
         meta = {"resourceVersion": (obj.get("metadata") or {}).get("resourceVersion", "")}
         return tables.table(
-            rt, [obj], include_object=rep.include_object, now=datetime.now(UTC), list_meta=meta, no_headers=not headers
+            rt,
+            [obj],
+            include_object=rep.include_object,
+            now=datetime.now(UTC),
+            list_meta=meta,
+            no_headers=not headers,
         )
     if rep.shape == "PartialObjectMetadata":
-        return {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": obj.get("metadata", {})}
+        return {
+            "kind": "PartialObjectMetadata",
+            "apiVersion": "meta.k8s.io/v1",
+            "metadata": obj.get("metadata", {}),
+        }
     return obj
 
 
@@ -128,8 +157,15 @@ def delete_options(request: web.Request, body: bytes) -> Obj:
     policy = options.get("propagationPolicy")
     if policy not in (None, "Orphan", "Background", "Foreground"):
         raise errors.invalid(
-            "DeleteOptions", "",
-            [errors.Cause("propagationPolicy", f'Unsupported value: "{policy}": supported values: "Foreground", "Background", "Orphan", "nil"', "FieldValueNotSupported")],
+            "DeleteOptions",
+            "",
+            [
+                errors.Cause(
+                    "propagationPolicy",
+                    f'Unsupported value: "{policy}": supported values: "Foreground", "Background", "Orphan", "nil"',
+                    "FieldValueNotSupported",
+                )
+            ],
         )
     return options
 
@@ -138,9 +174,13 @@ class ResourceHandlers:
     def __init__(self, server: APIServer) -> None:
         self.server = server
 
-    async def handle(self, request: web.Request, info: RequestInfo, rt: ResourceType, user: Any) -> web.StreamResponse:
+    async def handle(
+        self, request: web.Request, info: RequestInfo, rt: ResourceType, user: Any
+    ) -> web.StreamResponse:
         verb = info.verb
-        if verb not in rt.verbs and not info.subresource and verb != "watch" or (verb == "watch" and "watch" not in rt.verbs):
+        if (verb not in rt.verbs and not info.subresource and verb != "watch") or (
+            verb == "watch" and "watch" not in rt.verbs
+        ):
             raise errors.method_not_allowed()
         if verb == "get":
             return self.get(request, info, rt)
@@ -173,7 +213,7 @@ class ResourceHandlers:
             limit = int(query.get("limit", "0") or 0)
         except ValueError:
             raise errors.bad_request(f'invalid limit "{query.get("limit")}"') from None
-        result = self.server.registry.list(
+        result = self.server.registry.list_objects(
             rt,
             info.namespace or None if rt.namespaced else None,
             label_selector=query.get("labelSelector"),
@@ -190,7 +230,9 @@ class ResourceHandlers:
             meta["remainingItemCount"] = result.remaining
         rep = self._rep(request)
         if rep.shape == "Table":
-            body = tables.table(rt, result.items, include_object=rep.include_object, now=datetime.now(UTC), list_meta=meta)
+            body = tables.table(
+                rt, result.items, include_object=rep.include_object, now=datetime.now(UTC), list_meta=meta
+            )
         elif rep.shape == "PartialObjectMetadata":
             body = {
                 "kind": "PartialObjectMetadataList",
@@ -199,10 +241,17 @@ class ResourceHandlers:
                 "items": [render_object(rt, o, rep) for o in result.items],
             }
         else:
-            body = {"kind": rt.list_kind, "apiVersion": rt.api_version, "metadata": meta, "items": result.items}
+            body = {
+                "kind": rt.list_kind,
+                "apiVersion": rt.api_version,
+                "metadata": meta,
+                "items": result.items,
+            }
         return json_response(body)
 
-    async def create(self, request: web.Request, info: RequestInfo, rt: ResourceType, user: Any) -> web.Response:
+    async def create(
+        self, request: web.Request, info: RequestInfo, rt: ResourceType, user: Any
+    ) -> web.Response:
         if info.name:
             raise errors.method_not_allowed()
         body = decode_json(await read_body(request), request.headers.get("Content-Type", "application/json"))
@@ -210,33 +259,55 @@ class ResourceHandlers:
         obj = await self.server.registry.create(rt, info.namespace, body, opts)
         return json_response(render_object(rt, obj, self._rep(request)), status=201, warnings=opts.warnings)
 
-    async def update(self, request: web.Request, info: RequestInfo, rt: ResourceType, user: Any) -> web.Response:
+    async def update(
+        self, request: web.Request, info: RequestInfo, rt: ResourceType, user: Any
+    ) -> web.Response:
         body = decode_json(await read_body(request), request.headers.get("Content-Type", "application/json"))
         opts = write_options(request, self.server, user)
-        obj, created = await self.server.registry.update(rt, info.namespace, info.name, body, opts, subresource=info.subresource)
-        return json_response(render_object(rt, obj, self._rep(request)), status=201 if created else 200, warnings=opts.warnings)
+        obj, created = await self.server.registry.update(
+            rt, info.namespace, info.name, body, opts, subresource=info.subresource
+        )
+        return json_response(
+            render_object(rt, obj, self._rep(request)), status=201 if created else 200, warnings=opts.warnings
+        )
 
-    async def patch(self, request: web.Request, info: RequestInfo, rt: ResourceType, user: Any) -> web.Response:
+    async def patch(
+        self, request: web.Request, info: RequestInfo, rt: ResourceType, user: Any
+    ) -> web.Response:
         body = await read_body(request)
         opts = write_options(request, self.server, user)
         force = request.query.get("force", "").lower() in ("1", "true")
         content_type = request.headers.get("Content-Type", "")
         if force and not content_type.startswith("application/apply-patch"):
-            raise errors.invalid("PatchOptions", "", [errors.Cause("force", "Forbidden: may not be specified for non-apply patch", "FieldValueForbidden")])
+            raise errors.invalid(
+                "PatchOptions",
+                "",
+                [
+                    errors.Cause(
+                        "force", "Forbidden: may not be specified for non-apply patch", "FieldValueForbidden"
+                    )
+                ],
+            )
         if not opts.field_manager and not content_type.startswith("application/apply-patch"):
             opts.field_manager = request.headers.get("User-Agent", "unknown").split("/")[0] or "unknown"
         obj, created = await self.server.registry.patch(
             rt, info.namespace, info.name, content_type, body, opts, subresource=info.subresource, force=force
         )
-        return json_response(render_object(rt, obj, self._rep(request)), status=201 if created else 200, warnings=opts.warnings)
+        return json_response(
+            render_object(rt, obj, self._rep(request)), status=201 if created else 200, warnings=opts.warnings
+        )
 
-    async def delete(self, request: web.Request, info: RequestInfo, rt: ResourceType, user: Any) -> web.Response:
+    async def delete(
+        self, request: web.Request, info: RequestInfo, rt: ResourceType, user: Any
+    ) -> web.Response:
         options = delete_options(request, await read_body(request))
         opts = write_options(request, self.server, user)
         outcome = await self.server.registry.delete(rt, info.namespace, info.name, options, opts)
         return deleted_response(rt, outcome.obj, finished=outcome.finished)
 
-    async def delete_collection(self, request: web.Request, info: RequestInfo, rt: ResourceType, user: Any) -> web.Response:
+    async def delete_collection(
+        self, request: web.Request, info: RequestInfo, rt: ResourceType, user: Any
+    ) -> web.Response:
         options = delete_options(request, await read_body(request))
         opts = write_options(request, self.server, user)
         deleted = await self.server.registry.delete_collection(
@@ -248,7 +319,9 @@ class ResourceHandlers:
             field_selector=request.query.get("fieldSelector"),
         )
         meta = {"resourceVersion": str(self.server.storage.resource_version)}
-        return json_response({"kind": rt.list_kind, "apiVersion": rt.api_version, "metadata": meta, "items": deleted})
+        return json_response(
+            {"kind": rt.list_kind, "apiVersion": rt.api_version, "metadata": meta, "items": deleted}
+        )
 
     async def watch(self, request: web.Request, info: RequestInfo, rt: ResourceType) -> web.StreamResponse:
         query = request.query
@@ -267,7 +340,15 @@ class ResourceHandlers:
         initial = None if send_initial is None else send_initial.lower() == "true"
         if initial and query.get("resourceVersionMatch") != "NotOlderThan":
             raise errors.invalid(
-                "ListOptions", "", [errors.Cause("resourceVersionMatch", "Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan", "FieldValueForbidden")]
+                "ListOptions",
+                "",
+                [
+                    errors.Cause(
+                        "resourceVersionMatch",
+                        "Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
+                        "FieldValueForbidden",
+                    )
+                ],
             )
         rep = self._rep(request)
         events = self.server.registry.watch(
@@ -278,7 +359,9 @@ class ResourceHandlers:
             resource_version=query.get("resourceVersion", ""),
             send_initial_events=initial,
         )
-        response = web.StreamResponse(status=200, headers={"Content-Type": "application/json", "Cache-Control": "no-cache"})
+        response = web.StreamResponse(
+            status=200, headers={"Content-Type": "application/json", "Cache-Control": "no-cache"}
+        )
         response.enable_chunked_encoding()
         await response.prepare(request)
         bookmarks = query.get("allowWatchBookmarks", "").lower() == "true"
@@ -292,7 +375,9 @@ class ResourceHandlers:
             await response.write_eof()
         return response
 
-    async def _with_bookmarks(self, rt: ResourceType, events: AsyncIterator[Obj], enabled: bool) -> AsyncIterator[Obj]:
+    async def _with_bookmarks(
+        self, rt: ResourceType, events: AsyncIterator[Obj], enabled: bool
+    ) -> AsyncIterator[Obj]:
         """Interleave periodic BOOKMARK events with the event stream when the client allows them."""
         if not enabled:
             async for event in events:
@@ -306,10 +391,10 @@ class ResourceHandlers:
                 if not done:
                     yield self.server.registry.bookmark(rt)
                     continue
-                event = pending.result()
-                if event is None:
+                next_event = pending.result()
+                if next_event is None:
                     return
-                yield event
+                yield next_event
                 pending = asyncio.ensure_future(anext(events, None))
         finally:
             pending.cancel()
@@ -319,4 +404,3 @@ class ResourceHandlers:
         if event["type"] in ("ERROR", "BOOKMARK") or rep.shape == "object":
             return event
         return {"type": event["type"], "object": render_object(rt, event["object"], rep, headers=headers)}
-

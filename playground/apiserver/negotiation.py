@@ -57,9 +57,16 @@ def negotiate(header: str | None, *, include_object: str | None) -> Representati
     for media in types:
         if media.type not in JSON_TYPES:
             continue
-        if media.as_ == "Table" and media.params.get("g") == "meta.k8s.io" and media.params.get("v") in ("v1", "v1beta1"):
+        if (
+            media.as_ == "Table"
+            and media.params.get("g") == "meta.k8s.io"
+            and media.params.get("v") in ("v1", "v1beta1")
+        ):
             return Representation("Table", include_object or "Metadata")
-        if media.as_ in ("PartialObjectMetadata", "PartialObjectMetadataList") and media.params.get("g") == "meta.k8s.io":
+        if (
+            media.as_ in ("PartialObjectMetadata", "PartialObjectMetadataList")
+            and media.params.get("g") == "meta.k8s.io"
+        ):
             return Representation("PartialObjectMetadata")
         if not media.as_:
             return Representation("object")

@@ -104,7 +104,12 @@ def _mount_token(spec: Obj) -> None:
                 "defaultMode": 0o644,
                 "sources": [
                     {"serviceAccountToken": {"expirationSeconds": TOKEN_EXPIRATION_SECONDS, "path": "token"}},
-                    {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
+                    {
+                        "configMap": {
+                            "name": "kube-root-ca.crt",
+                            "items": [{"key": "ca.crt", "path": "ca.crt"}],
+                        }
+                    },
                     {
                         "downwardAPI": {
                             "items": [
@@ -134,7 +139,12 @@ def default_tolerations(attrs: AdmissionAttributes, pod: Obj) -> Obj:
     for key in ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"):
         if not any(t.get("key") == key and t.get("effect") in ("NoExecute", None, "") for t in tolerations):
             tolerations.append(
-                {"key": key, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": TOLERATION_SECONDS}
+                {
+                    "key": key,
+                    "operator": "Exists",
+                    "effect": "NoExecute",
+                    "tolerationSeconds": TOLERATION_SECONDS,
+                }
             )
     return pod
 

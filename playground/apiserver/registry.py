@@ -162,14 +162,17 @@ class Registry:
             if not labels.empty and not labels.matches(meta.get("labels") or {}):
                 return False
             if fields.keys():
-                values = {"metadata.name": meta.get("name", ""), "metadata.namespace": meta.get("namespace", "")}
+                values = {
+                    "metadata.name": meta.get("name", ""),
+                    "metadata.namespace": meta.get("namespace", ""),
+                }
                 values.update(rt.strategy.field_labels(obj))
                 return fields.matches(values)
             return True
 
         return matches
 
-    def list(
+    def list_objects(
         self,
         rt: ResourceType,
         namespace: str | None,
@@ -189,7 +192,7 @@ class Registry:
             list_rv, start_after = _decode_continue(continue_token, compacted=self.storage.compacted_rv)
         else:
             _check_list_rv(resource_version, resource_version_match, current)
-        items = self.storage.list(rt.storage_key, namespace)
+        items = self.storage.objects(rt.storage_key, namespace)
         if start_after:
             items = [o for o in items if _sort_key(o) > start_after]
         selected: list[Obj] = []
@@ -251,7 +254,14 @@ class Registry:
         return self._from_storage(rt, stored)
 
     async def update(
-        self, rt: ResourceType, namespace: str, name: str, body: Obj, opts: WriteOptions, *, subresource: str = ""
+        self,
+        rt: ResourceType,
+        namespace: str,
+        name: str,
+        body: Obj,
+        opts: WriteOptions,
+        *,
+        subresource: str = "",
     ) -> tuple[Obj, bool]:
         """PUT: returns the object and whether it was created (Leases and friends allow that)."""
         new = self._decode(rt, namespace, body)
@@ -264,7 +274,9 @@ class Registry:
             if subresource or not rt.strategy.allow_create_on_update:
                 raise errors.not_found(rt.plural, name, group=rt.group)
             if new["metadata"].get("resourceVersion"):
-                raise errors.conflict(rt.plural, name, group=rt.group, why="the object has been deleted or its UID changed")
+                raise errors.conflict(
+                    rt.plural, name, group=rt.group, why="the object has been deleted or its UID changed"
+                )
             return await self.create(rt, namespace, new, opts), True
         return await self._write_update(rt, new, old, opts, subresource=subresource), False
 
@@ -287,13 +299,17 @@ class Registry:
         old = self.find(rt, namespace, name)
         list_types = self.list_types(rt)
         if ctype == "application/apply-patch+yaml":
-            return await self._apply(rt, namespace, name, doc, old, opts, subresource=subresource, force=force)
+            return await self._apply(
+                rt, namespace, name, doc, old, opts, subresource=subresource, force=force
+            )
         if old is None:
             raise errors.not_found(rt.plural, name, group=rt.group)
         base = copy.deepcopy(old)
         if ctype == "application/json-patch+json":
             if not isinstance(doc, list):
-                raise errors.bad_request("json: cannot unmarshal object into Go value of type jsonpatch.Patch")
+                raise errors.bad_request(
+                    "json: cannot unmarshal object into Go value of type jsonpatch.Patch"
+                )
             new = patch.json_patch(base, doc)
         elif ctype == "application/merge-patch+json":
             new = patch.merge_patch(base, _require_object(doc))
@@ -301,14 +317,20 @@ class Registry:
             if rt.crd:
                 raise errors.unsupported_media_type(
                     ctype,
-                    ["application/json-patch+json", "application/merge-patch+json", "application/apply-patch+yaml"],
+                    [
+                        "application/json-patch+json",
+                        "application/merge-patch+json",
+                        "application/apply-patch+yaml",
+                    ],
                 )
             new = patch.strategic_merge_patch(base, _require_object(doc), list_types=list_types)
         if not isinstance(new, dict):
             raise errors.bad_request("the patch did not produce an object")
         new.setdefault("metadata", {})
         if new["metadata"].get("name", name) != name:
-            raise errors.bad_request(f"the name of the object ({new['metadata'].get('name')}) does not match the name on the URL ({name})")
+            raise errors.bad_request(
+                f"the name of the object ({new['metadata'].get('name')}) does not match the name on the URL ({name})"
+            )
         new["metadata"]["name"] = name
         if rt.namespaced:
             new["metadata"]["namespace"] = namespace
@@ -332,7 +354,9 @@ class Registry:
             raise errors.bad_request("PATCH, Content-Type application/apply-patch+yaml requires fieldManager")
         meta = applied.get("metadata") or {}
         if meta.get("name") not in (None, name):
-            raise errors.bad_request(f"the name of the object ({meta.get('name')}) does not match the name on the URL ({name})")
+            raise errors.bad_request(
+                f"the name of the object ({meta.get('name')}) does not match the name on the URL ({name})"
+            )
         applied = self._decode(rt, namespace, {**applied, "metadata": {**meta, "name": name}})
         if doc.get("apiVersion") != rt.api_version:
             raise errors.bad_request(
@@ -357,7 +381,14 @@ class Registry:
         return await self._write_update(rt, merged, old, opts, subresource=subresource, managed=True), False
 
     async def _write_update(
-        self, rt: ResourceType, new: Obj, old: Obj, opts: WriteOptions, *, subresource: str, managed: bool = False
+        self,
+        rt: ResourceType,
+        new: Obj,
+        old: Obj,
+        opts: WriteOptions,
+        *,
+        subresource: str,
+        managed: bool = False,
     ) -> Obj:
         name = old["metadata"]["name"]
         requested_rv = new["metadata"].get("resourceVersion")
@@ -378,9 +409,8 @@ class Registry:
         else:
             rt.strategy.default(new)
             rt.strategy.prepare_for_update(new, old, status_subresource=rt.has_subresource("status"))
-        if (
-            old["metadata"].get("deletionTimestamp")
-            and set(meta.get("finalizers") or []) - set(old["metadata"].get("finalizers") or [])
+        if old["metadata"].get("deletionTimestamp") and set(meta.get("finalizers") or []) - set(
+            old["metadata"].get("finalizers") or []
         ):
             raise errors.forbidden(
                 f'{rt.kind} "{name}" is invalid: metadata.finalizers: Forbidden: no new finalizers can be added if '
@@ -447,7 +477,11 @@ class Registry:
             new_finalizers.append(FOREGROUND_FINALIZER)
         requested = options.get("gracePeriodSeconds")
         grace = rt.strategy.graceful_delete_seconds(old, requested if isinstance(requested, int) else None)
-        pending_spec = bool((old.get("spec") or {}).get("finalizers")) if rt.kind == "Namespace" and not rt.group else False
+        pending_spec = (
+            bool((old.get("spec") or {}).get("finalizers"))
+            if rt.kind == "Namespace" and not rt.group
+            else False
+        )
         if not new_finalizers and not grace and not pending_spec:
             if opts.dry_run:
                 return DeleteResult(old, True)
@@ -472,7 +506,9 @@ class Registry:
             return DeleteResult(self._from_storage(rt, gone), True)
         if _same(updated, old) or opts.dry_run:
             return DeleteResult(updated, False)
-        stored = self.storage.put(rt.storage_key, self._to_storage(rt, updated), old=self._to_storage(rt, old))
+        stored = self.storage.put(
+            rt.storage_key, self._to_storage(rt, updated), old=self._to_storage(rt, old)
+        )
         return DeleteResult(self._from_storage(rt, stored), False)
 
     async def delete_collection(
@@ -485,7 +521,9 @@ class Registry:
         label_selector: str | None,
         field_selector: str | None,
     ) -> list[Obj]:
-        result = self.list(rt, namespace, label_selector=label_selector, field_selector=field_selector)
+        result = self.list_objects(
+            rt, namespace, label_selector=label_selector, field_selector=field_selector
+        )
         deleted = []
         for obj in result.items:
             meta = obj["metadata"]
@@ -517,7 +555,9 @@ class Registry:
         matches = self.matcher(rt, label_selector, field_selector)
         initial = send_initial_events if send_initial_events is not None else resource_version in ("", "0")
         since = 0 if initial else _parse_rv(resource_version)
-        return self._events(rt, namespace, matches, since=since, initial=initial, end_marker=bool(send_initial_events))
+        return self._events(
+            rt, namespace, matches, since=since, initial=initial, end_marker=bool(send_initial_events)
+        )
 
     async def _events(
         self,
@@ -533,7 +573,7 @@ class Registry:
         try:
             start = self.storage.resource_version
             if initial:
-                for obj in self.storage.list(rt.storage_key, namespace):
+                for obj in self.storage.objects(rt.storage_key, namespace):
                     if matches(obj):
                         yield {"type": "ADDED", "object": self._from_storage(rt, obj)}
                 if end_marker:
@@ -570,7 +610,10 @@ class Registry:
         meta: Obj = {"resourceVersion": str(rv)}
         if initial_end:
             meta["annotations"] = {INITIAL_EVENTS_END: "true"}
-        return {"type": "BOOKMARK", "object": {"kind": rt.kind, "apiVersion": rt.api_version, "metadata": meta}}
+        return {
+            "type": "BOOKMARK",
+            "object": {"kind": rt.kind, "apiVersion": rt.api_version, "metadata": meta},
+        }
 
     def _filter_event(self, rt: ResourceType, event: Event, matches: Callable[[Obj], bool]) -> Obj | None:
         """Selectors see transitions: an object leaving the selection is DELETED for this watcher."""
@@ -607,7 +650,9 @@ class Registry:
                 f"the API version in the data ({api_version}) does not match the expected API version ({rt.api_version})"
             )
         if kind and kind != rt.kind:
-            raise errors.bad_request(f"the kind in the data ({kind}) does not match the expected kind ({rt.kind})")
+            raise errors.bad_request(
+                f"the kind in the data ({kind}) does not match the expected kind ({rt.kind})"
+            )
         obj["apiVersion"] = rt.api_version
         obj["kind"] = rt.kind
         meta = obj.get("metadata")
@@ -617,7 +662,9 @@ class Registry:
             raise errors.bad_request("metadata: must be an object")
         if rt.namespaced:
             if meta.get("namespace") and meta["namespace"] != namespace:
-                raise errors.bad_request("the namespace of the provided object does not match the namespace sent on the request")
+                raise errors.bad_request(
+                    "the namespace of the provided object does not match the namespace sent on the request"
+                )
             meta["namespace"] = namespace
         else:
             meta.pop("namespace", None)
@@ -625,30 +672,63 @@ class Registry:
 
     def _validate(self, rt: ResourceType, obj: Obj, old: Obj | None) -> None:
         meta = obj["metadata"]
-        causes: list[Cause] = validate_metadata(meta, name_rule=rt.strategy.name_rule, namespaced=rt.namespaced)
+        causes: list[Cause] = validate_metadata(
+            meta, name_rule=rt.strategy.name_rule, namespaced=rt.namespaced
+        )
         causes += rt.strategy.validate(obj) if old is None else rt.strategy.validate_update(obj, old)
         if causes:
-            raise errors.invalid(rt.kind, str(meta.get("name") or meta.get("generateName") or ""), causes, group=rt.group)
+            raise errors.invalid(
+                rt.kind, str(meta.get("name") or meta.get("generateName") or ""), causes, group=rt.group
+            )
 
     async def _admit_mutating(
         self, op: str, rt: ResourceType, sub: str, obj: Obj, old: Obj | None, opts: WriteOptions
     ) -> Obj:
         if not opts.admit:
             return obj
-        attrs = AdmissionAttributes(op, rt, sub, obj["metadata"].get("namespace", ""), obj["metadata"].get("name", ""),
-                                    obj, old, opts.user, opts.dry_run, {}, opts.warnings)
+        attrs = AdmissionAttributes(
+            op,
+            rt,
+            sub,
+            obj["metadata"].get("namespace", ""),
+            obj["metadata"].get("name", ""),
+            obj,
+            old,
+            opts.user,
+            opts.dry_run,
+            {},
+            opts.warnings,
+        )
         mutated = await self.admission.mutate(attrs)
         return mutated if mutated is not None else obj
 
     async def _admit_validating(
-        self, op: str, rt: ResourceType, sub: str, obj: Obj | None, old: Obj | None, opts: WriteOptions,
-        *, options: Obj | None = None,
+        self,
+        op: str,
+        rt: ResourceType,
+        sub: str,
+        obj: Obj | None,
+        old: Obj | None,
+        opts: WriteOptions,
+        *,
+        options: Obj | None = None,
     ) -> None:
         if not opts.admit:
             return
         meta = (obj or old or {}).get("metadata") or {}
-        attrs = AdmissionAttributes(op, rt, sub, meta.get("namespace", ""), meta.get("name", ""), obj, old, opts.user,
-                                    opts.dry_run, options or {}, opts.warnings)
+        attrs = AdmissionAttributes(
+            op,
+            rt,
+            sub,
+            meta.get("namespace", ""),
+            meta.get("name", ""),
+            obj,
+            old,
+            opts.user,
+            opts.dry_run,
+            options or {},
+            opts.warnings,
+        )
         await self.admission.validate(attrs)
 
 
@@ -666,7 +746,9 @@ def _same(new: Obj, old: Obj) -> bool:
     """A write that changes nothing keeps the resourceVersion (and sends no event)."""
 
     def strip(o: Obj) -> Obj:
-        meta = {k: v for k, v in o.get("metadata", {}).items() if k not in ("resourceVersion", "managedFields")}
+        meta = {
+            k: v for k, v in o.get("metadata", {}).items() if k not in ("resourceVersion", "managedFields")
+        }
         return {**o, "metadata": meta}
 
     return strip(new) == strip(old)
@@ -721,7 +803,9 @@ def _parse_rv(value: str) -> int:
     try:
         rv = int(value)
     except ValueError:
-        raise errors.bad_request(f'invalid resource version: strconv.ParseUint: parsing "{value}": invalid syntax') from None
+        raise errors.bad_request(
+            f'invalid resource version: strconv.ParseUint: parsing "{value}": invalid syntax'
+        ) from None
     if rv < 0:
         raise errors.bad_request(f'invalid resource version "{value}"')
     return rv
@@ -729,10 +813,22 @@ def _parse_rv(value: str) -> int:
 
 def _check_list_rv(resource_version: str, match: str, current: int) -> None:
     if match and match not in ("Exact", "NotOlderThan"):
-        raise errors.invalid("ListOptions", "", [Cause("resourceVersionMatch", f'Unsupported value: "{match}"', "FieldValueNotSupported")])
+        raise errors.invalid(
+            "ListOptions",
+            "",
+            [Cause("resourceVersionMatch", f'Unsupported value: "{match}"', "FieldValueNotSupported")],
+        )
     if match and not resource_version:
         raise errors.invalid(
-            "ListOptions", "", [Cause("resourceVersionMatch", "Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided", "FieldValueForbidden")]
+            "ListOptions",
+            "",
+            [
+                Cause(
+                    "resourceVersionMatch",
+                    "Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided",
+                    "FieldValueForbidden",
+                )
+            ],
         )
     if not resource_version or resource_version == "0":
         return
@@ -764,4 +860,3 @@ def _require_object(doc: Any) -> Obj:
     if not isinstance(doc, dict):
         raise errors.bad_request("json: cannot unmarshal array into Go value of type map[string]interface {}")
     return doc
-

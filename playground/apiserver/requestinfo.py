@@ -12,7 +12,13 @@ from dataclasses import dataclass
 from multidict import MultiMapping
 
 _NAMED_VERBS = {"GET": "get", "PUT": "update", "PATCH": "patch", "DELETE": "delete", "POST": "create"}
-_COLLECTION_VERBS = {"GET": "list", "POST": "create", "DELETE": "deletecollection", "PUT": "update", "PATCH": "patch"}
+_COLLECTION_VERBS = {
+    "GET": "list",
+    "POST": "create",
+    "DELETE": "deletecollection",
+    "PUT": "update",
+    "PATCH": "patch",
+}
 
 
 @dataclass(frozen=True)
@@ -52,7 +58,11 @@ def parse(method: str, path: str, query: MultiMapping[str]) -> RequestInfo:
     if watch_path:
         rest = rest[1:]
     namespace = ""
-    if len(rest) >= 2 and rest[0] == "namespaces" and not (len(rest) == 3 and rest[2] in ("status", "finalize")):
+    if (
+        len(rest) >= 2
+        and rest[0] == "namespaces"
+        and not (len(rest) == 3 and rest[2] in ("status", "finalize"))
+    ):
         namespace, rest = rest[1], rest[2:]
         if not rest:
             rest = ("namespaces", namespace)
@@ -62,10 +72,7 @@ def parse(method: str, path: str, query: MultiMapping[str]) -> RequestInfo:
     resource = rest[0]
     name = rest[1] if len(rest) > 1 else ""
     subresource = rest[2] if len(rest) > 2 else ""
-    if name:
-        verb = _NAMED_VERBS.get(method, method.lower())
-    else:
-        verb = _COLLECTION_VERBS.get(method, method.lower())
+    verb = (_NAMED_VERBS if name else _COLLECTION_VERBS).get(method, method.lower())
     if watch_path or (method == "GET" and query.get("watch", "").lower() in ("1", "true")):
         verb = "watch"
     return RequestInfo(

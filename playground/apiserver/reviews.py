@@ -35,14 +35,27 @@ def _attributes(spec: Obj, user: UserInfo, *, namespace_override: str | None = N
             resource=str(resource.get("resource", "")),
             subresource=str(resource.get("subresource", "")),
             name=str(resource.get("name", "")),
-            namespace=namespace_override if namespace_override is not None else str(resource.get("namespace", "")),
+            namespace=namespace_override
+            if namespace_override is not None
+            else str(resource.get("namespace", "")),
         )
     if isinstance(non_resource, dict):
-        return RequestAttributes(user=user, verb=str(non_resource.get("verb", "")), resource_request=False,
-                                 path=str(non_resource.get("path", "")))
+        return RequestAttributes(
+            user=user,
+            verb=str(non_resource.get("verb", "")),
+            resource_request=False,
+            path=str(non_resource.get("path", "")),
+        )
     raise errors.invalid(
-        "SubjectAccessReview", "",
-        [errors.Cause("spec.resourceAttributes", "Required value: exactly one of nonResourceAttributes or resourceAttributes must be specified", "FieldValueRequired")],
+        "SubjectAccessReview",
+        "",
+        [
+            errors.Cause(
+                "spec.resourceAttributes",
+                "Required value: exactly one of nonResourceAttributes or resourceAttributes must be specified",
+                "FieldValueRequired",
+            )
+        ],
         group="authorization.k8s.io",
     )
 
@@ -61,7 +74,9 @@ class Reviews:
     def __init__(self, server: APIServer) -> None:
         self.server = server
 
-    async def handle(self, request: web.Request, info: RequestInfo, rt: ResourceType, user: UserInfo) -> web.Response:
+    async def handle(
+        self, request: web.Request, info: RequestInfo, rt: ResourceType, user: UserInfo
+    ) -> web.Response:
         if info.verb != "create" or info.name:
             raise errors.method_not_allowed()
         body = decode_json(await read_body(request), request.headers.get("Content-Type", "application/json"))
@@ -87,8 +102,15 @@ class Reviews:
         if rt.plural == "tokenreviews":
             token = spec.get("token")
             if not token:
-                raise errors.invalid("TokenReview", "", [errors.Cause("spec.token", "Required value", "FieldValueRequired")], group="authentication.k8s.io")
-            return self.server.authenticator.review(str(token), audiences=list(spec.get("audiences") or []), now=datetime.now(UTC))
+                raise errors.invalid(
+                    "TokenReview",
+                    "",
+                    [errors.Cause("spec.token", "Required value", "FieldValueRequired")],
+                    group="authentication.k8s.io",
+                )
+            return self.server.authenticator.review(
+                str(token), audiences=list(spec.get("audiences") or []), now=datetime.now(UTC)
+            )
         if rt.plural == "selfsubjectrulesreviews":
             namespace = str(spec.get("namespace", ""))
             resource_rules, non_resource_rules = rbac.rules_for(user, namespace, policy)
@@ -102,14 +124,21 @@ class Reviews:
         elif rt.plural == "localsubjectaccessreviews":
             resource = spec.get("resourceAttributes") or {}
             if resource.get("namespace") not in (None, "", info.namespace):
-                raise errors.bad_request(f"spec.resourceAttributes.namespace must match namespace: {info.namespace}")
+                raise errors.bad_request(
+                    f"spec.resourceAttributes.namespace must match namespace: {info.namespace}"
+                )
             attrs = _attributes(spec, _spec_user(spec), namespace_override=info.namespace)
         else:
             subject = _spec_user(spec)
             if not subject.name and not subject.groups:
                 raise errors.invalid(
-                    "SubjectAccessReview", "",
-                    [errors.Cause("spec.user", "Invalid value: \"\": at least one of user or group must be specified")],
+                    "SubjectAccessReview",
+                    "",
+                    [
+                        errors.Cause(
+                            "spec.user", 'Invalid value: "": at least one of user or group must be specified'
+                        )
+                    ],
                     group="authorization.k8s.io",
                 )
             attrs = _attributes(spec, subject)

@@ -18,7 +18,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from aiohttp import web
 
@@ -35,6 +34,7 @@ from .registry import Registry, WriteOptions
 from .resources.base import Obj, ResourceType
 from .resources.builtin import builtin_types
 from .resources.catalog import Catalog
+from .resources.core import ServiceStrategy
 from .resources.extensions import CLEANUP_FINALIZER, CustomResourceStrategy
 from .reviews import Reviews
 from .storage import Storage, read_snapshot, write_snapshot
@@ -91,10 +91,10 @@ class StoragePolicy:
         return self._storage.get("roles.rbac.authorization.k8s.io", namespace, name)
 
     def cluster_role_bindings(self) -> Iterable[Obj]:
-        return self._storage.list("clusterrolebindings.rbac.authorization.k8s.io")
+        return self._storage.objects("clusterrolebindings.rbac.authorization.k8s.io")
 
     def role_bindings(self, namespace: str) -> Iterable[Obj]:
-        return self._storage.list("rolebindings.rbac.authorization.k8s.io", namespace)
+        return self._storage.objects("rolebindings.rbac.authorization.k8s.io", namespace)
 
 
 class APIServer:
@@ -102,7 +102,9 @@ class APIServer:
         self.settings = settings
         self.storage = Storage(history=settings.watch_history)
         self.catalog = Catalog(
-            builtin_types(service_cidr=settings.service_cidr, services=lambda: self.storage.list("services"))
+            builtin_types(
+                service_cidr=settings.service_cidr, services=lambda: self.storage.objects("services")
+            )
         )
         self.policy = StoragePolicy(self.storage)
         self.registry = Registry(self.storage, self.catalog)
@@ -156,7 +158,7 @@ class APIServer:
             resolve_service=self._resolve_service,
         )
         self.registry.admission = AdmissionChain(self, self.webhooks)
-        for crd in self.storage.list(CRD_KEY):
+        for crd in self.storage.objects(CRD_KEY):
             self._serve_crd(crd)
         await self._listen()
         await self._bootstrap()
@@ -203,9 +205,7 @@ class APIServer:
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.settings.host, self.settings.port, ssl_context=ssl_context)
         await site.start()
-        sockets = site._server.sockets if site._server is not None else []  # type: ignore[union-attr]
-        if sockets:
-            self.port = sockets[0].getsockname()[1]
+        self.port = int(self._runner.addresses[0][1])
 
     async def _write_kubeconfig(self) -> None:
         cert, key = self.ca.issue_client(ADMIN_USER, organizations=[MASTERS_GROUP], days=365)
@@ -239,7 +239,9 @@ class APIServer:
     async def _ensure_kubernetes_service(self) -> None:
         services = self._type("", "v1", "services")
         strategy = services.strategy
-        ip = getattr(strategy, "kubernetes_ip")
+        if not isinstance(strategy, ServiceStrategy):
+            raise errors.internal("services are served without the Service strategy")
+        ip = strategy.kubernetes_ip
         labels = {"component": "apiserver", "provider": "kubernetes"}
         port = {"name": "https", "port": 443, "protocol": "TCP", "targetPort": self.port}
         service = {
@@ -254,14 +256,22 @@ class APIServer:
             updated["spec"]["ports"][0]["targetPort"] = self.port
             await self.registry.update(services, "default", "kubernetes", updated, self._system_write())
         endpoints = self._type("", "v1", "endpoints")
-        subsets = [{"addresses": [{"ip": self.settings.host}], "ports": [{"name": "https", "port": self.port, "protocol": "TCP"}]}]
-        body = {"metadata": {"name": "kubernetes", "labels": {"endpointslice.kubernetes.io/skip-mirror": "true"}}, "subsets": subsets}
+        subsets = [
+            {
+                "addresses": [{"ip": self.settings.host}],
+                "ports": [{"name": "https", "port": self.port, "protocol": "TCP"}],
+            }
+        ]
+        body: Obj = {
+            "metadata": {"name": "kubernetes", "labels": {"endpointslice.kubernetes.io/skip-mirror": "true"}},
+            "subsets": subsets,
+        }
         current_ep = self.registry.find(endpoints, "default", "kubernetes")
         if current_ep is not None:
             body["metadata"]["resourceVersion"] = current_ep["metadata"]["resourceVersion"]
         await self.registry.update(endpoints, "default", "kubernetes", body, self._system_write())
         slices = self._type("discovery.k8s.io", "v1", "endpointslices")
-        slice_body = {
+        slice_body: Obj = {
             "metadata": {"name": "kubernetes", "labels": {"kubernetes.io/service-name": "kubernetes"}},
             "addressType": "IPv4",
             "endpoints": [{"addresses": [self.settings.host], "conditions": {"ready": True}}],
@@ -272,8 +282,16 @@ class APIServer:
             await self.registry.create(slices, "default", slice_body, self._system_write())
         else:
             await self.registry.update(
-                slices, "default", "kubernetes",
-                {**slice_body, "metadata": {**slice_body["metadata"], "resourceVersion": current_slice["metadata"]["resourceVersion"]}},
+                slices,
+                "default",
+                "kubernetes",
+                {
+                    **slice_body,
+                    "metadata": {
+                        **slice_body["metadata"],
+                        "resourceVersion": current_slice["metadata"]["resourceVersion"],
+                    },
+                },
                 self._system_write(),
             )
 
@@ -345,11 +363,11 @@ class APIServer:
 
     def _webhook_configurations(self, kind: str) -> list[Obj]:
         key = f"{kind}webhookconfigurations.admissionregistration.k8s.io"
-        return self.storage.list(key)
+        return self.storage.objects(key)
 
     def _resolve_service(self, namespace: str, name: str, port: int) -> str | None:
         """A Service resolves on loopback when its EndpointSlices name a local address."""
-        for obj in self.storage.list("endpointslices.discovery.k8s.io", namespace):
+        for obj in self.storage.objects("endpointslices.discovery.k8s.io", namespace):
             if (obj["metadata"].get("labels") or {}).get("kubernetes.io/service-name") != name:
                 continue
             target = next((p.get("port") for p in obj.get("ports") or [] if p.get("port")), port)
@@ -376,4 +394,3 @@ class APIServer:
         self.storage.dirty.clear()
         snapshot = self.storage.snapshot()
         await asyncio.to_thread(write_snapshot, self.settings.state_dir / "state.json", snapshot)
-

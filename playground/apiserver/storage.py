@@ -71,7 +71,7 @@ class Storage:
     def get(self, key: str, namespace: str, name: str) -> Obj | None:
         return self._collections.get(key, {}).get(namespace, {}).get(name)
 
-    def list(self, key: str, namespace: str | None = None) -> list[Obj]:
+    def objects(self, key: str, namespace: str | None = None) -> list[Obj]:
         """Objects sorted by namespace then name, the order etcd keys give."""
         collection = self._collections.get(key, {})
         if namespace is not None:
@@ -121,7 +121,7 @@ class Storage:
 
     def drop_collection(self, key: str) -> list[Obj]:
         """Remove every object of a key (a deleted CRD takes its objects with it)."""
-        removed = [self.remove(key, obj) for obj in self.list(key)]
+        removed = [self.remove(key, obj) for obj in self.objects(key)]
         self._collections.pop(key, None)
         return removed
 
@@ -162,7 +162,7 @@ class Storage:
     def snapshot(self) -> Obj:
         return {
             "resourceVersion": self._rv,
-            "collections": {key: self.list(key) for key in self._collections},
+            "collections": {key: self.objects(key) for key in self._collections},
         }
 
     def restore(self, snapshot: Obj) -> None:
@@ -171,7 +171,9 @@ class Storage:
         for key, objects in snapshot["collections"].items():
             for obj in objects:
                 meta = obj["metadata"]
-                self._collections.setdefault(key, {}).setdefault(meta.get("namespace", ""), {})[meta["name"]] = obj
+                self._collections.setdefault(key, {}).setdefault(meta.get("namespace", ""), {})[
+                    meta["name"]
+                ] = obj
 
 
 def write_snapshot(path: Path, snapshot: Obj) -> None:

@@ -54,7 +54,9 @@ class Subresources:
     def __init__(self, server: APIServer) -> None:
         self.server = server
 
-    async def handle(self, request: web.Request, info: RequestInfo, rt: ResourceType, user: UserInfo) -> web.Response:
+    async def handle(
+        self, request: web.Request, info: RequestInfo, rt: ResourceType, user: UserInfo
+    ) -> web.StreamResponse:
         sub = info.subresource
         if not rt.has_subresource(sub):
             raise errors.path_not_found()
@@ -71,10 +73,15 @@ class Subresources:
         if sub == "status":
             return await self.server.resources.handle(request, info, rt, user)
         raise errors.APIError(
-            400, "BadRequest", f"the {sub} subresource is served by the kubelet of a node, not by this API server", {}
+            400,
+            "BadRequest",
+            f"the {sub} subresource is served by the kubelet of a node, not by this API server",
+            {},
         )
 
-    async def scale(self, request: web.Request, info: RequestInfo, rt: ResourceType, user: UserInfo) -> web.Response:
+    async def scale(
+        self, request: web.Request, info: RequestInfo, rt: ResourceType, user: UserInfo
+    ) -> web.Response:
         registry = self.server.registry
         scale_spec = rt.scale
         assert scale_spec is not None
@@ -98,7 +105,16 @@ class Subresources:
             raise errors.bad_request("Scale must be an object")
         replicas = (new_scale.get("spec") or {}).get("replicas")
         if not isinstance(replicas, int) or replicas < 0:
-            raise errors.invalid("Scale", info.name, [errors.Cause("spec.replicas", f"Invalid value: {replicas}: must be greater than or equal to 0")], group="autoscaling")
+            raise errors.invalid(
+                "Scale",
+                info.name,
+                [
+                    errors.Cause(
+                        "spec.replicas", f"Invalid value: {replicas}: must be greater than or equal to 0"
+                    )
+                ],
+                group="autoscaling",
+            )
         rv = (new_scale.get("metadata") or {}).get("resourceVersion")
         updated = copy.deepcopy(obj)
         if rv:
@@ -121,12 +137,18 @@ class Subresources:
         return {
             "kind": "Scale",
             "apiVersion": "autoscaling/v1",
-            "metadata": {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp") if k in meta},
+            "metadata": {
+                k: meta[k]
+                for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
+                if k in meta
+            },
             "spec": {"replicas": _dig(obj, rt.scale.spec_replicas_path) or 0},
             "status": status,
         }
 
-    async def finalize(self, request: web.Request, info: RequestInfo, rt: ResourceType, user: UserInfo) -> web.Response:
+    async def finalize(
+        self, request: web.Request, info: RequestInfo, rt: ResourceType, user: UserInfo
+    ) -> web.Response:
         if request.method != "PUT":
             raise errors.method_not_allowed()
         body = decode_json(await read_body(request), request.headers.get("Content-Type", "application/json"))
@@ -139,7 +161,9 @@ class Subresources:
         stored = await self.server.registry.write_internal(rt, new, old, user=user)
         return json_response(stored)
 
-    async def approval(self, request: web.Request, info: RequestInfo, rt: ResourceType, user: UserInfo) -> web.Response:
+    async def approval(
+        self, request: web.Request, info: RequestInfo, rt: ResourceType, user: UserInfo
+    ) -> web.Response:
         if request.method == "GET":
             return json_response(self.server.registry.get(rt, "", info.name))
         if request.method != "PUT":
@@ -150,10 +174,18 @@ class Subresources:
         causes = []
         types = [c.get("type") for c in conditions if isinstance(c, dict)]
         if "Approved" in types and "Denied" in types:
-            causes.append(errors.Cause("status.conditions", "Invalid value: both Approved and Denied conditions are set"))
+            causes.append(
+                errors.Cause(
+                    "status.conditions", "Invalid value: both Approved and Denied conditions are set"
+                )
+            )
         for i, cond in enumerate(conditions):
             if not isinstance(cond, dict) or cond.get("type") not in ("Approved", "Denied", "Failed"):
-                causes.append(errors.Cause(f"status.conditions[{i}].type", "Unsupported value", "FieldValueNotSupported"))
+                causes.append(
+                    errors.Cause(
+                        f"status.conditions[{i}].type", "Unsupported value", "FieldValueNotSupported"
+                    )
+                )
         if causes:
             raise errors.invalid(rt.kind, info.name, causes, group=rt.group)
         now = now_iso(datetime.now(UTC))
@@ -169,7 +201,9 @@ class Subresources:
         stored = await self.server.registry.write_internal(rt, new, old, user=user)
         return json_response(stored)
 
-    async def binding(self, request: web.Request, info: RequestInfo, rt: ResourceType, user: UserInfo) -> web.Response:
+    async def binding(
+        self, request: web.Request, info: RequestInfo, rt: ResourceType, user: UserInfo
+    ) -> web.Response:
         if request.method != "POST":
             raise errors.method_not_allowed()
         body = decode_json(await read_body(request), request.headers.get("Content-Type", "application/json"))
@@ -183,7 +217,9 @@ class Subresources:
         body = decode_json(await read_body(request), request.headers.get("Content-Type", "application/json"))
         name = ((body or {}).get("metadata") or {}).get("name") if isinstance(body, dict) else None
         if not name:
-            raise errors.invalid("Binding", "", [errors.Cause("metadata.name", "Required value", "FieldValueRequired")])
+            raise errors.invalid(
+                "Binding", "", [errors.Cause("metadata.name", "Required value", "FieldValueRequired")]
+            )
         await self.bind(info.namespace, str(name), body, user=user, dry_run="dryRun" in request.query)
         return json_response(_success(), status=201)
 
@@ -194,23 +230,31 @@ class Subresources:
         target = (binding or {}).get("target") or {} if isinstance(binding, dict) else {}
         node = target.get("name")
         if not node:
-            raise errors.invalid("Binding", name, [errors.Cause("target.name", "Required value", "FieldValueRequired")])
+            raise errors.invalid(
+                "Binding", name, [errors.Cause("target.name", "Required value", "FieldValueRequired")]
+            )
         pod = self.server.registry.get(pods, namespace, name)
         if pod["metadata"].get("deletionTimestamp"):
             raise errors.conflict("pods", name, why="pod is being deleted, cannot be assigned to a host")
         current = (pod.get("spec") or {}).get("nodeName")
         if current:
-            raise errors.conflict("pods", name, why=f"pod {name} is already assigned to node \"{current}\"")
+            raise errors.conflict("pods", name, why=f'pod {name} is already assigned to node "{current}"')
         new = copy.deepcopy(pod)
         new["spec"]["nodeName"] = node
         now = now_iso(datetime.now(UTC))
-        conditions = [c for c in (new.get("status") or {}).get("conditions") or [] if c.get("type") != "PodScheduled"]
-        conditions.append({"type": "PodScheduled", "status": "True", "lastProbeTime": None, "lastTransitionTime": now})
+        conditions = [
+            c for c in (new.get("status") or {}).get("conditions") or [] if c.get("type") != "PodScheduled"
+        ]
+        conditions.append(
+            {"type": "PodScheduled", "status": "True", "lastProbeTime": None, "lastTransitionTime": now}
+        )
         new.setdefault("status", {})["conditions"] = conditions
         if not dry_run:
             await self.server.registry.write_internal(pods, new, pod, user=user)
 
-    async def eviction(self, request: web.Request, info: RequestInfo, rt: ResourceType, user: UserInfo) -> web.Response:
+    async def eviction(
+        self, request: web.Request, info: RequestInfo, rt: ResourceType, user: UserInfo
+    ) -> web.Response:
         if request.method != "POST":
             raise errors.method_not_allowed()
         body = decode_json(await read_body(request), request.headers.get("Content-Type", "application/json"))
@@ -221,7 +265,9 @@ class Subresources:
         await self.server.registry.delete(rt, info.namespace, info.name, options, opts)
         return json_response(_success(), status=201)
 
-    async def token(self, request: web.Request, info: RequestInfo, rt: ResourceType, user: UserInfo) -> web.Response:
+    async def token(
+        self, request: web.Request, info: RequestInfo, rt: ResourceType, user: UserInfo
+    ) -> web.Response:
         if request.method != "POST":
             raise errors.method_not_allowed()
         body = decode_json(await read_body(request), request.headers.get("Content-Type", "application/json"))
@@ -232,7 +278,9 @@ class Subresources:
             raise errors.bad_request("spec.expirationSeconds must be an integer")
         audiences = spec.get("audiences") or list(self.server.signer.api_audiences)
         bound = spec.get("boundObjectRef")
-        bound_object = bind_object(bound, namespace=info.namespace, service_account=info.name, get=self._lookup)
+        bound_object = bind_object(
+            bound, namespace=info.namespace, service_account=info.name, get=self._lookup
+        )
         token, expires = self.server.signer.issue(
             namespace=info.namespace,
             service_account=info.name,

@@ -218,10 +218,11 @@ class TokenSigner:
         api_audiences: Sequence[str] | None = None,
     ) -> TokenSigner:
         key: PrivateKey
-        if algorithm == "RS256":
-            key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-        else:
-            key = ec.generate_private_key(ec.SECP256R1())
+        key = (
+            rsa.generate_private_key(public_exponent=65537, key_size=2048)
+            if algorithm == "RS256"
+            else ec.generate_private_key(ec.SECP256R1())
+        )
         return cls(key, issuer=issuer, api_audiences=api_audiences)
 
     @classmethod

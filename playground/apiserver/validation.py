@@ -65,7 +65,7 @@ def dns_subdomain_errors(value: str) -> list[str]:
 
 def path_segment_errors(value: str) -> list[str]:
     if value in (".", ".."):
-        return [f'may not be \'{value}\'']
+        return [f"may not be '{value}'"]
     for bad in ("/", "%"):
         if bad in value:
             return [f"may not contain '{bad}'"]
@@ -111,7 +111,9 @@ def validate_labels(labels: Any, field: str) -> list[Cause]:
         for err in qualified_name_errors(str(key)):
             causes.append(Cause(field, f'Invalid value: "{key}": {err}'))
         if not isinstance(value, str):
-            causes.append(Cause(f"{field}", f"Invalid value: {value!r}: must be a string", "FieldValueTypeInvalid"))
+            causes.append(
+                Cause(f"{field}", f"Invalid value: {value!r}: must be a string", "FieldValueTypeInvalid")
+            )
             continue
         for err in label_value_errors(value):
             causes.append(Cause(field, f'Invalid value: "{value}": {err}'))
@@ -122,18 +124,24 @@ def validate_annotations(annotations: Any, field: str) -> list[Cause]:
     if annotations is None:
         return []
     if not isinstance(annotations, Mapping):
-        return [Cause(field, f"Invalid value: {annotations!r}: must be a map of strings", "FieldValueTypeInvalid")]
+        return [
+            Cause(field, f"Invalid value: {annotations!r}: must be a map of strings", "FieldValueTypeInvalid")
+        ]
     causes = []
     total = 0
     for key, value in annotations.items():
         for err in qualified_name_errors(str(key).lower()):
             causes.append(Cause(field, f'Invalid value: "{key}": {err}'))
         if not isinstance(value, str):
-            causes.append(Cause(field, f"Invalid value: {value!r}: must be a string", "FieldValueTypeInvalid"))
+            causes.append(
+                Cause(field, f"Invalid value: {value!r}: must be a string", "FieldValueTypeInvalid")
+            )
             continue
         total += len(key) + len(value)
     if total > TOTAL_ANNOTATION_SIZE:
-        causes.append(Cause(field, f"Too long: must have at most {TOTAL_ANNOTATION_SIZE} bytes", "FieldValueTooLong"))
+        causes.append(
+            Cause(field, f"Too long: must have at most {TOTAL_ANNOTATION_SIZE} bytes", "FieldValueTooLong")
+        )
     return causes
 
 
@@ -141,9 +149,13 @@ def validate_metadata(meta: Mapping[str, Any], *, name_rule: str, namespaced: bo
     causes: list[Cause] = []
     name = meta.get("name")
     if not name:
-        causes.append(Cause("metadata.name", "Required value: name or generateName is required", "FieldValueRequired"))
+        causes.append(
+            Cause("metadata.name", "Required value: name or generateName is required", "FieldValueRequired")
+        )
     elif not isinstance(name, str):
-        causes.append(Cause("metadata.name", invalid_value(name) + ": must be a string", "FieldValueTypeInvalid"))
+        causes.append(
+            Cause("metadata.name", invalid_value(name) + ": must be a string", "FieldValueTypeInvalid")
+        )
     else:
         for err in NAME_RULES[name_rule](name):
             causes.append(Cause("metadata.name", f"{invalid_value(name)}: {err}"))
@@ -153,7 +165,9 @@ def validate_metadata(meta: Mapping[str, Any], *, name_rule: str, namespaced: bo
     causes += validate_annotations(meta.get("annotations"), "metadata.annotations")
     finalizers = meta.get("finalizers") or []
     if not isinstance(finalizers, list):
-        causes.append(Cause("metadata.finalizers", "Invalid value: must be a list of strings", "FieldValueTypeInvalid"))
+        causes.append(
+            Cause("metadata.finalizers", "Invalid value: must be a list of strings", "FieldValueTypeInvalid")
+        )
     else:
         for i, fin in enumerate(finalizers):
             if not isinstance(fin, str) or qualified_name_errors(fin):
@@ -161,7 +175,9 @@ def validate_metadata(meta: Mapping[str, Any], *, name_rule: str, namespaced: bo
     for i, ref in enumerate(meta.get("ownerReferences") or []):
         for key in ("apiVersion", "kind", "name", "uid"):
             if not isinstance(ref, Mapping) or not ref.get(key):
-                causes.append(Cause(f"metadata.ownerReferences[{i}].{key}", "Required value", "FieldValueRequired"))
+                causes.append(
+                    Cause(f"metadata.ownerReferences[{i}].{key}", "Required value", "FieldValueRequired")
+                )
     return causes
 
 

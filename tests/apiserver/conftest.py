@@ -56,7 +56,13 @@ class Cluster:
         payload = data if data is not None else (json.dumps(body).encode() if body is not None else None)
         pool = self.api.rest_client.pool_manager
         return pool.request(
-            method, url, body=payload, headers=all_headers, preload_content=not stream, timeout=timeout, retries=False
+            method,
+            url,
+            body=payload,
+            headers=all_headers,
+            preload_content=not stream,
+            timeout=timeout,
+            retries=False,
         )
 
     def json(self, method: str, path: str, body: Any = None, **kwargs: Any) -> tuple[int, Any]:
@@ -64,7 +70,9 @@ class Cluster:
         text = response.data.decode() if response.data else ""
         return response.status, (json.loads(text) if text else None)
 
-    def kubectl(self, *args: str, input: str | None = None, timeout: float = 60, check: bool = True) -> subprocess.CompletedProcess[str]:
+    def kubectl(
+        self, *args: str, input: str | None = None, timeout: float = 60, check: bool = True
+    ) -> subprocess.CompletedProcess[str]:
         result = subprocess.run(
             ["kubectl", "--kubeconfig", str(self.kubeconfig), *args],
             input=input,
@@ -89,14 +97,24 @@ def start_emulator(state_dir: Path, *, port: int | None = None) -> tuple[subproc
     kubeconfig = state_dir / "kubeconfig"
     log = open(state_dir / "apiserver.log", "ab")  # noqa: SIM115 - the process owns it until it exits
     process = subprocess.Popen(
-        [sys.executable, "-m", "playground.apiserver", "--listen", f"127.0.0.1:{port}", "--state-dir", str(state_dir)],
+        [
+            sys.executable,
+            "-m",
+            "playground.apiserver",
+            "--listen",
+            f"127.0.0.1:{port}",
+            "--state-dir",
+            str(state_dir),
+        ],
         stdout=log,
         stderr=subprocess.STDOUT,
     )
     deadline = time.monotonic() + 30
     while not kubeconfig.exists():
         if process.poll() is not None:
-            raise RuntimeError(f"the API server exited with {process.returncode}: see {state_dir / 'apiserver.log'}")
+            raise RuntimeError(
+                f"the API server exited with {process.returncode}: see {state_dir / 'apiserver.log'}"
+            )
         if time.monotonic() > deadline:
             process.kill()
             raise RuntimeError("the API server did not write its kubeconfig within 30 s")

@@ -25,7 +25,9 @@ def _server_and_ca(cluster: Cluster) -> tuple[str, str]:
 
 def _token_request(core: client.CoreV1Api, namespace: str, account: str) -> str:
     core.create_namespaced_service_account(namespace, {"metadata": {"name": account}})
-    request = core.create_namespaced_service_account_token(account, namespace, {"spec": {"expirationSeconds": 3600}})
+    request = core.create_namespaced_service_account_token(
+        account, namespace, {"spec": {"expirationSeconds": 3600}}
+    )
     return str(request.status.token)
 
 
@@ -40,14 +42,18 @@ def _as_token(cluster: Cluster, token: str, tmp_path: Path) -> client.ApiClient:
     return client.ApiClient(configuration)
 
 
-def _anonymous(cluster: Cluster, path: str, headers: dict[str, str] | None = None) -> urllib3.BaseHTTPResponse:
+def _anonymous(
+    cluster: Cluster, path: str, headers: dict[str, str] | None = None
+) -> urllib3.BaseHTTPResponse:
     server, _ = _server_and_ca(cluster)
     pool = urllib3.PoolManager(cert_reqs="CERT_NONE")
     return pool.request("GET", server + path, headers=headers or {}, retries=False)
 
 
 @pytest.fixture
-def token_api(cluster: Cluster, core: client.CoreV1Api, namespace: str, tmp_path: Path) -> Iterator[client.ApiClient]:
+def token_api(
+    cluster: Cluster, core: client.CoreV1Api, namespace: str, tmp_path: Path
+) -> Iterator[client.ApiClient]:
     token = _token_request(core, namespace, "robot")
     api = _as_token(cluster, token, tmp_path)
     yield api
@@ -86,7 +92,9 @@ def test_service_account_token_is_forbidden_without_rbac(token_api: client.ApiCl
     )
 
 
-def test_role_binding_grants_exactly_the_rules(cluster: Cluster, token_api: client.ApiClient, namespace: str) -> None:
+def test_role_binding_grants_exactly_the_rules(
+    cluster: Cluster, token_api: client.ApiClient, namespace: str
+) -> None:
     rbac = client.RbacAuthorizationV1Api(cluster.api)
     rbac.create_namespaced_role(
         namespace,
@@ -125,7 +133,9 @@ def test_role_binding_grants_exactly_the_rules(cluster: Cluster, token_api: clie
     assert "at the cluster scope" in err.value.body
 
 
-def test_token_of_deleted_service_account_is_rejected(cluster: Cluster, core: client.CoreV1Api, namespace: str, tmp_path: Path) -> None:
+def test_token_of_deleted_service_account_is_rejected(
+    cluster: Cluster, core: client.CoreV1Api, namespace: str, tmp_path: Path
+) -> None:
     token = _token_request(core, namespace, "temp")
     core.delete_namespaced_service_account("temp", namespace)
     api = _as_token(cluster, token, tmp_path)
@@ -158,25 +168,61 @@ def test_subject_access_review_follows_bindings(cluster: Cluster, namespace: str
             "subjects": [{"kind": "User", "name": "alice", "apiGroup": "rbac.authorization.k8s.io"}],
         },
     )
-    allowed = _access(cluster, {"spec": {"user": "alice", "resourceAttributes": {"verb": "list", "resource": "pods", "namespace": namespace}}})
+    allowed = _access(
+        cluster,
+        {
+            "spec": {
+                "user": "alice",
+                "resourceAttributes": {"verb": "list", "resource": "pods", "namespace": namespace},
+            }
+        },
+    )
     assert allowed.status.allowed is True
-    denied = _access(cluster, {"spec": {"user": "alice", "resourceAttributes": {"verb": "delete", "resource": "pods", "namespace": namespace}}})
+    denied = _access(
+        cluster,
+        {
+            "spec": {
+                "user": "alice",
+                "resourceAttributes": {"verb": "delete", "resource": "pods", "namespace": namespace},
+            }
+        },
+    )
     assert denied.status.allowed is False
-    elsewhere = _access(cluster, {"spec": {"user": "alice", "resourceAttributes": {"verb": "list", "resource": "pods", "namespace": "default"}}})
+    elsewhere = _access(
+        cluster,
+        {
+            "spec": {
+                "user": "alice",
+                "resourceAttributes": {"verb": "list", "resource": "pods", "namespace": "default"},
+            }
+        },
+    )
     assert elsewhere.status.allowed is False
 
 
 def test_self_subject_review_names_the_admin(cluster: Cluster) -> None:
-    status, body = cluster.json("POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews", {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"})
+    status, body = cluster.json(
+        "POST",
+        "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+        {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"},
+    )
     assert status == 201
     assert "system:masters" in body["status"]["userInfo"]["groups"]
 
 
-def test_rbac_prevents_granting_permissions_not_held(cluster: Cluster, core: client.CoreV1Api, namespace: str, tmp_path: Path) -> None:
+def test_rbac_prevents_granting_permissions_not_held(
+    cluster: Cluster, core: client.CoreV1Api, namespace: str, tmp_path: Path
+) -> None:
     token = _token_request(core, namespace, "limited")
     rbac = client.RbacAuthorizationV1Api(cluster.api)
     rbac.create_namespaced_role(
-        namespace, {"metadata": {"name": "role-writer"}, "rules": [{"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["roles"], "verbs": ["create"]}]}
+        namespace,
+        {
+            "metadata": {"name": "role-writer"},
+            "rules": [
+                {"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["roles"], "verbs": ["create"]}
+            ],
+        },
     )
     rbac.create_namespaced_role_binding(
         namespace,
@@ -189,7 +235,11 @@ def test_rbac_prevents_granting_permissions_not_held(cluster: Cluster, core: cli
     api = _as_token(cluster, token, tmp_path)
     with pytest.raises(client.ApiException) as err:
         client.RbacAuthorizationV1Api(api).create_namespaced_role(
-            namespace, {"metadata": {"name": "escalate"}, "rules": [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]}]}
+            namespace,
+            {
+                "metadata": {"name": "escalate"},
+                "rules": [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]}],
+            },
         )
     assert err.value.status == 403
     assert "attempting to grant RBAC permissions not currently held" in err.value.body
@@ -204,6 +254,8 @@ def test_impersonation_needs_permission_and_switches_user(cluster: Cluster, name
     )
     assert status == 201
     assert body["status"]["userInfo"]["username"] == "bob"
-    status, body = cluster.json("GET", f"/api/v1/namespaces/{namespace}/pods", headers={"Impersonate-User": "bob"})
+    status, body = cluster.json(
+        "GET", f"/api/v1/namespaces/{namespace}/pods", headers={"Impersonate-User": "bob"}
+    )
     assert status == 403
     assert 'User "bob" cannot list resource "pods"' in body["message"]

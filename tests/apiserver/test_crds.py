@@ -26,7 +26,10 @@ def _crd(group: str, *, scope: str = "Namespaced") -> dict[str, Any]:
                     "replicas": {"type": "integer"},
                 },
             },
-            "status": {"type": "object", "properties": {"phase": {"type": "string"}, "replicas": {"type": "integer"}}},
+            "status": {
+                "type": "object",
+                "properties": {"phase": {"type": "string"}, "replicas": {"type": "integer"}},
+            },
         },
     }
     return {
@@ -43,16 +46,32 @@ def _crd(group: str, *, scope: str = "Namespaced") -> dict[str, Any]:
                     "served": True,
                     "storage": False,
                     "schema": {"openAPIV3Schema": schema},
-                    "subresources": {"status": {}, "scale": {"specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas"}},
-                    "additionalPrinterColumns": [{"name": "Size", "type": "integer", "jsonPath": ".spec.size"}],
+                    "subresources": {
+                        "status": {},
+                        "scale": {
+                            "specReplicasPath": ".spec.replicas",
+                            "statusReplicasPath": ".status.replicas",
+                        },
+                    },
+                    "additionalPrinterColumns": [
+                        {"name": "Size", "type": "integer", "jsonPath": ".spec.size"}
+                    ],
                 },
                 {
                     "name": "v1",
                     "served": True,
                     "storage": True,
                     "schema": {"openAPIV3Schema": schema},
-                    "subresources": {"status": {}, "scale": {"specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas"}},
-                    "additionalPrinterColumns": [{"name": "Size", "type": "integer", "jsonPath": ".spec.size"}],
+                    "subresources": {
+                        "status": {},
+                        "scale": {
+                            "specReplicasPath": ".spec.replicas",
+                            "statusReplicasPath": ".status.replicas",
+                        },
+                    },
+                    "additionalPrinterColumns": [
+                        {"name": "Size", "type": "integer", "jsonPath": ".spec.size"}
+                    ],
                 },
             ],
         },
@@ -107,7 +126,13 @@ def test_crd_becomes_established_and_discoverable(cluster: Cluster, widgets: str
 
 def test_custom_resource_crud_with_defaults(cluster: Cluster, widgets: str, namespace: str) -> None:
     api = client.CustomObjectsApi(cluster.api)
-    body = {"apiVersion": f"{widgets}/v1", "kind": "Widget", "metadata": {"name": "w1"}, "spec": {"size": 3}, "extra": "dropped"}
+    body = {
+        "apiVersion": f"{widgets}/v1",
+        "kind": "Widget",
+        "metadata": {"name": "w1"},
+        "spec": {"size": 3},
+        "extra": "dropped",
+    }
     obj = api.create_namespaced_custom_object(widgets, "v1", namespace, "widgets", body)
     assert obj["spec"] == {"size": 3, "mode": "safe"}
     assert "extra" not in obj
@@ -117,29 +142,50 @@ def test_custom_resource_crud_with_defaults(cluster: Cluster, widgets: str, name
     assert got["spec"]["size"] == 3
 
 
-def test_custom_resource_schema_violations_are_invalid(cluster: Cluster, widgets: str, namespace: str) -> None:
-    body = {"apiVersion": f"{widgets}/v1", "kind": "Widget", "metadata": {"name": "bad"}, "spec": {"size": "big", "mode": "slow"}}
+def test_custom_resource_schema_violations_are_invalid(
+    cluster: Cluster, widgets: str, namespace: str
+) -> None:
+    body = {
+        "apiVersion": f"{widgets}/v1",
+        "kind": "Widget",
+        "metadata": {"name": "bad"},
+        "spec": {"size": "big", "mode": "slow"},
+    }
     status, reply = cluster.json("POST", f"/apis/{widgets}/v1/namespaces/{namespace}/widgets", body)
     assert status == 422
     fields = {c["field"] for c in reply["details"]["causes"]}
     assert {"spec.size", "spec.mode"} <= fields
-    status, reply = cluster.json("POST", f"/apis/{widgets}/v1/namespaces/{namespace}/widgets", {**body, "spec": {}})
+    status, reply = cluster.json(
+        "POST", f"/apis/{widgets}/v1/namespaces/{namespace}/widgets", {**body, "spec": {}}
+    )
     assert status == 422
     assert reply["details"]["causes"][0]["field"] == "spec.size"
     assert "Required value" in reply["details"]["causes"][0]["message"]
 
 
-def test_custom_resource_status_and_scale_subresources(cluster: Cluster, widgets: str, namespace: str) -> None:
+def test_custom_resource_status_and_scale_subresources(
+    cluster: Cluster, widgets: str, namespace: str
+) -> None:
     api = client.CustomObjectsApi(cluster.api)
-    body = {"apiVersion": f"{widgets}/v1", "kind": "Widget", "metadata": {"name": "s"}, "spec": {"size": 1, "replicas": 1}, "status": {"phase": "Ignored"}}
+    body = {
+        "apiVersion": f"{widgets}/v1",
+        "kind": "Widget",
+        "metadata": {"name": "s"},
+        "spec": {"size": 1, "replicas": 1},
+        "status": {"phase": "Ignored"},
+    }
     obj = api.create_namespaced_custom_object(widgets, "v1", namespace, "widgets", body)
     assert "status" not in obj
-    patched = api.patch_namespaced_custom_object_status(widgets, "v1", namespace, "widgets", "s", {"status": {"phase": "Ready", "replicas": 1}})
+    patched = api.patch_namespaced_custom_object_status(
+        widgets, "v1", namespace, "widgets", "s", {"status": {"phase": "Ready", "replicas": 1}}
+    )
     assert patched["status"]["phase"] == "Ready"
     assert patched["metadata"]["generation"] == 1
     scale = api.get_namespaced_custom_object_scale(widgets, "v1", namespace, "widgets", "s")
     assert scale["spec"]["replicas"] == 1
-    api.patch_namespaced_custom_object_scale(widgets, "v1", namespace, "widgets", "s", {"spec": {"replicas": 4}})
+    api.patch_namespaced_custom_object_scale(
+        widgets, "v1", namespace, "widgets", "s", {"spec": {"replicas": 4}}
+    )
     obj = api.get_namespaced_custom_object(widgets, "v1", namespace, "widgets", "s")
     assert obj["spec"]["replicas"] == 4
     assert obj["metadata"]["generation"] == 2
@@ -148,10 +194,16 @@ def test_custom_resource_status_and_scale_subresources(cluster: Cluster, widgets
 def test_custom_resource_table_uses_printer_columns(cluster: Cluster, widgets: str, namespace: str) -> None:
     api = client.CustomObjectsApi(cluster.api)
     api.create_namespaced_custom_object(
-        widgets, "v1", namespace, "widgets", {"apiVersion": f"{widgets}/v1", "kind": "Widget", "metadata": {"name": "t"}, "spec": {"size": 5}}
+        widgets,
+        "v1",
+        namespace,
+        "widgets",
+        {"apiVersion": f"{widgets}/v1", "kind": "Widget", "metadata": {"name": "t"}, "spec": {"size": 5}},
     )
     status, table = cluster.json(
-        "GET", f"/apis/{widgets}/v1/namespaces/{namespace}/widgets", headers={"Accept": "application/json;as=Table;v=v1;g=meta.k8s.io"}
+        "GET",
+        f"/apis/{widgets}/v1/namespaces/{namespace}/widgets",
+        headers={"Accept": "application/json;as=Table;v=v1;g=meta.k8s.io"},
     )
     assert status == 200
     assert table["kind"] == "Table"
@@ -174,7 +226,13 @@ def test_deleting_crd_removes_its_objects(cluster: Cluster, namespace: str) -> N
     _wait_established(ext, f"widgets.{group}")
     _wait_served(cluster, f"/apis/{group}/v1/widgets")
     api = client.CustomObjectsApi(cluster.api)
-    api.create_namespaced_custom_object(group, "v1", namespace, "widgets", {"apiVersion": f"{group}/v1", "kind": "Widget", "metadata": {"name": "x"}, "spec": {"size": 1}})
+    api.create_namespaced_custom_object(
+        group,
+        "v1",
+        namespace,
+        "widgets",
+        {"apiVersion": f"{group}/v1", "kind": "Widget", "metadata": {"name": "x"}, "spec": {"size": 1}},
+    )
     ext.delete_custom_resource_definition(f"widgets.{group}")
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:

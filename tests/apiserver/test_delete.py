@@ -10,7 +10,9 @@ from kubernetes import client
 from .conftest import Cluster
 
 
-def test_delete_without_finalizers_removes_at_once(cluster: Cluster, core: client.CoreV1Api, namespace: str) -> None:
+def test_delete_without_finalizers_removes_at_once(
+    cluster: Cluster, core: client.CoreV1Api, namespace: str
+) -> None:
     created = core.create_namespaced_config_map(namespace, {"metadata": {"name": "gone"}})
     code, status = cluster.json("DELETE", f"/api/v1/namespaces/{namespace}/configmaps/gone")
     assert code == 200
@@ -28,15 +30,21 @@ def test_delete_missing_object_is_not_found(cluster: Cluster, namespace: str) ->
     assert body["message"] == 'configmaps "nothing" not found'
 
 
-def test_finalizers_hold_the_object_until_removed(cluster: Cluster, core: client.CoreV1Api, namespace: str) -> None:
-    core.create_namespaced_config_map(namespace, {"metadata": {"name": "held", "finalizers": ["example.com/hold"]}})
+def test_finalizers_hold_the_object_until_removed(
+    cluster: Cluster, core: client.CoreV1Api, namespace: str
+) -> None:
+    core.create_namespaced_config_map(
+        namespace, {"metadata": {"name": "held", "finalizers": ["example.com/hold"]}}
+    )
     response = cluster.raw("DELETE", f"/api/v1/namespaces/{namespace}/configmaps/held")
     assert response.status in (200, 202)
     held = core.read_namespaced_config_map("held", namespace)
     assert held.metadata.deletion_timestamp is not None
     assert held.metadata.finalizers == ["example.com/hold"]
     with pytest.raises(client.ApiException) as err:
-        core.patch_namespaced_config_map("held", namespace, {"metadata": {"finalizers": ["example.com/hold", "example.com/more"]}})
+        core.patch_namespaced_config_map(
+            "held", namespace, {"metadata": {"finalizers": ["example.com/hold", "example.com/more"]}}
+        )
     assert err.value.status in (403, 422)
     core.patch_namespaced_config_map("held", namespace, {"metadata": {"finalizers": None}})
     with pytest.raises(client.ApiException) as err:
@@ -50,7 +58,10 @@ def test_orphan_propagation_adds_orphan_finalizer(cluster: Cluster, namespace: s
         "metadata": {"name": "orph"},
         "spec": {
             "selector": {"matchLabels": {"app": "o"}},
-            "template": {"metadata": {"labels": {"app": "o"}}, "spec": {"containers": [{"name": "c", "image": "x:1"}]}},
+            "template": {
+                "metadata": {"labels": {"app": "o"}},
+                "spec": {"containers": [{"name": "c", "image": "x:1"}]},
+            },
         },
     }
     apps.create_namespaced_replica_set(namespace, body)
@@ -66,7 +77,9 @@ def test_orphan_propagation_adds_orphan_finalizer(cluster: Cluster, namespace: s
 def test_delete_precondition_on_uid(cluster: Cluster, core: client.CoreV1Api, namespace: str) -> None:
     core.create_namespaced_config_map(namespace, {"metadata": {"name": "pre"}})
     status, body = cluster.json(
-        "DELETE", f"/api/v1/namespaces/{namespace}/configmaps/pre", {"kind": "DeleteOptions", "apiVersion": "v1", "preconditions": {"uid": "not-the-uid"}}
+        "DELETE",
+        f"/api/v1/namespaces/{namespace}/configmaps/pre",
+        {"kind": "DeleteOptions", "apiVersion": "v1", "preconditions": {"uid": "not-the-uid"}},
     )
     assert status == 409
     assert "Precondition failed: UID in precondition: not-the-uid" in body["message"]
@@ -80,8 +93,15 @@ def test_delete_collection_with_label_selector(core: client.CoreV1Api, namespace
 
 
 def test_pod_on_a_node_deletes_gracefully(core: client.CoreV1Api, namespace: str) -> None:
-    core.create_namespaced_pod(namespace, {"metadata": {"name": "g"}, "spec": {"containers": [{"name": "c", "image": "x:1"}]}})
-    core.create_namespaced_pod_binding("g", namespace, {"metadata": {"name": "g"}, "target": {"kind": "Node", "name": "n"}}, _preload_content=False)
+    core.create_namespaced_pod(
+        namespace, {"metadata": {"name": "g"}, "spec": {"containers": [{"name": "c", "image": "x:1"}]}}
+    )
+    core.create_namespaced_pod_binding(
+        "g",
+        namespace,
+        {"metadata": {"name": "g"}, "target": {"kind": "Node", "name": "n"}},
+        _preload_content=False,
+    )
     core.delete_namespaced_pod("g", namespace)
     pod = core.read_namespaced_pod("g", namespace)
     assert pod.metadata.deletion_timestamp is not None
@@ -93,17 +113,23 @@ def test_pod_on_a_node_deletes_gracefully(core: client.CoreV1Api, namespace: str
 
 
 def test_unscheduled_pod_deletes_at_once(core: client.CoreV1Api, namespace: str) -> None:
-    core.create_namespaced_pod(namespace, {"metadata": {"name": "u"}, "spec": {"containers": [{"name": "c", "image": "x:1"}]}})
+    core.create_namespaced_pod(
+        namespace, {"metadata": {"name": "u"}, "spec": {"containers": [{"name": "c", "image": "x:1"}]}}
+    )
     core.delete_namespaced_pod("u", namespace)
     with pytest.raises(client.ApiException) as err:
         core.read_namespaced_pod("u", namespace)
     assert err.value.status == 404
 
 
-def test_deleting_namespace_marks_it_terminating_and_blocks_new_content(cluster: Cluster, core: client.CoreV1Api) -> None:
+def test_deleting_namespace_marks_it_terminating_and_blocks_new_content(
+    cluster: Cluster, core: client.CoreV1Api
+) -> None:
     name = f"term-{int(time.time() * 1000) % 100000}"
     core.create_namespace({"metadata": {"name": name}})
-    core.create_namespaced_config_map(name, {"metadata": {"name": "inside", "finalizers": ["example.com/hold"]}})
+    core.create_namespaced_config_map(
+        name, {"metadata": {"name": "inside", "finalizers": ["example.com/hold"]}}
+    )
     core.delete_namespace(name)
     ns = core.read_namespace(name)
     assert ns.status.phase == "Terminating"

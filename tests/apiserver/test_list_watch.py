@@ -17,7 +17,12 @@ def _names(items: list[Any]) -> list[str]:
 
 @pytest.fixture
 def labelled(core: client.CoreV1Api, namespace: str) -> str:
-    for name, labels in [("a", {"app": "web", "tier": "fe"}), ("b", {"app": "web", "tier": "be"}), ("c", {"app": "db"}), ("d", {})]:
+    for name, labels in [
+        ("a", {"app": "web", "tier": "fe"}),
+        ("b", {"app": "web", "tier": "be"}),
+        ("c", {"app": "db"}),
+        ("d", {}),
+    ]:
         core.create_namespaced_config_map(namespace, {"metadata": {"name": name, "labels": labels}})
     return namespace
 
@@ -46,19 +51,27 @@ def test_field_selector_on_name(core: client.CoreV1Api, labelled: str) -> None:
 
 
 def test_unsupported_field_selector_is_bad_request(cluster: Cluster, labelled: str) -> None:
-    status, body = cluster.json("GET", f"/api/v1/namespaces/{labelled}/configmaps", query=[("fieldSelector", "spec.nodeName=x")])
+    status, body = cluster.json(
+        "GET", f"/api/v1/namespaces/{labelled}/configmaps", query=[("fieldSelector", "spec.nodeName=x")]
+    )
     assert status == 400
-    assert "is not a known field selector" in body["message"] or "field label not supported" in body["message"]
+    assert (
+        "is not a known field selector" in body["message"] or "field label not supported" in body["message"]
+    )
 
 
 def test_pod_field_selectors(core: client.CoreV1Api, namespace: str) -> None:
     for name in ("p1", "p2"):
-        core.create_namespaced_pod(namespace, {"metadata": {"name": name}, "spec": {"containers": [{"name": "c", "image": "x:1"}]}})
+        core.create_namespaced_pod(
+            namespace, {"metadata": {"name": name}, "spec": {"containers": [{"name": "c", "image": "x:1"}]}}
+        )
     binding = {"metadata": {"name": "p1"}, "target": {"kind": "Node", "name": "node-a"}}
     core.create_namespaced_pod_binding("p1", namespace, binding, _preload_content=False)
     on_node = core.list_namespaced_pod(namespace, field_selector="spec.nodeName=node-a").items
     assert _names(on_node) == ["p1"]
-    pending = core.list_namespaced_pod(namespace, field_selector="status.phase=Pending,spec.nodeName!=node-a").items
+    pending = core.list_namespaced_pod(
+        namespace, field_selector="status.phase=Pending,spec.nodeName!=node-a"
+    ).items
     assert _names(pending) == ["p2"]
 
 
@@ -74,7 +87,9 @@ def test_event_field_selectors_on_involved_object(core: client.CoreV1Api, namesp
                 "type": "Normal",
             },
         )
-    items = core.list_namespaced_event(namespace, field_selector="involvedObject.name=y,involvedObject.kind=Pod").items
+    items = core.list_namespaced_event(
+        namespace, field_selector="involvedObject.name=y,involvedObject.kind=Pod"
+    ).items
     assert _names(items) == ["ev1"]
 
 
@@ -93,7 +108,9 @@ def test_pagination_with_limit_and_continue(core: client.CoreV1Api, namespace: s
 
 
 def test_malformed_continue_token_is_bad_request(cluster: Cluster, namespace: str) -> None:
-    status, body = cluster.json("GET", f"/api/v1/namespaces/{namespace}/configmaps", query=[("continue", "!!!"), ("limit", "1")])
+    status, body = cluster.json(
+        "GET", f"/api/v1/namespaces/{namespace}/configmaps", query=[("continue", "!!!"), ("limit", "1")]
+    )
     assert status == 400
     assert body["reason"] == "BadRequest"
 
@@ -127,16 +144,27 @@ def _stream(cluster: Cluster, path: str, query: list[tuple[str, str]], count: in
     return events
 
 
-def test_watch_from_resource_version_replays_changes(cluster: Cluster, core: client.CoreV1Api, namespace: str) -> None:
-    start = core.create_namespaced_config_map(namespace, {"metadata": {"name": "w"}}).metadata.resource_version
+def test_watch_from_resource_version_replays_changes(
+    cluster: Cluster, core: client.CoreV1Api, namespace: str
+) -> None:
+    start = core.create_namespaced_config_map(
+        namespace, {"metadata": {"name": "w"}}
+    ).metadata.resource_version
     core.patch_namespaced_config_map("w", namespace, {"data": {"a": "1"}})
     core.delete_namespaced_config_map("w", namespace)
-    events = _stream(cluster, f"/api/v1/namespaces/{namespace}/configmaps", [("resourceVersion", start), ("timeoutSeconds", "5")], 2)
+    events = _stream(
+        cluster,
+        f"/api/v1/namespaces/{namespace}/configmaps",
+        [("resourceVersion", start), ("timeoutSeconds", "5")],
+        2,
+    )
     assert [e["type"] for e in events] == ["MODIFIED", "DELETED"]
     assert events[0]["object"]["data"] == {"a": "1"}
 
 
-def test_watch_without_resource_version_starts_with_current_objects(core: client.CoreV1Api, namespace: str) -> None:
+def test_watch_without_resource_version_starts_with_current_objects(
+    core: client.CoreV1Api, namespace: str
+) -> None:
     core.create_namespaced_config_map(namespace, {"metadata": {"name": "existing"}})
     w = watch.Watch()
     seen = []
@@ -149,8 +177,12 @@ def test_watch_without_resource_version_starts_with_current_objects(core: client
     assert seen == [("ADDED", "existing"), ("ADDED", "new")]
 
 
-def test_watch_with_selector_reports_objects_leaving_it_as_deleted(cluster: Cluster, core: client.CoreV1Api, namespace: str) -> None:
-    start = core.create_namespaced_config_map(namespace, {"metadata": {"name": "s", "labels": {"keep": "yes"}}}).metadata.resource_version
+def test_watch_with_selector_reports_objects_leaving_it_as_deleted(
+    cluster: Cluster, core: client.CoreV1Api, namespace: str
+) -> None:
+    start = core.create_namespaced_config_map(
+        namespace, {"metadata": {"name": "s", "labels": {"keep": "yes"}}}
+    ).metadata.resource_version
     core.patch_namespaced_config_map("s", namespace, {"metadata": {"labels": {"keep": "no"}}})
     core.patch_namespaced_config_map("s", namespace, {"metadata": {"labels": {"keep": "yes"}}})
     events = _stream(
@@ -166,7 +198,13 @@ def test_watch_bookmarks_when_allowed(cluster: Cluster, namespace: str) -> None:
     events = _stream(
         cluster,
         f"/api/v1/namespaces/{namespace}/configmaps",
-        [("allowWatchBookmarks", "true"), ("sendInitialEvents", "true"), ("resourceVersionMatch", "NotOlderThan"), ("resourceVersion", ""), ("timeoutSeconds", "5")],
+        [
+            ("allowWatchBookmarks", "true"),
+            ("sendInitialEvents", "true"),
+            ("resourceVersionMatch", "NotOlderThan"),
+            ("resourceVersion", ""),
+            ("timeoutSeconds", "5"),
+        ],
         1,
     )
     assert events[0]["type"] == "BOOKMARK"
@@ -174,14 +212,22 @@ def test_watch_bookmarks_when_allowed(cluster: Cluster, namespace: str) -> None:
 
 
 def test_watch_ends_after_timeout_seconds(cluster: Cluster, namespace: str) -> None:
-    response = cluster.raw("GET", f"/api/v1/namespaces/{namespace}/configmaps", query=[("watch", "1"), ("timeoutSeconds", "1")], stream=True, timeout=10)
+    response = cluster.raw(
+        "GET",
+        f"/api/v1/namespaces/{namespace}/configmaps",
+        query=[("watch", "1"), ("timeoutSeconds", "1")],
+        stream=True,
+        timeout=10,
+    )
     body = response.read()
     assert response.status == 200
     assert body == b""
 
 
 def test_watch_single_object_by_name(cluster: Cluster, core: client.CoreV1Api, namespace: str) -> None:
-    start = core.create_namespaced_config_map(namespace, {"metadata": {"name": "one"}}).metadata.resource_version
+    start = core.create_namespaced_config_map(
+        namespace, {"metadata": {"name": "one"}}
+    ).metadata.resource_version
     core.create_namespaced_config_map(namespace, {"metadata": {"name": "other"}})
     core.patch_namespaced_config_map("one", namespace, {"data": {"k": "v"}})
     events = _stream(

@@ -20,7 +20,9 @@ def test_resource_versions_increase_across_kinds(core: client.CoreV1Api, namespa
     a = core.create_namespaced_config_map(namespace, {"metadata": {"name": "a"}})
     b = core.create_namespaced_secret(namespace, {"metadata": {"name": "b"}})
     c = core.patch_namespaced_config_map("a", namespace, {"data": {"x": "y"}})
-    assert int(a.metadata.resource_version) < int(b.metadata.resource_version) < int(c.metadata.resource_version)
+    assert (
+        int(a.metadata.resource_version) < int(b.metadata.resource_version) < int(c.metadata.resource_version)
+    )
 
 
 def test_create_existing_name_is_already_exists(core: client.CoreV1Api, namespace: str) -> None:
@@ -51,7 +53,9 @@ def test_update_with_stale_resource_version_is_conflict(core: client.CoreV1Api, 
 
 def test_update_without_resource_version_is_unconditional(core: client.CoreV1Api, namespace: str) -> None:
     core.create_namespaced_config_map(namespace, {"metadata": {"name": "u"}, "data": {"n": "1"}})
-    updated = core.replace_namespaced_config_map("u", namespace, {"metadata": {"name": "u"}, "data": {"n": "2"}})
+    updated = core.replace_namespaced_config_map(
+        "u", namespace, {"metadata": {"name": "u"}, "data": {"n": "2"}}
+    )
     assert updated.data == {"n": "2"}
 
 
@@ -68,7 +72,10 @@ def test_generation_bumps_on_spec_change_only(cluster: Cluster, namespace: str) 
         "spec": {
             "replicas": 1,
             "selector": {"matchLabels": {"app": "web"}},
-            "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}},
+            "template": {
+                "metadata": {"labels": {"app": "web"}},
+                "spec": {"containers": [{"name": "c", "image": "nginx"}]},
+            },
         },
     }
     dep = apps.create_namespaced_deployment(namespace, body)
@@ -85,7 +92,10 @@ def test_deployment_defaults_are_filled(cluster: Cluster, namespace: str) -> Non
         "metadata": {"name": "defaults"},
         "spec": {
             "selector": {"matchLabels": {"app": "d"}},
-            "template": {"metadata": {"labels": {"app": "d"}}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}},
+            "template": {
+                "metadata": {"labels": {"app": "d"}},
+                "spec": {"containers": [{"name": "c", "image": "nginx"}]},
+            },
         },
     }
     dep = apps.create_namespaced_deployment(namespace, body)
@@ -103,7 +113,10 @@ def test_status_is_ignored_by_main_resource_and_spec_by_status(cluster: Cluster,
         "spec": {
             "replicas": 1,
             "selector": {"matchLabels": {"app": "st"}},
-            "template": {"metadata": {"labels": {"app": "st"}}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}},
+            "template": {
+                "metadata": {"labels": {"app": "st"}},
+                "spec": {"containers": [{"name": "c", "image": "nginx"}]},
+            },
         },
         "status": {"replicas": 7},
     }
@@ -111,14 +124,18 @@ def test_status_is_ignored_by_main_resource_and_spec_by_status(cluster: Cluster,
     assert not dep.status.replicas
     dep = apps.patch_namespaced_deployment("st", namespace, {"status": {"replicas": 5}})
     assert not dep.status.replicas
-    dep = apps.patch_namespaced_deployment_status("st", namespace, {"status": {"replicas": 5}, "spec": {"replicas": 9}})
+    dep = apps.patch_namespaced_deployment_status(
+        "st", namespace, {"status": {"replicas": 5}, "spec": {"replicas": 9}}
+    )
     assert dep.status.replicas == 5
     assert dep.spec.replicas == 1
 
 
 def test_unknown_fields_are_kept_on_configmaps(cluster: Cluster, namespace: str) -> None:
     status, body = cluster.json(
-        "POST", f"/api/v1/namespaces/{namespace}/configmaps", {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}, "data": {"a": "b"}}
+        "POST",
+        f"/api/v1/namespaces/{namespace}/configmaps",
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}, "data": {"a": "b"}},
     )
     assert status == 201
     assert body["data"] == {"a": "b"}
@@ -136,30 +153,40 @@ def test_dry_run_update_patch_and_delete_change_nothing(core: client.CoreV1Api, 
     cm = core.create_namespaced_config_map(namespace, {"metadata": {"name": "keep"}, "data": {"k": "1"}})
     cm.data = {"k": "2"}
     assert core.replace_namespaced_config_map("keep", namespace, cm, dry_run="All").data == {"k": "2"}
-    assert core.patch_namespaced_config_map("keep", namespace, {"data": {"k": "3"}}, dry_run="All").data == {"k": "3"}
+    assert core.patch_namespaced_config_map("keep", namespace, {"data": {"k": "3"}}, dry_run="All").data == {
+        "k": "3"
+    }
     core.delete_namespaced_config_map("keep", namespace, dry_run="All")
     assert core.read_namespaced_config_map("keep", namespace).data == {"k": "1"}
 
 
 def test_secret_string_data_is_encoded(core: client.CoreV1Api, namespace: str) -> None:
-    secret = core.create_namespaced_secret(namespace, {"metadata": {"name": "s"}, "stringData": {"token": "abc"}})
+    secret = core.create_namespaced_secret(
+        namespace, {"metadata": {"name": "s"}, "stringData": {"token": "abc"}}
+    )
     assert secret.data == {"token": "YWJj"}
     assert secret.type == "Opaque"
 
 
 def test_service_gets_cluster_ip_from_service_cidr(core: client.CoreV1Api, namespace: str) -> None:
-    svc = core.create_namespaced_service(namespace, {"metadata": {"name": "svc"}, "spec": {"ports": [{"port": 80}]}})
+    svc = core.create_namespaced_service(
+        namespace, {"metadata": {"name": "svc"}, "spec": {"ports": [{"port": 80}]}}
+    )
     kubernetes = core.read_namespaced_service("kubernetes", "default")
     assert svc.spec.cluster_ip and svc.spec.cluster_ip != kubernetes.spec.cluster_ip
     assert svc.spec.cluster_ips == [svc.spec.cluster_ip]
     assert svc.spec.ports[0].target_port == 80
     with pytest.raises(client.ApiException) as err:
-        core.patch_namespaced_service("svc", namespace, {"spec": {"clusterIP": "10.96.0.250", "clusterIPs": ["10.96.0.250"]}})
+        core.patch_namespaced_service(
+            "svc", namespace, {"spec": {"clusterIP": "10.96.0.250", "clusterIPs": ["10.96.0.250"]}}
+        )
     assert err.value.status == 422
 
 
 def test_invalid_name_is_unprocessable_with_cause(cluster: Cluster, namespace: str) -> None:
-    status, body = cluster.json("POST", f"/api/v1/namespaces/{namespace}/configmaps", {"metadata": {"name": "Bad_Name"}})
+    status, body = cluster.json(
+        "POST", f"/api/v1/namespaces/{namespace}/configmaps", {"metadata": {"name": "Bad_Name"}}
+    )
     assert status == 422
     assert body["reason"] == "Invalid"
     assert body["details"]["causes"][0]["field"] == "metadata.name"
@@ -167,13 +194,18 @@ def test_invalid_name_is_unprocessable_with_cause(cluster: Cluster, namespace: s
 
 
 def test_object_in_missing_namespace_is_not_found(cluster: Cluster) -> None:
-    status, body = cluster.json("POST", "/api/v1/namespaces/no-such-ns/configmaps", {"metadata": {"name": "x"}})
+    status, body = cluster.json(
+        "POST", "/api/v1/namespaces/no-such-ns/configmaps", {"metadata": {"name": "x"}}
+    )
     assert status == 404
     assert body["message"] == 'namespaces "no-such-ns" not found'
 
 
 def test_pods_get_default_service_account_and_token_volume(core: client.CoreV1Api, namespace: str) -> None:
-    pod = core.create_namespaced_pod(namespace, {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "busybox:1.36"}]}})
+    pod = core.create_namespaced_pod(
+        namespace,
+        {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "busybox:1.36"}]}},
+    )
     assert pod.spec.service_account_name == "default"
     assert pod.status.phase == "Pending"
     mounts = pod.spec.containers[0].volume_mounts
@@ -182,8 +214,13 @@ def test_pods_get_default_service_account_and_token_volume(core: client.CoreV1Ap
 
 
 def test_pod_spec_is_immutable_except_image(core: client.CoreV1Api, namespace: str) -> None:
-    core.create_namespaced_pod(namespace, {"metadata": {"name": "im"}, "spec": {"containers": [{"name": "c", "image": "busybox:1.36"}]}})
-    patched = core.patch_namespaced_pod("im", namespace, {"spec": {"containers": [{"name": "c", "image": "busybox:1.37"}]}})
+    core.create_namespaced_pod(
+        namespace,
+        {"metadata": {"name": "im"}, "spec": {"containers": [{"name": "c", "image": "busybox:1.36"}]}},
+    )
+    patched = core.patch_namespaced_pod(
+        "im", namespace, {"spec": {"containers": [{"name": "c", "image": "busybox:1.37"}]}}
+    )
     assert patched.spec.containers[0].image == "busybox:1.37"
     with pytest.raises(client.ApiException) as err:
         core.patch_namespaced_pod("im", namespace, {"spec": {"restartPolicy": "Never"}})
@@ -192,8 +229,15 @@ def test_pod_spec_is_immutable_except_image(core: client.CoreV1Api, namespace: s
 
 
 def test_binding_assigns_a_node_once(core: client.CoreV1Api, namespace: str) -> None:
-    core.create_namespaced_pod(namespace, {"metadata": {"name": "b"}, "spec": {"containers": [{"name": "c", "image": "x:1"}]}})
-    body = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "b"}, "target": {"apiVersion": "v1", "kind": "Node", "name": "n1"}}
+    core.create_namespaced_pod(
+        namespace, {"metadata": {"name": "b"}, "spec": {"containers": [{"name": "c", "image": "x:1"}]}}
+    )
+    body = {
+        "apiVersion": "v1",
+        "kind": "Binding",
+        "metadata": {"name": "b"},
+        "target": {"apiVersion": "v1", "kind": "Node", "name": "n1"},
+    }
     core.create_namespaced_pod_binding("b", namespace, body, _preload_content=False)
     assert core.read_namespaced_pod("b", namespace).spec.node_name == "n1"
     with pytest.raises(client.ApiException) as err:

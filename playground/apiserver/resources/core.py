@@ -55,7 +55,9 @@ def _decode_errors(data: Any, field: str) -> list[Cause]:
     causes = []
     for key, value in data.items():
         if not isinstance(value, str):
-            causes.append(Cause(f"{field}[{key}]", f"{invalid_value(value)}: must be a string", "FieldValueTypeInvalid"))
+            causes.append(
+                Cause(f"{field}[{key}]", f"{invalid_value(value)}: must be a string", "FieldValueTypeInvalid")
+            )
             continue
         try:
             base64.b64decode(value, validate=True)
@@ -92,11 +94,17 @@ def _immutable_data(new: Obj, old: Obj) -> list[Cause]:
 
 class ConfigMapStrategy(Strategy):
     def validate(self, obj: Obj) -> list[Cause]:
-        causes = _config_key_errors(obj.get("data"), "data") + _config_key_errors(obj.get("binaryData"), "binaryData")
+        causes = _config_key_errors(obj.get("data"), "data") + _config_key_errors(
+            obj.get("binaryData"), "binaryData"
+        )
         causes += _decode_errors(obj.get("binaryData"), "binaryData")
         for key, value in (obj.get("data") or {}).items() if isinstance(obj.get("data"), dict) else ():
             if not isinstance(value, str):
-                causes.append(Cause(f"data[{key}]", f"{invalid_value(value)}: must be a string", "FieldValueTypeInvalid"))
+                causes.append(
+                    Cause(
+                        f"data[{key}]", f"{invalid_value(value)}: must be a string", "FieldValueTypeInvalid"
+                    )
+                )
         return causes
 
     def validate_update(self, new: Obj, old: Obj) -> list[Cause]:
@@ -129,7 +137,11 @@ class SecretStrategy(Strategy):
         return causes
 
     def validate_update(self, new: Obj, old: Obj) -> list[Cause]:
-        return self.validate(new) + immutable("type", new.get("type"), old.get("type")) + _immutable_data(new, old)
+        return (
+            self.validate(new)
+            + immutable("type", new.get("type"), old.get("type"))
+            + _immutable_data(new, old)
+        )
 
     def field_labels(self, obj: Obj) -> dict[str, str]:
         return {"type": obj.get("type", "")}
@@ -243,7 +255,9 @@ class ServiceStrategy(Strategy):
                 if not new_spec.get(key) and old_spec.get(key):
                     new_spec[key] = old_spec[key]
             if new_spec.get("type") in ("NodePort", "LoadBalancer"):
-                old_ports = {(p.get("port"), p.get("protocol")): p.get("nodePort") for p in old_spec.get("ports") or []}
+                old_ports = {
+                    (p.get("port"), p.get("protocol")): p.get("nodePort") for p in old_spec.get("ports") or []
+                }
                 for port in new_spec.get("ports") or []:
                     if not port.get("nodePort") and old_ports.get((port.get("port"), port.get("protocol"))):
                         port["nodePort"] = old_ports[(port.get("port"), port.get("protocol"))]
@@ -258,7 +272,11 @@ class ServiceStrategy(Strategy):
         if spec.get("type") not in types:
             supported = ", ".join(f'"{t}"' for t in types)
             causes.append(
-                Cause("spec.type", f'Unsupported value: "{spec.get("type")}": supported values: {supported}', "FieldValueNotSupported")
+                Cause(
+                    "spec.type",
+                    f'Unsupported value: "{spec.get("type")}": supported values: {supported}',
+                    "FieldValueNotSupported",
+                )
             )
         ports = spec.get("ports") or []
         if not ports and spec.get("clusterIP") != "None" and spec.get("type") != "ExternalName":
@@ -267,10 +285,21 @@ class ServiceStrategy(Strategy):
         for i, port in enumerate(ports):
             number = port.get("port") if isinstance(port, dict) else None
             if not isinstance(number, int) or not 0 < number < 65536:
-                causes.append(Cause(f"spec.ports[{i}].port", f"{invalid_value(number)}: must be between 1 and 65535, inclusive"))
+                causes.append(
+                    Cause(
+                        f"spec.ports[{i}].port",
+                        f"{invalid_value(number)}: must be between 1 and 65535, inclusive",
+                    )
+                )
             key = (number, port.get("protocol") if isinstance(port, dict) else None)
             if key in seen:
-                causes.append(Cause(f"spec.ports[{i}]", f"Duplicate value: {{{key[0]!r}, {key[1]!r}}}", "FieldValueDuplicate"))
+                causes.append(
+                    Cause(
+                        f"spec.ports[{i}]",
+                        f"Duplicate value: {{{key[0]!r}, {key[1]!r}}}",
+                        "FieldValueDuplicate",
+                    )
+                )
             seen.add(key)
             if len(ports) > 1 and isinstance(port, dict) and not port.get("name"):
                 causes.append(Cause(f"spec.ports[{i}].name", "Required value", "FieldValueRequired"))
@@ -292,18 +321,33 @@ class ServiceStrategy(Strategy):
         try:
             address = ipaddress.ip_address(requested)
         except ValueError:
-            raise invalid("Service", name, [Cause("spec.clusterIPs[0]", f"{invalid_value(requested)}: must be a valid IP address")]) from None
+            raise invalid(
+                "Service",
+                name,
+                [Cause("spec.clusterIPs[0]", f"{invalid_value(requested)}: must be a valid IP address")],
+            ) from None
         if address not in self._network:
             raise invalid(
                 "Service",
                 name,
-                [Cause("spec.clusterIPs", f"{invalid_value([requested])}: failed to allocate IP {requested}: the provided IP ({requested}) is not in the valid range. The range of valid IPs is {self._network}")],
+                [
+                    Cause(
+                        "spec.clusterIPs",
+                        f"{invalid_value([requested])}: failed to allocate IP {requested}: the provided IP "
+                        f"({requested}) is not in the valid range. The range of valid IPs is {self._network}",
+                    )
+                ],
             )
         if requested in used and not (name == "kubernetes" and requested == self.kubernetes_ip):
             raise invalid(
                 "Service",
                 name,
-                [Cause("spec.clusterIPs", f"{invalid_value([requested])}: failed to allocate IP {requested}: provided IP is already allocated")],
+                [
+                    Cause(
+                        "spec.clusterIPs",
+                        f"{invalid_value([requested])}: failed to allocate IP {requested}: provided IP is already allocated",
+                    )
+                ],
             )
 
     def _allocate_ip(self, obj: Obj, used: set[str]) -> str:
@@ -316,7 +360,13 @@ class ServiceStrategy(Strategy):
         raise invalid(
             "Service",
             obj["metadata"].get("name", ""),
-            [Cause("spec.clusterIPs", "Internal error: failed to allocate a serviceIP: range is full", "InternalError")],
+            [
+                Cause(
+                    "spec.clusterIPs",
+                    "Internal error: failed to allocate a serviceIP: range is full",
+                    "InternalError",
+                )
+            ],
         )
 
     def _allocate_node_ports(self, spec: Obj) -> None:
@@ -370,7 +420,11 @@ class CSRStrategy(Strategy):
         except (binascii.Error, ValueError):
             pem = b""
         if b"CERTIFICATE REQUEST" not in pem:
-            causes.append(Cause("spec.request", "Invalid value: []byte{...}: PEM block type must be CERTIFICATE REQUEST"))
+            causes.append(
+                Cause(
+                    "spec.request", "Invalid value: []byte{...}: PEM block type must be CERTIFICATE REQUEST"
+                )
+            )
         if not spec.get("usages"):
             causes.append(Cause("spec.usages", "Required value", "FieldValueRequired"))
         return causes

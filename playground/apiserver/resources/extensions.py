@@ -40,19 +40,42 @@ class WebhookConfigurationStrategy(Strategy):
             field = f"webhooks[{i}]"
             name = hook.get("name") if isinstance(hook, dict) else None
             if not name or name.count(".") < 2:
-                causes.append(Cause(f"{field}.name", f'Invalid value: "{name}": should be a domain with at least three segments separated by dots'))
+                causes.append(
+                    Cause(
+                        f"{field}.name",
+                        f'Invalid value: "{name}": should be a domain with at least three segments separated by dots',
+                    )
+                )
             elif name in names:
                 causes.append(Cause(f"{field}.name", f'Duplicate value: "{name}"', "FieldValueDuplicate"))
             names.add(str(name))
             if not isinstance(hook, dict):
                 continue
             if not hook.get("sideEffects"):
-                causes.append(Cause(f"{field}.sideEffects", 'Unsupported value: "": supported values: "None", "NoneOnDryRun"', "FieldValueNotSupported"))
+                causes.append(
+                    Cause(
+                        f"{field}.sideEffects",
+                        'Unsupported value: "": supported values: "None", "NoneOnDryRun"',
+                        "FieldValueNotSupported",
+                    )
+                )
             if not hook.get("admissionReviewVersions"):
-                causes.append(Cause(f"{field}.admissionReviewVersions", "Required value: must specify one of v1, v1beta1", "FieldValueRequired"))
+                causes.append(
+                    Cause(
+                        f"{field}.admissionReviewVersions",
+                        "Required value: must specify one of v1, v1beta1",
+                        "FieldValueRequired",
+                    )
+                )
             config = hook.get("clientConfig") or {}
             if bool(config.get("url")) == bool(config.get("service")):
-                causes.append(Cause(f"{field}.clientConfig", "Required value: exactly one of url or service is required", "FieldValueRequired"))
+                causes.append(
+                    Cause(
+                        f"{field}.clientConfig",
+                        "Required value: exactly one of url or service is required",
+                        "FieldValueRequired",
+                    )
+                )
         return causes
 
 
@@ -83,7 +106,9 @@ class CRDStrategy(Strategy):
         old_spec, new_spec = old.get("spec") or {}, new.get("spec") or {}
         for key in ("group", "scope"):
             if old_spec.get(key) != new_spec.get(key):
-                causes.append(Cause(f"spec.{key}", f'Invalid value: "{new_spec.get(key)}": field is immutable'))
+                causes.append(
+                    Cause(f"spec.{key}", f'Invalid value: "{new_spec.get(key)}": field is immutable')
+                )
         old_plural = (old_spec.get("names") or {}).get("plural")
         new_plural = (new_spec.get("names") or {}).get("plural")
         if old_plural != new_plural:

@@ -17,7 +17,12 @@ TERMINAL_PHASES = ("Succeeded", "Failed")
 DEFAULT_GRACE_SECONDS = 30
 
 #: the only spec fields an update may change (besides image, handled separately)
-_MUTABLE_SPEC_FIELDS = ("activeDeadlineSeconds", "terminationGracePeriodSeconds", "tolerations", "schedulingGates")
+_MUTABLE_SPEC_FIELDS = (
+    "activeDeadlineSeconds",
+    "terminationGracePeriodSeconds",
+    "tolerations",
+    "schedulingGates",
+)
 
 
 def _image_pull_policy(image: str) -> str:
@@ -90,7 +95,9 @@ def validate_pod_spec(spec: Any, path: str) -> list[Cause]:
                 causes.append(Cause(f"{field}.name", f'Duplicate value: "{name}"', "FieldValueDuplicate"))
             else:
                 names.add(name)
-                causes += [Cause(f"{field}.name", f"{invalid_value(name)}: {e}") for e in dns_label_errors(name)]
+                causes += [
+                    Cause(f"{field}.name", f"{invalid_value(name)}: {e}") for e in dns_label_errors(name)
+                ]
             if not container.get("image"):
                 causes.append(Cause(f"{field}.image", "Required value", "FieldValueRequired"))
             for j, port in enumerate(container.get("ports") or []):
@@ -121,7 +128,9 @@ def _qos_class(spec: Obj) -> str:
     if not any(requests) and not any(limits):
         return "BestEffort"
     guaranteed = all(
-        lim.get("cpu") and lim.get("memory") and req.get("cpu", lim["cpu"]) == lim["cpu"]
+        lim.get("cpu")
+        and lim.get("memory")
+        and req.get("cpu", lim["cpu"]) == lim["cpu"]
         and req.get("memory", lim["memory"]) == lim["memory"]
         for req, lim in zip(requests, limits, strict=True)
     )
@@ -148,8 +157,8 @@ class PodStrategy(Strategy):
             default_pod_spec(spec)
 
     def prepare_for_create(self, obj: Obj, *, status_subresource: bool) -> None:
-        spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
-        obj["status"] = {"phase": "Pending", "qosClass": _qos_class(spec)}
+        spec = obj.get("spec")
+        obj["status"] = {"phase": "Pending", "qosClass": _qos_class(spec if isinstance(spec, dict) else {})}
 
     def validate(self, obj: Obj) -> list[Cause]:
         return validate_pod_spec(obj.get("spec"), "spec")

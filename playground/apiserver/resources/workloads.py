@@ -42,7 +42,12 @@ _ZERO_STATUS: dict[str, dict[str, int]] = {
     "ReplicaSet": {"replicas": 0},
     "ReplicationController": {"replicas": 0},
     "StatefulSet": {"replicas": 0, "availableReplicas": 0},
-    "DaemonSet": {"currentNumberScheduled": 0, "numberMisscheduled": 0, "desiredNumberScheduled": 0, "numberReady": 0},
+    "DaemonSet": {
+        "currentNumberScheduled": 0,
+        "numberMisscheduled": 0,
+        "desiredNumberScheduled": 0,
+        "numberReady": 0,
+    },
 }
 
 
@@ -94,7 +99,9 @@ class WorkloadStrategy(Strategy):
         selector = spec.get("selector")
         labels = (template.get("metadata") or {}).get("labels") or {}
         if self.kind != "Job" or spec.get("manualSelector"):
-            if not isinstance(selector, dict) or not (selector.get("matchLabels") or selector.get("matchExpressions")):
+            if not isinstance(selector, dict) or not (
+                selector.get("matchLabels") or selector.get("matchExpressions")
+            ):
                 causes.append(Cause("spec.selector", "Required value", "FieldValueRequired"))
             elif not label_selector_matches(selector, labels, none_matches=False):
                 causes.append(
@@ -105,11 +112,20 @@ class WorkloadStrategy(Strategy):
                 )
         replicas = spec.get("replicas")
         if replicas is not None and (not isinstance(replicas, int) or replicas < 0):
-            causes.append(Cause("spec.replicas", f"Invalid value: {replicas}: must be greater than or equal to 0"))
-        policy = (template.get("spec") or {}).get("restartPolicy")
-        if self.kind in ("Deployment", "ReplicaSet", "DaemonSet", "StatefulSet") and policy not in (None, "Always"):
             causes.append(
-                Cause("spec.template.spec.restartPolicy", f'Unsupported value: "{policy}": supported values: "Always"', "FieldValueNotSupported")
+                Cause("spec.replicas", f"Invalid value: {replicas}: must be greater than or equal to 0")
+            )
+        policy = (template.get("spec") or {}).get("restartPolicy")
+        if self.kind in ("Deployment", "ReplicaSet", "DaemonSet", "StatefulSet") and policy not in (
+            None,
+            "Always",
+        ):
+            causes.append(
+                Cause(
+                    "spec.template.spec.restartPolicy",
+                    f'Unsupported value: "{policy}": supported values: "Always"',
+                    "FieldValueNotSupported",
+                )
             )
         return causes
 
