@@ -69,6 +69,19 @@ MANIFEST = textwrap.dedent(
     """
 )
 
+SSA_CONFIGMAP = textwrap.dedent(
+    """\
+    apiVersion: v1
+    kind: ConfigMap
+    metadata:
+      name: applied
+      namespace: demo
+      labels: {owner: demo}
+    data:
+      source: server-side apply
+    """
+)
+
 
 def _free_port() -> int:
     with socket.socket() as s:
@@ -134,8 +147,9 @@ def main() -> int:
         _step("Applying a namespace, a ConfigMap, a Deployment and a Service")
         _kubectl(kubeconfig, "apply", "-f", "-", stdin=MANIFEST)
         _kubectl(kubeconfig, "get", "deployments,services,configmaps", "-n", "demo", "-o", "wide")
-        _step("Server-side apply, RBAC and the OpenAPI schema")
+        _step("Labels, server-side apply, RBAC and the OpenAPI schema")
         _kubectl(kubeconfig, "label", "configmap", "greeting", "-n", "demo", "tier=demo")
+        _kubectl(kubeconfig, "apply", "--server-side", "--field-manager=demo", "-f", "-", stdin=SSA_CONFIGMAP)
         _kubectl(kubeconfig, "get", "configmaps", "-n", "demo", "--show-labels")
         _kubectl(kubeconfig, "auth", "can-i", "create", "deployments", "-n", "demo")
         _kubectl(kubeconfig, "explain", "deployment.spec.replicas")

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 from aiohttp import web
 
-from . import errors, tables
+from . import errors, protobuf, tables
 from .negotiation import Representation, negotiate
 from .registry import WriteOptions
 from .requestinfo import RequestInfo
@@ -59,6 +59,8 @@ def decode_json(body: bytes, content_type: str) -> Any:
             return yaml.safe_load(body)
         except yaml.YAMLError as exc:
             raise errors.bad_request(f"error decoding YAML: {exc}") from None
+    if ctype == protobuf.PROTOBUF_CONTENT_TYPE:
+        return protobuf.decode(body)
     if ctype not in ("application/json", "", "*/*"):
         raise errors.unsupported_media_type(
             ctype, ["application/json", "application/yaml", "application/vnd.kubernetes.protobuf"]
@@ -278,16 +280,17 @@ class ResourceHandlers:
         opts = write_options(request, self.server, user)
         force = request.query.get("force", "").lower() in ("1", "true")
         content_type = request.headers.get("Content-Type", "")
-        if force and not content_type.startswith("application/apply-patch"):
-            raise errors.invalid(
-                "PatchOptions",
-                "",
-                [
-                    errors.Cause(
-                        "force", "Forbidden: may not be specified for non-apply patch", "FieldValueForbidden"
-                    )
-                ],
+        applying = content_type.startswith("application/apply-patch")
+        if "force" in request.query and not applying:
+            cause = errors.Cause(
+                "force", "Forbidden: may not be specified for non-apply patch", "FieldValueForbidden"
             )
+            raise errors.invalid("PatchOptions", "", [cause], group="meta.k8s.io")
+        if applying and not opts.field_manager:
+            cause = errors.Cause(
+                "fieldManager", "Required value: is required for apply patch", "FieldValueRequired"
+            )
+            raise errors.invalid("PatchOptions", "", [cause], group="meta.k8s.io")
         if not opts.field_manager and not content_type.startswith("application/apply-patch"):
             opts.field_manager = request.headers.get("User-Agent", "unknown").split("/")[0] or "unknown"
         obj, created = await self.server.registry.patch(

@@ -696,7 +696,7 @@ class Registry:
             old,
             opts.user,
             opts.dry_run,
-            {},
+            _request_options(opts, None),
             opts.warnings,
         )
         mutated = await self.admission.mutate(attrs)
@@ -726,10 +726,15 @@ class Registry:
             old,
             opts.user,
             opts.dry_run,
-            options or {},
+            _request_options(opts, options),
             opts.warnings,
         )
         await self.admission.validate(attrs)
+
+
+def _request_options(opts: WriteOptions, options: Obj | None) -> Obj:
+    """The request's Create/Update/DeleteOptions as admission sees them: dryRun is one of them."""
+    return {**({"dryRun": ["All"]} if opts.dry_run else {}), **(options or {})}
 
 
 def _finalized(rt: ResourceType, obj: Obj) -> bool:
@@ -743,12 +748,19 @@ def _finalized(rt: ResourceType, obj: Obj) -> bool:
 
 
 def _same(new: Obj, old: Obj) -> bool:
-    """A write that changes nothing keeps the resourceVersion (and sends no event)."""
+    """A write that changes nothing keeps the resourceVersion (and sends no event).
+
+    Only managedFields timestamps do not count: a new co-owner of unchanged fields is a change.
+    """
 
     def strip(o: Obj) -> Obj:
         meta = {
             k: v for k, v in o.get("metadata", {}).items() if k not in ("resourceVersion", "managedFields")
         }
+        entries = o.get("metadata", {}).get("managedFields") or []
+        meta["managedFields"] = [
+            {k: v for k, v in e.items() if k != "time"} for e in entries if isinstance(e, dict)
+        ]
         return {**o, "metadata": meta}
 
     return strip(new) == strip(old)

@@ -51,10 +51,35 @@ _ZERO_STATUS: dict[str, dict[str, int]] = {
 }
 
 
+#: (strategy field, rolling type, rolling-update defaults) per kind, as SetDefaults_<Kind> fills them
+_ROLLING: dict[str, tuple[str, dict[str, Any]]] = {
+    "Deployment": ("strategy", {"maxUnavailable": "25%", "maxSurge": "25%"}),
+    "DaemonSet": ("updateStrategy", {"maxUnavailable": 1, "maxSurge": 0}),
+    "StatefulSet": ("updateStrategy", {"partition": 0}),
+}
+
+
 def _set_defaults(target: Obj, defaults: dict[str, Any]) -> None:
     for key, value in defaults.items():
         if key not in target:
             target[key] = _copy(value)
+
+
+def _default_rolling_update(kind: str, spec: Obj) -> None:
+    """An empty or RollingUpdate strategy gets its type and rolling parameters filled in."""
+    if kind not in _ROLLING:
+        return
+    field, rolling = _ROLLING[kind]
+    strategy = spec.get(field)
+    if not isinstance(strategy, dict):
+        return
+    strategy.setdefault("type", "RollingUpdate")
+    if strategy["type"] == "RollingUpdate":
+        params = strategy.get("rollingUpdate")
+        if params is None:
+            params = strategy["rollingUpdate"] = {}
+        if isinstance(params, dict):
+            _set_defaults(params, rolling)
 
 
 def _copy(value: Any) -> Any:
@@ -76,6 +101,7 @@ class WorkloadStrategy(Strategy):
         if not isinstance(spec, dict):
             return
         _set_defaults(spec, _DEFAULTS.get(self.kind, {}))
+        _default_rolling_update(self.kind, spec)
         template_spec = (spec.get("template") or {}).get("spec")
         if isinstance(template_spec, dict):
             default_pod_spec(template_spec)
