@@ -16,7 +16,7 @@ from aiohttp import web
 
 from . import discovery, errors, rbac, requestinfo
 from .handlers import json_response
-from .identity import AUTHENTICATED_GROUP, RequestAttributes, UserInfo
+from .identity import ANONYMOUS_USER, AUTHENTICATED_GROUP, UNAUTHENTICATED_GROUP, RequestAttributes, UserInfo
 from .resources.builtin import REVIEW_RESOURCES
 from .selectors import FieldSelector
 
@@ -26,6 +26,17 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 HEALTH_PATHS = ("/healthz", "/livez", "/readyz")
+#: The checks behind every health endpoint, in kube-apiserver's order; /readyz adds READY_CHECKS.
+HEALTH_CHECKS = (
+    "ping",
+    "log",
+    "etcd",
+    "poststarthook/start-apiextensions-controllers",
+    "poststarthook/crd-informer-synced",
+    "poststarthook/rbac/bootstrap-roles",
+    "poststarthook/bootstrap-controller",
+)
+READY_CHECKS = ("etcd-readiness", "informer-sync", "shutdown")
 _AGGREGATED = "apidiscovery.k8s.io"
 
 
@@ -131,10 +142,7 @@ class Dispatcher:
                     resource=resource,
                     name=value,
                 )
-        all_groups = tuple(groups) if groups else ()
-        if AUTHENTICATED_GROUP not in all_groups:
-            all_groups = (*all_groups, AUTHENTICATED_GROUP)
-        return UserInfo(name=name, groups=all_groups)
+        return UserInfo(name=name, groups=_impersonated_groups(name, tuple(groups)))
 
     async def _non_resource(self, request: web.Request, info: requestinfo.RequestInfo) -> web.StreamResponse:
         path = "/" + info.path.strip("/")
@@ -142,7 +150,7 @@ class Dispatcher:
         if request.method not in ("GET", "HEAD"):
             raise errors.method_not_allowed()
         if _is_health(path):
-            return web.Response(text="ok", content_type="text/plain")
+            return _health(path, request.query.getall("exclude", []), verbose="verbose" in request.query)
         if path == "/version":
             return json_response(self.server.settings.version_info())
         if path == "/api":
@@ -171,6 +179,15 @@ class Dispatcher:
         return response
 
 
+def _impersonated_groups(name: str, groups: tuple[str, ...]) -> tuple[str, ...]:
+    """Anonymous gains system:unauthenticated, anyone else system:authenticated, unless either is named."""
+    if name == ANONYMOUS_USER:
+        return groups if UNAUTHENTICATED_GROUP in groups else (*groups, UNAUTHENTICATED_GROUP)
+    if AUTHENTICATED_GROUP in groups or UNAUTHENTICATED_GROUP in groups:
+        return groups
+    return (*groups, AUTHENTICATED_GROUP)
+
+
 def _name_from_field_selector(info: requestinfo.RequestInfo, request: web.Request) -> str:
     """A list or watch narrowed to `metadata.name=<x>` is authorized as a request for <x>."""
     if info.verb not in ("list", "watch") or not request.query.get("fieldSelector"):
@@ -180,6 +197,21 @@ def _name_from_field_selector(info: requestinfo.RequestInfo, request: web.Reques
     except errors.APIError:
         return ""
     return selector.requires_exact_match("metadata.name") or ""
+
+
+def _health(path: str, excluded: list[str], *, verbose: bool) -> web.Response:
+    """`/readyz`, `/readyz/<check>`, `?verbose` and `?exclude=` as the apiserver's healthz handler answers."""
+    endpoint, _, check = path.strip("/").partition("/")
+    checks = HEALTH_CHECKS + (READY_CHECKS if endpoint == "readyz" else ())
+    if check and check not in checks:
+        raise errors.path_not_found()
+    if check or not verbose:
+        return web.Response(text="ok", content_type="text/plain")
+    lines = [f"[+]{name} excluded: ok" if name in excluded else f"[+]{name} ok" for name in checks]
+    unknown = [f'"{name}"' for name in sorted(set(excluded) - set(checks))]
+    if unknown:
+        lines.append(f"warn: some health checks cannot be excluded: no matches for {','.join(unknown)}")
+    return web.Response(text="\n".join([*lines, f"{endpoint} check passed", ""]), content_type="text/plain")
 
 
 def _is_health(path: str) -> bool:

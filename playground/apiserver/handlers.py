@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 from aiohttp import web
 
-from . import errors, protobuf, tables
+from . import decoding, errors, fieldvalidation, protobuf, tables
 from .negotiation import Representation, negotiate
 from .registry import WriteOptions
 from .requestinfo import RequestInfo
@@ -30,6 +30,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 DEFAULT_WATCH_SECONDS = 1800
+#: the options kind a write's query parameters decode into, per method
+OPTIONS_KINDS = {"POST": "CreateOptions", "PUT": "UpdateOptions", "PATCH": "PatchOptions"}
 
 
 def dumps(obj: Any) -> bytes:
@@ -37,10 +39,15 @@ def dumps(obj: Any) -> bytes:
 
 
 def json_response(obj: Any, *, status: int = 200, warnings: list[str] | None = None) -> web.Response:
-    headers = {}
-    if warnings:
-        headers["Warning"] = ", ".join(f'299 - "{w}"' for w in warnings)
+    headers = [
+        ("Warning", warning_header(text)) for text in dict.fromkeys(warnings or []) if text.isprintable()
+    ]
     return web.Response(body=dumps(obj), status=status, content_type="application/json", headers=headers)
+
+
+def warning_header(text: str) -> str:
+    """One `Warning` header value as kube-apiserver writes it: code 299, no agent, a quoted string."""
+    return '299 - "' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 async def read_body(request: web.Request) -> bytes:
@@ -56,8 +63,8 @@ def decode_json(body: bytes, content_type: str) -> Any:
     ctype = content_type.split(";")[0].strip().lower()
     if ctype == "application/yaml":
         try:
-            return yaml.safe_load(body)
-        except yaml.YAMLError as exc:
+            return decoding.loads_yaml(body)
+        except (yaml.YAMLError, ValueError) as exc:
             raise errors.bad_request(f"error decoding YAML: {exc}") from None
     if ctype == protobuf.PROTOBUF_CONTENT_TYPE:
         return protobuf.decode(body)
@@ -68,8 +75,8 @@ def decode_json(body: bytes, content_type: str) -> Any:
     if not body:
         raise errors.bad_request("the body of the request was empty")
     try:
-        return json.loads(body)
-    except (ValueError, UnicodeDecodeError) as exc:
+        return decoding.loads_json(body)
+    except ValueError as exc:
         raise errors.bad_request(f"couldn't get version/kind; json parse error: {exc}") from None
 
 
@@ -102,7 +109,16 @@ def write_options(request: web.Request, server: APIServer, user: Any) -> WriteOp
         )
     if not manager and request.method != "PATCH":
         manager = request.headers.get("User-Agent", "unknown").split("/")[0] or "unknown"
-    return WriteOptions(user=user, dry_run=bool(dry_run), field_manager=manager)
+    validation = query.get("fieldValidation", "")
+    if validation not in fieldvalidation.ACCEPTED and request.method in OPTIONS_KINDS:
+        cause = fieldvalidation.unsupported(validation)
+        raise errors.invalid(OPTIONS_KINDS[request.method], "", [cause], group="meta.k8s.io")
+    return WriteOptions(
+        user=user,
+        dry_run=bool(dry_run),
+        field_manager=manager,
+        field_validation=validation or fieldvalidation.WARN,
+    )
 
 
 def render_object(rt: ResourceType, obj: Obj, rep: Representation, *, headers: bool = True) -> Obj:
@@ -184,6 +200,8 @@ class ResourceHandlers:
             verb == "watch" and "watch" not in rt.verbs
         ):
             raise errors.method_not_allowed()
+        if verb in ("update", "patch") and not info.name:
+            raise errors.method_not_allowed()
         if verb == "get":
             return self.get(request, info, rt)
         if verb == "list":
@@ -207,7 +225,10 @@ class ResourceHandlers:
 
     def get(self, request: web.Request, info: RequestInfo, rt: ResourceType) -> web.Response:
         obj = self.server.registry.get(rt, info.namespace, info.name)
-        return json_response(render_object(rt, obj, self._rep(request)))
+        rep = self._rep(request)
+        if rep.shape == "object":
+            return web.Response(body=self._encoded(rt, obj), content_type="application/json")
+        return json_response(render_object(rt, obj, rep))
 
     def list(self, request: web.Request, info: RequestInfo, rt: ResourceType) -> web.Response:
         query = request.query
@@ -243,12 +264,10 @@ class ResourceHandlers:
                 "items": [render_object(rt, o, rep) for o in result.items],
             }
         else:
-            body = {
-                "kind": rt.list_kind,
-                "apiVersion": rt.api_version,
-                "metadata": meta,
-                "items": result.items,
-            }
+            # the items' kept encodings spliced into the list: `..."items":[` + items + `]}`
+            head = dumps({"kind": rt.list_kind, "apiVersion": rt.api_version, "metadata": meta, "items": []})
+            items = b",".join(self._encoded(rt, obj) for obj in result.items)
+            return web.Response(body=head[:-2] + items + b"]}", content_type="application/json")
         return json_response(body)
 
     async def create(
@@ -256,21 +275,41 @@ class ResourceHandlers:
     ) -> web.Response:
         if info.name:
             raise errors.method_not_allowed()
-        body = decode_json(await read_body(request), request.headers.get("Content-Type", "application/json"))
+        raw, content_type = await read_body(request), request.headers.get("Content-Type", "application/json")
+        body = decode_json(raw, content_type)
         opts = write_options(request, self.server, user)
+        self._check_fields(rt, raw, content_type, opts)
         obj = await self.server.registry.create(rt, info.namespace, body, opts)
         return json_response(render_object(rt, obj, self._rep(request)), status=201, warnings=opts.warnings)
 
     async def update(
         self, request: web.Request, info: RequestInfo, rt: ResourceType, user: Any
     ) -> web.Response:
-        body = decode_json(await read_body(request), request.headers.get("Content-Type", "application/json"))
+        raw, content_type = await read_body(request), request.headers.get("Content-Type", "application/json")
+        body = decode_json(raw, content_type)
         opts = write_options(request, self.server, user)
+        self._check_fields(
+            rt, raw, content_type, opts, stored=self.server.registry.find(rt, info.namespace, info.name)
+        )
         obj, created = await self.server.registry.update(
             rt, info.namespace, info.name, body, opts, subresource=info.subresource
         )
         return json_response(
             render_object(rt, obj, self._rep(request)), status=201 if created else 200, warnings=opts.warnings
+        )
+
+    def _check_fields(
+        self,
+        rt: ResourceType,
+        raw: bytes,
+        content_type: str,
+        opts: WriteOptions,
+        *,
+        stored: Obj | None = None,
+    ) -> None:
+        """Strict decoding of a create or update body: unknown and repeated fields."""
+        self.server.registry.fields.check_body(
+            rt, raw, content_type, directive=opts.field_validation, warnings=opts.warnings, stored=stored
         )
 
     async def patch(
@@ -372,7 +411,7 @@ class ResourceHandlers:
         with contextlib.suppress(TimeoutError, ConnectionResetError):
             async with asyncio.timeout(timeout):
                 async for event in self._with_bookmarks(rt, events, bookmarks):
-                    await response.write(dumps(self._render_event(rt, event, rep, headers=first)) + b"\n")
+                    await response.write(self._event_line(rt, event, rep, headers=first))
                     first = first and event["type"] in ("BOOKMARK", "ERROR")
         with contextlib.suppress(ConnectionResetError):
             await response.write_eof()
@@ -401,6 +440,15 @@ class ResourceHandlers:
                 pending = asyncio.ensure_future(anext(events, None))
         finally:
             pending.cancel()
+
+    def _encoded(self, rt: ResourceType, obj: Obj) -> bytes:
+        """JSON of an object; a stored one is encoded once per version for every reader and watcher."""
+        return self.server.storage.encoded(rt.storage_key, obj)
+
+    def _event_line(self, rt: ResourceType, event: Obj, rep: Representation, *, headers: bool) -> bytes:
+        if event["type"] in ("ERROR", "BOOKMARK") or rep.shape != "object":
+            return dumps(self._render_event(rt, event, rep, headers=headers)) + b"\n"
+        return b'{"type":%s,"object":%s}\n' % (dumps(event["type"]), self._encoded(rt, event["object"]))
 
     def _render_event(self, rt: ResourceType, event: Obj, rep: Representation, *, headers: bool) -> Obj:
         """Table watches carry one-row Tables; only the first one has column definitions."""

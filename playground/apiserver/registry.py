@@ -10,6 +10,7 @@ version (`rt.api_version`); storage holds them in the storage version.
 from __future__ import annotations
 
 import base64
+import bisect
 import copy
 import json
 import logging
@@ -23,8 +24,9 @@ from typing import Any, Protocol
 import yaml
 
 from . import apply as ssa
-from . import errors, patch
+from . import decoding, errors, patch
 from .errors import Cause
+from .fieldvalidation import IGNORE, FieldValidator
 from .identity import UserInfo
 from .listtypes import ListTypes, builtin_list_types, crd_list_types
 from .resources.base import Obj, ResourceType
@@ -90,6 +92,8 @@ class WriteOptions:
     field_manager: str = ""
     admit: bool = True
     warnings: list[str] = field(default_factory=list)
+    #: `?fieldValidation=`: Strict, Warn or (for the server's own writes) Ignore
+    field_validation: str = IGNORE
 
 
 @dataclass
@@ -114,11 +118,13 @@ class Registry:
         *,
         admission: Admission | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        fields: FieldValidator | None = None,
     ) -> None:
         self.storage = storage
         self.catalog = catalog
         self.admission: Admission = admission or NoAdmission()
         self.clock = clock
+        self.fields = fields or FieldValidator()
 
     # conversion between served and stored versions
 
@@ -153,15 +159,18 @@ class Registry:
         labels = LabelSelector.parse(label_selector or "")
         fields = FieldSelector.parse(field_selector or "")
         supported = {"metadata.name", "metadata.namespace"}
-        if fields.keys():
+        field_keys = fields.keys()
+        if field_keys:
             own = set(rt.strategy.field_labels({}).keys())
             fields.check_supported(supported | own, generic=not own)
+        if labels.empty and not field_keys:
+            return match_everything
 
         def matches(obj: Obj) -> bool:
             meta = obj.get("metadata") or {}
             if not labels.empty and not labels.matches(meta.get("labels") or {}):
                 return False
-            if fields.keys():
+            if field_keys:
                 values = {
                     "metadata.name": meta.get("name", ""),
                     "metadata.namespace": meta.get("namespace", ""),
@@ -194,17 +203,18 @@ class Registry:
             _check_list_rv(resource_version, resource_version_match, current)
         items = self.storage.objects(rt.storage_key, namespace)
         if start_after:
-            items = [o for o in items if _sort_key(o) > start_after]
+            items = items[bisect.bisect_right(items, _position(start_after), key=_position_of) :]
         selected: list[Obj] = []
         next_token = ""
         remaining: int | None = None
         for index, obj in enumerate(items):
-            if not matches(obj):
+            if matches is not match_everything and not matches(obj):
                 continue
             if limit and len(selected) == limit:
                 next_token = _encode_continue(list_rv, _sort_key(selected[-1]))
                 rest = items[index:]
-                remaining = sum(1 for o in rest if matches(o))
+                everything = matches is match_everything
+                remaining = len(rest) if everything else sum(1 for o in rest if matches(o))
                 break
             selected.append(obj)
         return ListResult(
@@ -221,6 +231,8 @@ class Registry:
     ) -> Obj:
         """Create; `applied` objects come from server-side apply and keep the managedFields it computed."""
         obj = self._decode(rt, namespace, body)
+        if not applied:
+            obj = self._typed_body(rt, obj)
         meta = obj["metadata"]
         if not meta.get("name") and meta.get("generateName"):
             meta["name"] = _generated_name(str(meta["generateName"]))
@@ -264,11 +276,8 @@ class Registry:
         subresource: str = "",
     ) -> tuple[Obj, bool]:
         """PUT: returns the object and whether it was created (Leases and friends allow that)."""
-        new = self._decode(rt, namespace, body)
-        if new["metadata"].get("name") != name:
-            raise errors.bad_request(
-                f"the name of the object ({new['metadata'].get('name')}) does not match the name on the URL ({name})"
-            )
+        _check_name(body, name, namespace)
+        new = self._typed_body(rt, self._decode(rt, namespace, body))
         old = self.find(rt, namespace, name)
         if old is None:
             if subresource or not rt.strategy.allow_create_on_update:
@@ -300,7 +309,7 @@ class Registry:
         list_types = self.list_types(rt)
         if ctype == "application/apply-patch+yaml":
             return await self._apply(
-                rt, namespace, name, doc, old, opts, subresource=subresource, force=force
+                rt, namespace, name, doc, old, opts, subresource=subresource, force=force, body=body
             )
         if old is None:
             raise errors.not_found(rt.plural, name, group=rt.group)
@@ -326,6 +335,15 @@ class Registry:
             new = patch.strategic_merge_patch(base, _require_object(doc), list_types=list_types)
         if not isinstance(new, dict):
             raise errors.bad_request("the patch did not produce an object")
+        try:
+            new = self._typed(rt, new)
+        except decoding.TypeMismatch as exc:
+            raise errors.invalid(
+                "", "", [Cause("patch", f"Invalid value: {json.dumps(new)!r}: {exc}")]
+            ) from None
+        self.fields.check_patched(
+            rt, ctype, body, new, old, directive=opts.field_validation, warnings=opts.warnings
+        )
         new.setdefault("metadata", {})
         if new["metadata"].get("name", name) != name:
             raise errors.bad_request(
@@ -348,6 +366,7 @@ class Registry:
         *,
         subresource: str,
         force: bool,
+        body: bytes,
     ) -> tuple[Obj, bool]:
         applied = _require_object(doc)
         if not opts.field_manager:
@@ -358,11 +377,20 @@ class Registry:
                 f"the name of the object ({meta.get('name')}) does not match the name on the URL ({name})"
             )
         applied = self._decode(rt, namespace, {**applied, "metadata": {**meta, "name": name}})
+        try:
+            self._typed(rt, applied)
+        except decoding.TypeMismatch as exc:
+            raise patch.unexpected(
+                f"failed to create typed patch object ({namespace}/{name}; {rt.group}/{rt.version}, "
+                f"Kind={rt.kind}): {exc}"
+            ) from None
         if doc.get("apiVersion") != rt.api_version:
             raise errors.bad_request(
                 f"Incorrect version specified in apply patch. Specified patch version: {doc.get('apiVersion')}, "
                 f"expected: {rt.api_version}"
             )
+        directive, warnings = opts.field_validation, opts.warnings
+        self.fields.check_applied(rt, applied, self.list_types(rt), directive=directive, warnings=warnings)
         now = now_iso(self.clock())
         merged = ssa.apply(
             old,
@@ -374,6 +402,7 @@ class Registry:
             subresource=subresource,
             status_subresource=rt.has_subresource("status"),
         )
+        self.fields.check_apply_yaml(body, directive=directive, warnings=warnings)
         if old is None:
             if subresource:
                 raise errors.not_found(rt.plural, name, group=rt.group)
@@ -639,6 +668,18 @@ class Registry:
     def _manager(self, opts: WriteOptions) -> str:
         return opts.field_manager or "unknown"
 
+    def _typed(self, rt: ResourceType, obj: Obj) -> Obj:
+        """`obj` as decoding into the kind's Go type leaves it; custom resources have their schemas instead."""
+        return obj if rt.crd else dict(decoding.typed(rt.group, rt.version, rt.kind, obj))
+
+    def _typed_body(self, rt: ResourceType, obj: Obj) -> Obj:
+        try:
+            return self._typed(rt, obj)
+        except decoding.TypeMismatch as exc:
+            raise errors.bad_request(
+                f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: {exc}'
+            ) from None
+
     def _decode(self, rt: ResourceType, namespace: str, body: Any) -> Obj:
         if not isinstance(body, dict):
             raise errors.bad_request(f"Object 'Kind' is missing in '{json.dumps(body)[:200]}'")
@@ -732,6 +773,21 @@ class Registry:
         await self.admission.validate(attrs)
 
 
+def _check_name(body: Any, name: str, namespace: str) -> None:
+    """An update's body must name the object of the URL (endpoints/handlers checkName)."""
+    meta = body.get("metadata") if isinstance(body, dict) else None
+    if not isinstance(meta, dict):
+        return
+    if meta.get("name") != name:
+        raise errors.bad_request(
+            f"the name of the object ({meta.get('name') or ''}) does not match the name on the URL ({name})"
+        )
+    if namespace and meta.get("namespace") and meta["namespace"] != namespace:
+        raise errors.bad_request(
+            f"the namespace of the object ({meta['namespace']}) does not match the namespace on the request ({namespace})"
+        )
+
+
 def _request_options(opts: WriteOptions, options: Obj | None) -> Obj:
     """The request's Create/Update/DeleteOptions as admission sees them: dryRun is one of them."""
     return {**({"dryRun": ["All"]} if opts.dry_run else {}), **(options or {})}
@@ -783,9 +839,28 @@ def _generated_name(prefix: str) -> str:
     return prefix[:58] + "".join(secrets.choice(alphabet) for _ in range(5))
 
 
+def match_everything(obj: Obj) -> bool:
+    """The matcher of a request without selectors."""
+    return True
+
+
 def _sort_key(obj: Obj) -> str:
     meta = obj["metadata"]
     return f"{meta.get('namespace', '')}/{meta['name']}"
+
+
+def _position(sort_key: str) -> tuple[str, str]:
+    """A continue token's `namespace/name` as a position in storage order (namespace, then name).
+
+    Compared as strings, `a-b/x` would sort before `a/x` although namespace `a` lists first.
+    """
+    namespace, _, name = sort_key.partition("/")
+    return namespace, name
+
+
+def _position_of(obj: Obj) -> tuple[str, str]:
+    meta = obj["metadata"]
+    return meta.get("namespace", ""), meta["name"]
 
 
 def _encode_continue(rv: int, start: str) -> str:
@@ -859,12 +934,12 @@ def _expired(rv: int, current: int) -> Obj:
 def _parse_patch(body: bytes, ctype: str) -> Any:
     if ctype == "application/apply-patch+yaml":
         try:
-            return yaml.safe_load(body.decode("utf-8"))
-        except (yaml.YAMLError, UnicodeDecodeError) as exc:
+            return decoding.loads_yaml(body)
+        except (yaml.YAMLError, ValueError) as exc:
             raise errors.bad_request(f"error decoding YAML: {exc}") from None
     try:
-        return json.loads(body)
-    except (ValueError, UnicodeDecodeError) as exc:
+        return decoding.loads_json(body)
+    except ValueError as exc:
         raise errors.bad_request(f"error decoding patch: {exc}") from None
 
 

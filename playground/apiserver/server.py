@@ -26,6 +26,7 @@ from .admission import WebhookDispatcher
 from .admission_chain import AdmissionChain
 from .app import build_app
 from .authn import Authenticator
+from .fieldvalidation import FieldValidator
 from .handlers import ResourceHandlers
 from .identity import MASTERS_GROUP, UserInfo
 from .kubeconfig import kubeconfig, write_kubeconfig
@@ -107,7 +108,10 @@ class APIServer:
             )
         )
         self.policy = StoragePolicy(self.storage)
-        self.registry = Registry(self.storage, self.catalog)
+        # field validation reads the same built-in definitions the OpenAPI documents are made of
+        self.registry = Registry(
+            self.storage, self.catalog, fields=FieldValidator(lambda: self.openapi.builtin)
+        )
         self.resources = ResourceHandlers(self)
         self.subresources = Subresources(self)
         self.reviews = Reviews(self)

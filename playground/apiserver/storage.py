@@ -5,6 +5,10 @@ One resourceVersion counter for the whole server; collections by storage key
 name. Stored dicts are never mutated after they are stored: every write stores a new
 dict, so lists, watch events and snapshots can share them without copying.
 
+The compact JSON of a stored object is kept once it has been encoded (by a get, list,
+watch or snapshot) for as long as that version is stored, so a version is encoded
+once, however many readers and watchers it goes to.
+
 Every write appends an event to a bounded log. Watches replay the log from the
 resourceVersion a client asks for and then follow new events; a resourceVersion older
 than the log reaches gives 410 Gone, as a compacted etcd does.
@@ -55,6 +59,8 @@ class Storage:
         self._compacted_rv = 0
         self._subscriptions: dict[str, set[Subscription]] = {}
         self._max_backlog = max_backlog
+        #: JSON of stored objects by id(); an entry goes when its object leaves the store
+        self._encoded: dict[int, bytes] = {}
         self.dirty = asyncio.Event()
 
     # reads
@@ -79,6 +85,19 @@ class Storage:
             return [items[n] for n in sorted(items)]
         return [collection[ns][n] for ns in sorted(collection) for n in sorted(collection[ns])]
 
+    def encoded(self, key: str, obj: Obj) -> bytes:
+        """`obj` as compact JSON; reused while `obj` is the stored version of its object."""
+        meta = obj.get("metadata")
+        if (
+            not isinstance(meta, dict)
+            or self.get(key, meta.get("namespace", ""), meta.get("name", "")) is not obj
+        ):
+            return encode(obj)
+        data = self._encoded.get(id(obj))
+        if data is None:
+            data = self._encoded[id(obj)] = encode(obj)
+        return data
+
     def count(self, key: str) -> int:
         return sum(len(v) for v in self._collections.get(key, {}).values())
 
@@ -102,7 +121,11 @@ class Storage:
         meta = obj["metadata"]
         meta["resourceVersion"] = str(rv)
         ns = meta.get("namespace", "")
-        self._collections.setdefault(key, {}).setdefault(ns, {})[meta["name"]] = obj
+        bucket = self._collections.setdefault(key, {}).setdefault(ns, {})
+        replaced = bucket.get(meta["name"])
+        if replaced is not None:
+            self._encoded.pop(id(replaced), None)
+        bucket[meta["name"]] = obj
         self._emit(Event(rv, key, "MODIFIED" if old is not None else "ADDED", obj, old))
         return obj
 
@@ -112,6 +135,8 @@ class Storage:
         ns = meta.get("namespace", "")
         bucket = self._collections.get(key, {}).get(ns, {})
         old = bucket.pop(meta["name"], None)
+        if old is not None:
+            self._encoded.pop(id(old), None)
         if not bucket:
             self._collections.get(key, {}).pop(ns, None)
         rv = self.next_rv()
@@ -159,13 +184,19 @@ class Storage:
 
     # persistence
 
-    def snapshot(self) -> Obj:
-        return {
-            "resourceVersion": self._rv,
-            "collections": {key: self.objects(key) for key in self._collections},
-        }
+    def snapshot(self) -> bytes:
+        """The state file's contents, `{"resourceVersion": n, "collections": {key: [objects]}}` as JSON.
+
+        Built from the objects' kept encodings: a snapshot encodes only what changed since the last.
+        """
+        collections = [
+            b"%s:[%s]" % (encode(key), b",".join(self.encoded(key, obj) for obj in self.objects(key)))
+            for key in self._collections
+        ]
+        return b'{"resourceVersion":%d,"collections":{%s}}' % (self._rv, b",".join(collections))
 
     def restore(self, snapshot: Obj) -> None:
+        self._encoded.clear()
         self._rv = int(snapshot["resourceVersion"])
         self._compacted_rv = self._rv
         for key, objects in snapshot["collections"].items():
@@ -176,11 +207,15 @@ class Storage:
                 ] = obj
 
 
-def write_snapshot(path: Path, snapshot: Obj) -> None:
+def encode(obj: Any) -> bytes:
+    return json.dumps(obj, separators=(",", ":")).encode()
+
+
+def write_snapshot(path: Path, snapshot: bytes) -> None:
     """Write atomically (temp file + rename) so a crash never leaves half a state file."""
     tmp = path.with_suffix(".tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(snapshot, f, separators=(",", ":"))
+    with open(tmp, "wb") as f:
+        f.write(snapshot)
     os.chmod(tmp, 0o600)
     os.replace(tmp, path)
 

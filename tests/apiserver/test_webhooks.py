@@ -1,0 +1,538 @@
+"""Admission webhooks called by the cluster: a real HTTPS webhook server on 127.0.0.1.
+
+The server runs aiohttp on a thread with its own event loop, with a certificate from a
+CA made here (the configurations carry it as `caBundle`). Each webhook URL names a
+behaviour (`allow`, `label`, `deny`, `warn`) and a token unique to the test, so the
+AdmissionReviews a test receives are its own. Webhook configurations are cluster-wide:
+every test deletes the ones it made. A real kube-apiserver picks configurations up
+asynchronously, so each test first probes (with dry-run creates) until its webhooks
+are being called.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import datetime
+import ipaddress
+import json
+import socket
+import ssl
+import threading
+import time
+import uuid
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp import web
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+from kubernetes import client
+
+from .conftest import Cluster
+
+Obj = dict[str, Any]
+ACTIVATION_SECONDS = 30
+DENIAL = "configmaps are closed today"
+WARNING = "this configmap will self-destruct"
+
+
+# --- certificates --------------------------------------------------------------------------------------
+
+
+def _name(common_name: str) -> x509.Name:
+    return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
+
+
+def _certificates(directory: Path) -> tuple[bytes, Path, Path]:
+    """A CA and a serving certificate for 127.0.0.1: (CA PEM, cert file, key file)."""
+    now = datetime.datetime.now(datetime.UTC)
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca = (
+        x509.CertificateBuilder()
+        .subject_name(_name("webhook-test-ca"))
+        .issuer_name(_name("webhook-test-ca"))
+        .public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(hours=1))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .add_extension(
+            x509.KeyUsage(True, False, False, False, False, True, True, False, False), critical=True
+        )
+        .sign(ca_key, hashes.SHA256())
+    )
+    key = ec.generate_private_key(ec.SECP256R1())
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(_name("127.0.0.1"))
+        .issuer_name(ca.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(hours=1))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False
+        )
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    cert_file, key_file = directory / "webhook.crt", directory / "webhook.key"
+    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    )
+    return ca.public_bytes(serialization.Encoding.PEM), cert_file, key_file
+
+
+# --- the webhook server --------------------------------------------------------------------------------
+
+
+def _label_patch(request: Obj) -> list[Obj]:
+    if (request["object"].get("metadata") or {}).get("labels"):
+        return [{"op": "add", "path": "/metadata/labels/mutated", "value": "yes"}]
+    return [{"op": "add", "path": "/metadata/labels", "value": {"mutated": "yes"}}]
+
+
+def _answer(behaviour: str, request: Obj) -> Obj:
+    response: Obj = {"uid": request["uid"], "allowed": behaviour != "deny"}
+    if behaviour == "deny":
+        response["status"] = {"code": 403, "reason": "Forbidden", "message": DENIAL}
+    elif behaviour == "warn":
+        response["warnings"] = [WARNING]
+    elif behaviour == "label":
+        patch = json.dumps(_label_patch(request)).encode()
+        response |= {"patchType": "JSONPatch", "patch": base64.b64encode(patch).decode()}
+    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}
+
+
+class WebhookServer:
+    """HTTPS on 127.0.0.1; `/<behaviour>/<token>` answers as the behaviour says and records the review."""
+
+    def __init__(self, directory: Path) -> None:
+        self.ca_pem, self._cert, self._key = _certificates(directory)
+        self.port = 0
+        self._reviews: dict[str, list[Obj]] = defaultdict(list)
+        self._lock = threading.Lock()
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="webhook-server", daemon=True)
+        self._runner: web.AppRunner | None = None
+
+    @property
+    def ca_bundle(self) -> str:
+        return base64.b64encode(self.ca_pem).decode()
+
+    def url(self, behaviour: str, token: str) -> str:
+        return f"https://127.0.0.1:{self.port}/{behaviour}/{token}"
+
+    def reviews(self, token: str) -> list[Obj]:
+        """The AdmissionReview requests received for a token, oldest first."""
+        with self._lock:
+            return [r for path, rs in self._reviews.items() if path.endswith("/" + token) for r in rs]
+
+    def forget(self, token: str) -> None:
+        with self._lock:
+            for path in [p for p in self._reviews if p.endswith("/" + token)]:
+                del self._reviews[path]
+
+    def start(self) -> None:
+        self._thread.start()
+        asyncio.run_coroutine_threadsafe(self._serve(), self._loop).result(timeout=10)
+
+    def stop(self) -> None:
+        if self._runner is not None:
+            asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self._loop).result(timeout=10)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=10)
+        self._loop.close()
+
+    async def _serve(self) -> None:
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        context.load_cert_chain(self._cert, self._key)
+        app = web.Application()
+        app.router.add_post("/{behaviour}/{token}", self._handle)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0, ssl_context=context)
+        await site.start()
+        self.port = int(self._runner.addresses[0][1])
+
+    async def _handle(self, request: web.Request) -> web.Response:
+        review = await request.json()
+        with self._lock:
+            self._reviews[request.path].append(review["request"])
+        return web.json_response(_answer(request.match_info["behaviour"], review["request"]))
+
+
+@pytest.fixture(scope="module")
+def webhook_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebhookServer]:
+    server = WebhookServer(tmp_path_factory.mktemp("webhook"))
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+# --- configurations ------------------------------------------------------------------------------------
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def webhook(
+    name: str,
+    url: str,
+    ca_bundle: str,
+    namespace: str,
+    *,
+    operations: tuple[str, ...] = ("CREATE",),
+    failure_policy: str = "Fail",
+    object_selector: Obj | None = None,
+) -> Obj:
+    """A webhook for configmaps in one namespace (the selector keeps other tests out of its way)."""
+    rule = {
+        "apiGroups": [""],
+        "apiVersions": ["v1"],
+        "operations": list(operations),
+        "resources": ["configmaps"],
+        "scope": "Namespaced",
+    }
+    return {
+        "name": name,
+        "clientConfig": {"url": url, "caBundle": ca_bundle},
+        "rules": [rule],
+        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
+        "objectSelector": object_selector or {},
+        "failurePolicy": failure_policy,
+        "sideEffects": "None",
+        "admissionReviewVersions": ["v1"],
+        "timeoutSeconds": 5,
+    }
+
+
+class Configurations:
+    """Creates webhook configurations and deletes every one of them when the test ends."""
+
+    def __init__(self, api: client.AdmissionregistrationV1Api) -> None:
+        self.api = api
+        self._made: list[tuple[str, str]] = []
+
+    def add(self, kind: str, webhooks: list[Obj]) -> str:
+        name = f"test-{uuid.uuid4().hex[:10]}"
+        body = {"metadata": {"name": name}, "webhooks": webhooks}
+        if kind == "mutating":
+            self.api.create_mutating_webhook_configuration(body)
+        else:
+            self.api.create_validating_webhook_configuration(body)
+        self._made.append((kind, name))
+        return name
+
+    def delete_all(self) -> None:
+        for kind, name in self._made:
+            try:
+                if kind == "mutating":
+                    self.api.delete_mutating_webhook_configuration(name)
+                else:
+                    self.api.delete_validating_webhook_configuration(name)
+            except client.ApiException as exc:
+                if exc.status != 404:
+                    raise
+
+
+@pytest.fixture
+def configurations(cluster: Cluster) -> Iterator[Configurations]:
+    made = Configurations(client.AdmissionregistrationV1Api(cluster.api))
+    try:
+        yield made
+    finally:
+        made.delete_all()
+
+
+@pytest.fixture
+def token() -> str:
+    return uuid.uuid4().hex[:12]
+
+
+def wait_until(condition: Callable[[], bool], what: str) -> None:
+    deadline = time.monotonic() + ACTIVATION_SECONDS
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting until {what}")
+        time.sleep(0.05)
+
+
+def probe_create(core: client.CoreV1Api, namespace: str, labels: dict[str, str] | None = None) -> int:
+    """A dry-run create a configmap webhook sees; returns the HTTP status."""
+    body = {"metadata": {"name": f"probe-{uuid.uuid4().hex[:6]}", "labels": labels or {}}}
+    try:
+        core.create_namespaced_config_map(namespace, body, dry_run="All")
+    except client.ApiException as exc:
+        return int(exc.status)
+    return 201
+
+
+def await_calls(
+    server: WebhookServer,
+    core: client.CoreV1Api,
+    namespace: str,
+    token: str,
+    labels: dict[str, str] | None = None,
+) -> None:
+    """Probe until the webhooks of `token` are called, then forget the probes' reviews."""
+
+    def called() -> bool:
+        probe_create(core, namespace, labels)
+        return bool(server.reviews(token))
+
+    wait_until(called, "the webhooks are called")
+    server.forget(token)
+
+
+# --- the tests -----------------------------------------------------------------------------------------
+
+
+def test_mutating_webhook_adds_a_label_with_a_json_patch(
+    core: client.CoreV1Api,
+    namespace: str,
+    webhook_server: WebhookServer,
+    configurations: Configurations,
+    token: str,
+) -> None:
+    hook = webhook(
+        "label.webhooks.example.com", webhook_server.url("label", token), webhook_server.ca_bundle, namespace
+    )
+    configurations.add("mutating", [hook])
+    await_calls(webhook_server, core, namespace, token)
+    cm = core.create_namespaced_config_map(namespace, {"metadata": {"name": "m", "labels": {"own": "x"}}})
+    assert cm.metadata.labels == {"own": "x", "mutated": "yes"}
+    assert core.read_namespaced_config_map("m", namespace).metadata.labels == {"own": "x", "mutated": "yes"}
+    bare = core.create_namespaced_config_map(namespace, {"metadata": {"name": "bare"}})
+    assert bare.metadata.labels == {"mutated": "yes"}
+
+
+def test_validating_webhook_denies_with_its_message_and_code(
+    cluster: Cluster,
+    core: client.CoreV1Api,
+    namespace: str,
+    webhook_server: WebhookServer,
+    configurations: Configurations,
+    token: str,
+) -> None:
+    name = "deny.webhooks.example.com"
+    configurations.add(
+        "validating", [webhook(name, webhook_server.url("deny", token), webhook_server.ca_bundle, namespace)]
+    )
+    await_calls(webhook_server, core, namespace, token)
+    status, body = cluster.json(
+        "POST", f"/api/v1/namespaces/{namespace}/configmaps", {"metadata": {"name": "no"}}
+    )
+    assert status == 403
+    assert body["reason"] == "Forbidden"
+    assert body["message"] == f'admission webhook "{name}" denied the request: {DENIAL}'
+    with pytest.raises(client.ApiException) as err:
+        core.read_namespaced_config_map("no", namespace)
+    assert err.value.status == 404
+
+
+def test_kubectl_shows_the_denial(
+    cluster: Cluster,
+    core: client.CoreV1Api,
+    namespace: str,
+    webhook_server: WebhookServer,
+    configurations: Configurations,
+    token: str,
+    kubectl_available: None,
+) -> None:
+    name = "deny.webhooks.example.com"
+    configurations.add(
+        "validating", [webhook(name, webhook_server.url("deny", token), webhook_server.ca_bundle, namespace)]
+    )
+    await_calls(webhook_server, core, namespace, token)
+    manifest = json.dumps(
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "kc", "namespace": namespace}}
+    )
+    result = cluster.kubectl("create", "-f", "-", input=manifest, check=False)
+    assert result.returncode != 0
+    assert f'admission webhook "{name}" denied the request: {DENIAL}' in result.stderr
+
+
+def test_namespace_selector_limits_the_webhook_to_matching_namespaces(
+    core: client.CoreV1Api,
+    namespace: str,
+    webhook_server: WebhookServer,
+    configurations: Configurations,
+    token: str,
+) -> None:
+    configurations.add(
+        "validating",
+        [
+            webhook(
+                "ns.webhooks.example.com",
+                webhook_server.url("deny", token),
+                webhook_server.ca_bundle,
+                namespace,
+            )
+        ],
+    )
+    await_calls(webhook_server, core, namespace, token)
+    other = f"t-{uuid.uuid4().hex[:10]}"
+    core.create_namespace({"metadata": {"name": other}})
+    try:
+        core.create_namespaced_config_map(other, {"metadata": {"name": "free"}})
+    finally:
+        core.delete_namespace(other)
+    assert webhook_server.reviews(token) == []
+    assert probe_create(core, namespace) == 403
+
+
+def test_object_selector_limits_the_webhook_to_matching_objects(
+    core: client.CoreV1Api,
+    namespace: str,
+    webhook_server: WebhookServer,
+    configurations: Configurations,
+    token: str,
+) -> None:
+    selector = {"matchExpressions": [{"key": "guarded", "operator": "In", "values": ["true"]}]}
+    hook = webhook(
+        "obj.webhooks.example.com",
+        webhook_server.url("deny", token),
+        webhook_server.ca_bundle,
+        namespace,
+        object_selector=selector,
+    )
+    configurations.add("validating", [hook])
+    await_calls(webhook_server, core, namespace, token, labels={"guarded": "true"})
+    core.create_namespaced_config_map(namespace, {"metadata": {"name": "free", "labels": {"guarded": "no"}}})
+    assert webhook_server.reviews(token) == []
+    with pytest.raises(client.ApiException) as err:
+        core.create_namespaced_config_map(
+            namespace, {"metadata": {"name": "held", "labels": {"guarded": "true"}}}
+        )
+    assert err.value.status == 403
+    assert [r["name"] for r in webhook_server.reviews(token)] == ["held"]
+
+
+def test_unreachable_webhook_fails_closed_unless_ignored(
+    cluster: Cluster,
+    core: client.CoreV1Api,
+    namespace: str,
+    webhook_server: WebhookServer,
+    configurations: Configurations,
+    token: str,
+) -> None:
+    dead = f"https://127.0.0.1:{_closed_port()}/dead"
+    ca = webhook_server.ca_bundle
+    ignored = webhook("ignored.webhooks.example.com", dead, ca, namespace, failure_policy="Ignore")
+    witness = webhook("witness.webhooks.example.com", webhook_server.url("allow", token), ca, namespace)
+    configurations.add("validating", [ignored, witness])
+    await_calls(webhook_server, core, namespace, token)
+    core.create_namespaced_config_map(namespace, {"metadata": {"name": "passes"}})
+
+    name = "failing.webhooks.example.com"
+    configurations.add("validating", [webhook(name, dead, ca, namespace, failure_policy="Fail")])
+    wait_until(lambda: probe_create(core, namespace) == 500, "the failing webhook is called")
+    status, body = cluster.json(
+        "POST", f"/api/v1/namespaces/{namespace}/configmaps", {"metadata": {"name": "stops"}}
+    )
+    assert status == 500
+    assert body["reason"] == "InternalError"
+    assert f'failed calling webhook "{name}"' in body["message"]
+    assert dead in body["message"]
+
+
+def test_webhook_warnings_come_back_as_warning_headers(
+    cluster: Cluster,
+    core: client.CoreV1Api,
+    namespace: str,
+    webhook_server: WebhookServer,
+    configurations: Configurations,
+    token: str,
+) -> None:
+    hook = webhook(
+        "warn.webhooks.example.com", webhook_server.url("warn", token), webhook_server.ca_bundle, namespace
+    )
+    configurations.add("validating", [hook])
+    await_calls(webhook_server, core, namespace, token)
+    response = cluster.raw("POST", f"/api/v1/namespaces/{namespace}/configmaps", {"metadata": {"name": "w"}})
+    assert response.status == 201
+    assert response.headers.get("Warning") == f'299 - "{WARNING}"'
+
+
+def test_dry_run_requests_reach_webhooks_marked_dry_run(
+    core: client.CoreV1Api,
+    namespace: str,
+    webhook_server: WebhookServer,
+    configurations: Configurations,
+    token: str,
+) -> None:
+    hook = webhook(
+        "dry.webhooks.example.com", webhook_server.url("label", token), webhook_server.ca_bundle, namespace
+    )
+    configurations.add("mutating", [hook])
+    await_calls(webhook_server, core, namespace, token)
+    cm = core.create_namespaced_config_map(namespace, {"metadata": {"name": "dry"}}, dry_run="All")
+    assert cm.metadata.labels == {"mutated": "yes"}
+    [review] = webhook_server.reviews(token)
+    assert review["dryRun"] is True
+    assert review["options"]["dryRun"] == ["All"]
+    core.create_namespaced_config_map(namespace, {"metadata": {"name": "wet"}})
+    assert [r["dryRun"] for r in webhook_server.reviews(token)] == [True, False]
+
+
+def test_admission_review_carries_user_old_object_and_delete(
+    cluster: Cluster,
+    core: client.CoreV1Api,
+    namespace: str,
+    webhook_server: WebhookServer,
+    configurations: Configurations,
+    token: str,
+) -> None:
+    hook = webhook(
+        "audit.webhooks.example.com",
+        webhook_server.url("allow", token),
+        webhook_server.ca_bundle,
+        namespace,
+        operations=("CREATE", "UPDATE", "DELETE"),
+    )
+    configurations.add("validating", [hook])
+    await_calls(webhook_server, core, namespace, token)
+    core.create_namespaced_config_map(namespace, {"metadata": {"name": "r"}, "data": {"v": "1"}})
+    core.patch_namespaced_config_map("r", namespace, {"data": {"v": "2"}})
+    core.delete_namespaced_config_map("r", namespace)
+    create, update, delete = webhook_server.reviews(token)
+
+    me = client.AuthenticationV1Api(cluster.api).create_self_subject_review({}).status.user_info
+    for review in (create, update, delete):
+        assert review["userInfo"]["username"] == me.username
+        assert set(me.groups) <= set(review["userInfo"]["groups"])
+        assert review["namespace"] == namespace
+        assert review["name"] == "r"
+        assert review["kind"] == {"group": "", "version": "v1", "kind": "ConfigMap"}
+        assert review["resource"] == {"group": "", "version": "v1", "resource": "configmaps"}
+        assert review["dryRun"] is False
+
+    assert create["operation"] == "CREATE"
+    assert create["object"]["data"] == {"v": "1"}
+    assert create["oldObject"] is None
+    assert create["options"]["kind"] == "CreateOptions"
+
+    assert update["operation"] == "UPDATE"
+    assert update["object"]["data"] == {"v": "2"}
+    assert update["oldObject"]["data"] == {"v": "1"}
+    assert update["options"]["kind"] == "UpdateOptions"
+
+    assert delete["operation"] == "DELETE"
+    assert delete["object"] is None
+    assert delete["oldObject"]["data"] == {"v": "2"}
+    assert delete["options"]["kind"] == "DeleteOptions"
