@@ -30,6 +30,7 @@ from typing import Any
 import yaml
 
 from .openapi import load_builtin_definitions
+from .schema import go_json_type
 
 #: kube-apiserver's Go decoder allows 10000 levels; no object the API serves comes close to this.
 MAX_DEPTH = 100
@@ -193,21 +194,9 @@ class _Context:
         return _Context(struct, f"{self.path}.{name}" if self.path else name)
 
     def mismatch(self, value: Any, go_type: str, literal: bool = False) -> TypeMismatch:
-        shown = _json_kind(value) + (f" {json.dumps(value)}" if literal else "")
+        shown = go_json_type(value) + (f" {json.dumps(value)}" if literal else "")
         where = f"Go struct field {self.struct}.{self.path}" if self.path else "Go value"
         return TypeMismatch(f"json: cannot unmarshal {shown} into {where} of type {go_type}")
-
-
-def _json_kind(value: Any) -> str:
-    if isinstance(value, dict):
-        return "object"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int | float):
-        return "number"
-    return "string"
 
 
 def _short(name: str) -> str:

@@ -52,8 +52,8 @@ from .schema import (
     INT_OR_STRING,
     PRESERVE_UNKNOWN,
     RESOURCE_META_FIELDS,
-    go_float,
     go_json,
+    go_print,
     go_quote,
     go_syntax,
 )
@@ -491,21 +491,6 @@ class _Undeclared:
 
 def _dump(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-
-
-def go_print(value: Any) -> str:
-    """fmt's %v of a value decoded from JSON into interface{} (maps print with sorted keys)."""
-    if isinstance(value, dict):
-        return "map[" + " ".join(f"{k}:{go_print(value[k])}" for k in sorted(value)) + "]"
-    if isinstance(value, list):
-        return "[" + " ".join(go_print(item) for item in value) + "]"
-    if value is None:
-        return "<nil>"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float):
-        return go_float(value)
-    return str(value)
 
 
 # --- the validator the registry and handlers use ----------------------------------------------------------------

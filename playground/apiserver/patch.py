@@ -25,6 +25,7 @@ from typing import Any
 
 from .errors import APIError, Cause, bad_request, invalid
 from .listtypes import ListTypes, Path
+from .schema import go_json_type, go_print
 
 Obj = dict[str, Any]
 
@@ -55,35 +56,9 @@ def unexpected(message: str) -> APIError:
     return APIError(500, "", message)
 
 
-def _go_type(value: Any) -> str:
-    """How encoding/json names a JSON value's type in "cannot unmarshal X" errors."""
-    if isinstance(value, dict):
-        return "object"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int | float):
-        return "number"
-    return "string" if isinstance(value, str) else "null"
-
-
-def _go_fmt(value: Any) -> str:
-    """Go's %v rendering of a decoded JSON value, used in messages that echo a patch fragment."""
-    if isinstance(value, dict):
-        return "map[" + " ".join(f"{k}:{_go_fmt(v)}" for k, v in sorted(value.items())) + "]"
-    if isinstance(value, list):
-        return "[" + " ".join(_go_fmt(v) for v in value) + "]"
-    if value is None:
-        return "<nil>"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
-
-
 def _not_an_object(result: Any) -> APIError:
     """The patched document must decode into an object, as kube-apiserver's decode step requires."""
-    reason = f"json: cannot unmarshal {_go_type(result)} into Go value of type map[string]interface {{}}"
+    reason = f"json: cannot unmarshal {go_json_type(result)} into Go value of type map[string]interface {{}}"
     return invalid("", "", [Cause("patch", f"Invalid value: {json.dumps(result)!r}: {reason}")])
 
 
@@ -97,11 +72,11 @@ class _OpFailed(Exception):
 def json_patch(obj: Obj, ops: Any) -> Obj:
     """Apply an RFC 6902 JSON patch document (a list of operations) to `obj`."""
     if not isinstance(ops, list):
-        raise bad_request(f"json: cannot unmarshal {_go_type(ops)} into Go value of type jsonpatch.Patch")
+        raise bad_request(f"json: cannot unmarshal {go_json_type(ops)} into Go value of type jsonpatch.Patch")
     for op in ops:
         if not isinstance(op, dict):
             raise bad_request(
-                f"json: cannot unmarshal {_go_type(op)} into Go value of type jsonpatch.Operation"
+                f"json: cannot unmarshal {go_json_type(op)} into Go value of type jsonpatch.Operation"
             )
     if len(ops) > MAX_JSON_PATCH_OPERATIONS:
         raise APIError(
@@ -278,7 +253,7 @@ def strategic_merge_patch(obj: Obj, patch: Any, *, list_types: ListTypes) -> Obj
         return copy.deepcopy(obj)
     if not isinstance(patch, dict):
         raise bad_request(
-            f"json: cannot unmarshal {_go_type(patch)} into Go value of type map[string]interface {{}}"
+            f"json: cannot unmarshal {go_json_type(patch)} into Go value of type map[string]interface {{}}"
         )
     return _Strategic(list_types).merge_map(copy.deepcopy(obj), copy.deepcopy(patch), ())
 
@@ -349,7 +324,7 @@ class _Strategic:
         merged = list(original)
         for item in patch:
             if key not in item:
-                raise unexpected(f"map: {_go_fmt(item)} does not contain declared merge key: {key}")
+                raise unexpected(f"map: {go_print(item)} does not contain declared merge key: {key}")
             index = _find(merged, key, item[key])
             if index is None:
                 merged.append(self.merge_map({}, item, path))
@@ -385,7 +360,7 @@ def _map_directive(patch: Obj) -> Obj:
         return {k: v for k, v in patch.items() if k != DIRECTIVE}
     if directive == "delete":
         return {}
-    raise unexpected(f"Unknown patch type: {directive} in map: {_go_fmt(patch)}")
+    raise unexpected(f"Unknown patch type: {directive} in map: {go_print(patch)}")
 
 
 def _retain_keys(original: Obj, patch: Obj) -> None:
@@ -410,7 +385,7 @@ def _holds_maps(*lists: list[Any]) -> bool:
         raise APIError(422, "Invalid", REJECTED)
     maps = sum(isinstance(item, dict) for item in items)
     if maps not in (0, len(items)):
-        raise unexpected(f"list element types are not identical: {_go_fmt(list(lists))}")
+        raise unexpected(f"list element types are not identical: {go_print(list(lists))}")
     return maps > 0
 
 
@@ -424,14 +399,14 @@ def _special_items(original: list[Any], patch: list[Any], key: str) -> tuple[lis
             plain.append(item)
         elif directive == "delete":
             if key not in item:
-                raise unexpected(f"map: {_go_fmt(item)} does not contain declared merge key: {key}")
+                raise unexpected(f"map: {go_print(item)} does not contain declared merge key: {key}")
             original = [o for o in original if not (key in o and json_equal(o[key], item[key]))]
         elif directive == "replace":
             replace = True
         elif directive == "merge":
             raise unexpected("merging lists cannot yet be specified in the patch")
         else:
-            raise unexpected(f"Unknown patch type: {directive} in map: {_go_fmt(item)}")
+            raise unexpected(f"Unknown patch type: {directive} in map: {go_print(item)}")
     return (plain, []) if replace else (original, plain)
 
 

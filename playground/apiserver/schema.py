@@ -1033,3 +1033,31 @@ def prune(obj: Obj, schema: Schema | None) -> None:
     prune_unknown(obj, schema, resource_root=True)
     _drop_nulls(obj, schema)
     _coerce_metadata(obj, schema)
+
+
+def go_print(value: Any) -> str:
+    """fmt's %v of a value decoded from JSON into interface{} (maps print with sorted keys)."""
+    if isinstance(value, dict):
+        return "map[" + " ".join(f"{k}:{go_print(value[k])}" for k in sorted(value)) + "]"
+    if isinstance(value, list):
+        return "[" + " ".join(go_print(item) for item in value) + "]"
+    if value is None:
+        return "<nil>"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return go_float(value)
+    return str(value)
+
+
+def go_json_type(value: Any) -> str:
+    """How encoding/json names a JSON value's type in "cannot unmarshal X" errors."""
+    if isinstance(value, dict):
+        return "object"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int | float):
+        return "number"
+    return "string" if isinstance(value, str) else "null"
