@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from . import rbac
 from .admission import AdmissionRequest, WebhookDispatcher
-from .plugins import NamespaceLifecycle, ServiceAccountAdmission, default_priority, default_tolerations
+from .plugins import NamespaceLifecycle, PriorityAdmission, ServiceAccountAdmission, default_tolerations
 from .registry import AdmissionAttributes
 from .resources.base import Obj
 
@@ -49,6 +49,9 @@ class AdmissionChain:
         self._service_accounts = ServiceAccountAdmission(
             service_account=lambda ns, name: storage.get("serviceaccounts", ns, name)
         )
+        self._priority = PriorityAdmission(
+            priority_classes=lambda: storage.objects("priorityclasses.scheduling.k8s.io")
+        )
         self._webhooks = webhooks
 
     async def mutate(self, attrs: AdmissionAttributes) -> Obj | None:
@@ -57,7 +60,7 @@ class AdmissionChain:
         if obj is not None:
             obj = self._service_accounts.mutate(attrs, obj)
             obj = default_tolerations(attrs, obj)
-            obj = default_priority(attrs, obj)
+            obj = self._priority.mutate(attrs, obj)
         return await self._webhooks.mutate(_request(attrs, obj), warnings=attrs.warnings)
 
     async def validate(self, attrs: AdmissionAttributes) -> None:

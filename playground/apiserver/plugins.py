@@ -5,7 +5,7 @@
 - ServiceAccount: pods get `default` as their ServiceAccount, which must exist, and a
   projected token volume (`kube-api-access-xxxxx`) mounted in every container.
 - DefaultTolerationSeconds: pods tolerate not-ready/unreachable nodes for 300 s.
-- Priority: pods get priority 0 and the default preemption policy.
+- Priority: pods get the priority of their PriorityClass (or the global default, or 0).
 
 They run before the admission webhooks, as in kube-apiserver's default plugin order.
 """
@@ -149,11 +149,74 @@ def default_tolerations(attrs: AdmissionAttributes, pod: Obj) -> Obj:
     return pod
 
 
-def default_priority(attrs: AdmissionAttributes, pod: Obj) -> Obj:
-    if attrs.operation != "CREATE" or not _is_core(attrs, "Pod") or attrs.subresource:
+class PriorityAdmission:
+    """Pods get the priority of their PriorityClass (or the global default, or 0)."""
+
+    def __init__(self, *, priority_classes: Callable[[], list[Obj]]) -> None:
+        self._priority_classes = priority_classes
+
+    def mutate(self, attrs: AdmissionAttributes, pod: Obj) -> Obj:
+        if attrs.operation != "CREATE" or not _is_core(attrs, "Pod") or attrs.subresource:
+            return pod
+        spec = pod.get("spec")
+        if not isinstance(spec, dict):
+            return pod
+        classes = {c["metadata"]["name"]: c for c in self._priority_classes()}
+        name = spec.get("priorityClassName")
+        if name:
+            chosen = classes.get(name)
+            if chosen is None:
+                raise errors.forbidden(
+                    f'pods "{attrs.name}" is forbidden: no PriorityClass with name {name} was found',
+                    resource="pods",
+                    name=attrs.name,
+                )
+        else:
+            chosen = next((c for c in classes.values() if c.get("globalDefault")), None)
+        value = int(chosen.get("value", 0)) if chosen else 0
+        if "priority" in spec and spec["priority"] != value:
+            raise errors.forbidden(
+                f'pods "{attrs.name}" is forbidden: the integer value of priority ({spec["priority"]}) must not be '
+                f"provided in pod spec; priority admission controller computed {value} from the given "
+                "PriorityClass name",
+                resource="pods",
+                name=attrs.name,
+            )
+        pod = copy.deepcopy(pod)
+        pod["spec"]["priority"] = value
+        if chosen and chosen["metadata"]["name"] != name:
+            pod["spec"]["priorityClassName"] = chosen["metadata"]["name"]
+        pod["spec"].setdefault(
+            "preemptionPolicy", (chosen or {}).get("preemptionPolicy", "PreemptLowerPriority")
+        )
         return pod
-    spec = pod.get("spec")
-    if isinstance(spec, dict):
-        spec.setdefault("priority", 0)
-        spec.setdefault("preemptionPolicy", "PreemptLowerPriority")
-    return pod
+
+
+#: the PriorityClasses kube-apiserver creates at start-up
+SYSTEM_PRIORITY_CLASSES = (
+    (
+        "system-node-critical",
+        2000001000,
+        "Used for system critical pods that must not be moved from their current node.",
+    ),
+    (
+        "system-cluster-critical",
+        2000000000,
+        "Used for system critical pods that must run in the cluster, but can be moved to another node if necessary.",
+    ),
+)
+
+
+def system_priority_classes() -> list[Obj]:
+    return [
+        {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": name},
+            "value": value,
+            "globalDefault": False,
+            "description": description,
+            "preemptionPolicy": "PreemptLowerPriority",
+        }
+        for name, value, description in SYSTEM_PRIORITY_CLASSES
+    ]

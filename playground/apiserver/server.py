@@ -31,6 +31,7 @@ from .handlers import ResourceHandlers
 from .identity import MASTERS_GROUP, UserInfo
 from .kubeconfig import kubeconfig, write_kubeconfig
 from .pki import CertificateAuthority
+from .plugins import system_priority_classes
 from .registry import Registry, WriteOptions
 from .resources.base import Obj, ResourceType
 from .resources.builtin import builtin_types
@@ -231,6 +232,8 @@ class APIServer:
         for obj in rbac.bootstrap_policy():
             plural = "clusterroles" if obj["kind"] == "ClusterRole" else "clusterrolebindings"
             await self._ensure("rbac.authorization.k8s.io", "v1", plural, "", obj)
+        for obj in system_priority_classes():
+            await self._ensure("scheduling.k8s.io", "v1", "priorityclasses", "", obj)
         await self._ensure_kubernetes_service()
 
     async def _ensure(self, group: str, version: str, plural: str, namespace: str, body: Obj) -> Obj:

@@ -243,3 +243,21 @@ def test_binding_assigns_a_node_once(core: client.CoreV1Api, namespace: str) -> 
     with pytest.raises(client.ApiException) as err:
         core.create_namespaced_pod_binding("b", namespace, body, _preload_content=False)
     assert err.value.status == 409
+
+
+def test_pod_priority_comes_from_its_priority_class(core: client.CoreV1Api, namespace: str) -> None:
+    spec = {"priorityClassName": "system-node-critical", "containers": [{"name": "c", "image": "x:1"}]}
+    pod = core.create_namespaced_pod(namespace, {"metadata": {"name": "crit"}, "spec": spec})
+    assert pod.spec.priority == 2000001000
+    plain = core.create_namespaced_pod(
+        namespace, {"metadata": {"name": "plain"}, "spec": {"containers": [{"name": "c", "image": "x:1"}]}}
+    )
+    assert plain.spec.priority == 0
+
+
+def test_pod_with_unknown_priority_class_is_forbidden(core: client.CoreV1Api, namespace: str) -> None:
+    spec = {"priorityClassName": "no-such-class", "containers": [{"name": "c", "image": "x:1"}]}
+    with pytest.raises(client.ApiException) as err:
+        core.create_namespaced_pod(namespace, {"metadata": {"name": "nope"}, "spec": spec})
+    assert err.value.status == 403
+    assert "no PriorityClass with name no-such-class was found" in err.value.body
