@@ -11,15 +11,15 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import yaml
 from aiohttp import web
 
-from . import decoding, errors, fieldvalidation, protobuf, tables
+from . import decoding, errors, fieldvalidation, protobuf
 from .negotiation import Representation, negotiate
+from .printers import table
 from .registry import WriteOptions
 from .requestinfo import RequestInfo
 from .resources.base import Obj, ResourceType
@@ -30,6 +30,10 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 DEFAULT_WATCH_SECONDS = 1800
+#: how a watch line of a stored object's event starts; the object's kept encoding follows
+_EVENT_PREFIXES = {
+    kind: b'{"type":"%s","object":' % kind.encode() for kind in ("ADDED", "MODIFIED", "DELETED")
+}
 #: the options kind a write's query parameters decode into, per method
 OPTIONS_KINDS = {"POST": "CreateOptions", "PUT": "UpdateOptions", "PATCH": "PatchOptions"}
 
@@ -121,16 +125,19 @@ def write_options(request: web.Request, server: APIServer, user: Any) -> WriteOp
     )
 
 
-def render_object(rt: ResourceType, obj: Obj, rep: Representation, *, headers: bool = True) -> Obj:
+def render_object(
+    rt: ResourceType, obj: Obj, rep: Representation, *, headers: bool = True, subresource: str = ""
+) -> Obj:
     if rep.shape == "Table":
         meta = {"resourceVersion": (obj.get("metadata") or {}).get("resourceVersion", "")}
-        return tables.table(
+        return table.table(
             rt,
             [obj],
             include_object=rep.include_object,
             now=datetime.now(UTC),
             list_meta=meta,
             no_headers=not headers,
+            subresource=subresource,
         )
     if rep.shape == "PartialObjectMetadata":
         return {
@@ -253,7 +260,7 @@ class ResourceHandlers:
             meta["remainingItemCount"] = result.remaining
         rep = self._rep(request)
         if rep.shape == "Table":
-            body = tables.table(
+            body = table.table(
                 rt, result.items, include_object=rep.include_object, now=datetime.now(UTC), list_meta=meta
             )
         elif rep.shape == "PartialObjectMetadata":
@@ -393,6 +400,7 @@ class ResourceHandlers:
                 ],
             )
         rep = self._rep(request)
+        bookmarks = query.get("allowWatchBookmarks", "").lower() == "true"
         events = self.server.registry.watch(
             rt,
             namespace,
@@ -400,55 +408,32 @@ class ResourceHandlers:
             field_selector=query_fields,
             resource_version=query.get("resourceVersion", ""),
             send_initial_events=initial,
+            bookmark_interval=self.server.settings.bookmark_interval if bookmarks else None,
         )
         response = web.StreamResponse(
             status=200, headers={"Content-Type": "application/json", "Cache-Control": "no-cache"}
         )
         response.enable_chunked_encoding()
         await response.prepare(request)
-        bookmarks = query.get("allowWatchBookmarks", "").lower() == "true"
         first = True
         with contextlib.suppress(TimeoutError, ConnectionResetError):
             async with asyncio.timeout(timeout):
-                async for event in self._with_bookmarks(rt, events, bookmarks):
+                async for event in events:
                     await response.write(self._event_line(rt, event, rep, headers=first))
                     first = first and event["type"] in ("BOOKMARK", "ERROR")
         with contextlib.suppress(ConnectionResetError):
             await response.write_eof()
         return response
 
-    async def _with_bookmarks(
-        self, rt: ResourceType, events: AsyncIterator[Obj], enabled: bool
-    ) -> AsyncIterator[Obj]:
-        """Interleave periodic BOOKMARK events with the event stream when the client allows them."""
-        if not enabled:
-            async for event in events:
-                yield event
-            return
-        interval = self.server.settings.bookmark_interval
-        pending = asyncio.ensure_future(anext(events, None))
-        try:
-            while True:
-                done, _ = await asyncio.wait({pending}, timeout=interval)
-                if not done:
-                    yield self.server.registry.bookmark(rt)
-                    continue
-                next_event = pending.result()
-                if next_event is None:
-                    return
-                yield next_event
-                pending = asyncio.ensure_future(anext(events, None))
-        finally:
-            pending.cancel()
-
     def _encoded(self, rt: ResourceType, obj: Obj) -> bytes:
         """JSON of an object; a stored one is encoded once per version for every reader and watcher."""
         return self.server.storage.encoded(rt.storage_key, obj)
 
     def _event_line(self, rt: ResourceType, event: Obj, rep: Representation, *, headers: bool) -> bytes:
-        if event["type"] in ("ERROR", "BOOKMARK") or rep.shape != "object":
+        prefix = _EVENT_PREFIXES.get(event["type"]) if rep.shape == "object" else None
+        if prefix is None:
             return dumps(self._render_event(rt, event, rep, headers=headers)) + b"\n"
-        return b'{"type":%s,"object":%s}\n' % (dumps(event["type"]), self._encoded(rt, event["object"]))
+        return prefix + self._encoded(rt, event["object"]) + b"}\n"
 
     def _render_event(self, rt: ResourceType, event: Obj, rep: Representation, *, headers: bool) -> Obj:
         """Table watches carry one-row Tables; only the first one has column definitions."""

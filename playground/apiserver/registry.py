@@ -9,6 +9,7 @@ version (`rt.api_version`); storage holds them in the storage version.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import bisect
 import copy
@@ -32,7 +33,7 @@ from .listtypes import ListTypes, builtin_list_types, crd_list_types
 from .resources.base import Obj, ResourceType
 from .resources.catalog import Catalog
 from .selectors import FieldSelector, LabelSelector
-from .storage import Event, Storage
+from .storage import Event, Storage, Subscription
 from .validation import validate_metadata
 
 logger = logging.getLogger(__name__)
@@ -47,6 +48,8 @@ PATCH_TYPES = (
     "application/apply-patch+yaml",
 )
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
+#: the type of the marker an idle watch's subscription gets when a BOOKMARK is due
+BOOKMARK = "BOOKMARK"
 
 
 def now_iso(now: datetime) -> str:
@@ -576,16 +579,24 @@ class Registry:
         field_selector: str | None = None,
         resource_version: str = "",
         send_initial_events: bool | None = None,
+        bookmark_interval: float | None = None,
     ) -> AsyncIterator[Obj]:
         """Watch events as dicts: {"type": ..., "object": ...}; ends when the storage closes the watch.
 
+        With `bookmark_interval`, a BOOKMARK comes after every that many seconds without events.
         Bad selectors or resourceVersions raise here, before any event is produced.
         """
         matches = self.matcher(rt, label_selector, field_selector)
         initial = send_initial_events if send_initial_events is not None else resource_version in ("", "0")
         since = 0 if initial else _parse_rv(resource_version)
         return self._events(
-            rt, namespace, matches, since=since, initial=initial, end_marker=bool(send_initial_events)
+            rt,
+            namespace,
+            matches,
+            since=since,
+            initial=initial,
+            end_marker=bool(send_initial_events),
+            bookmark_interval=bookmark_interval,
         )
 
     async def _events(
@@ -597,8 +608,10 @@ class Registry:
         since: int,
         initial: bool,
         end_marker: bool,
+        bookmark_interval: float | None,
     ) -> AsyncIterator[Obj]:
         sub = self.storage.subscribe(rt.storage_key, namespace)
+        ticker: _IdleTicker | None = None
         try:
             start = self.storage.resource_version
             if initial:
@@ -618,22 +631,28 @@ class Registry:
                         out = self._filter_event(rt, event, matches)
                         if out:
                             yield out
+            if bookmark_interval is not None:
+                ticker = _IdleTicker(self.storage, sub, bookmark_interval)
             while True:
                 item = await sub.queue.get()
                 if item is None:
                     if sub.overflowed:
                         yield _expired(start, self.storage.resource_version)
                     return
+                if item.type == BOOKMARK:
+                    yield self._bookmark(rt, item.rv, initial_end=False)
+                    continue
                 if item.rv <= start:
                     continue
                 out = self._filter_event(rt, item, matches)
                 if out:
+                    if ticker is not None:
+                        ticker.touch()
                     yield out
         finally:
+            if ticker is not None:
+                ticker.cancel()
             self.storage.unsubscribe(sub)
-
-    def bookmark(self, rt: ResourceType) -> Obj:
-        return self._bookmark(rt, self.storage.resource_version, initial_end=False)
 
     def _bookmark(self, rt: ResourceType, rv: int, *, initial_end: bool) -> Obj:
         meta: Obj = {"resourceVersion": str(rv)}
@@ -924,6 +943,37 @@ def _check_list_rv(resource_version: str, match: str, current: int) -> None:
         raise errors.timeout(f"Too large resource version: {rv}, current: {current}")
     if match == "Exact" and rv != current:
         raise errors.gone(f"too old resource version: {rv} ({current})")
+
+
+class _IdleTicker:
+    """Queues a BOOKMARK marker on a watch that delivered nothing for `interval` seconds.
+
+    One timer per interval, re-armed from the last delivery, rather than a timeout per event.
+    The marker carries the resourceVersion of its moment, so it sorts among the queued events.
+    """
+
+    def __init__(self, storage: Storage, sub: Subscription, interval: float) -> None:
+        self._storage = storage
+        self._sub = sub
+        self._interval = interval
+        self._loop = asyncio.get_running_loop()
+        self._last = self._loop.time()
+        self._handle = self._loop.call_at(self._last + interval, self._check)
+
+    def touch(self) -> None:
+        self._last = self._loop.time()
+
+    def cancel(self) -> None:
+        self._handle.cancel()
+
+    def _check(self) -> None:
+        now = self._loop.time()
+        if now >= self._last + self._interval:
+            self._sub.queue.put_nowait(
+                Event(self._storage.resource_version, self._sub.key, BOOKMARK, {}, None)
+            )
+            self._last = now
+        self._handle = self._loop.call_at(self._last + self._interval, self._check)
 
 
 def _expired(rv: int, current: int) -> Obj:

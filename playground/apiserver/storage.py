@@ -93,6 +93,10 @@ class Storage:
             or self.get(key, meta.get("namespace", ""), meta.get("name", "")) is not obj
         ):
             return encode(obj)
+        return self._encoded_stored(obj)
+
+    def _encoded_stored(self, obj: Obj) -> bytes:
+        """`encoded` for an object known to be stored."""
         data = self._encoded.get(id(obj))
         if data is None:
             data = self._encoded[id(obj)] = encode(obj)
@@ -189,11 +193,11 @@ class Storage:
 
         Built from the objects' kept encodings: a snapshot encodes only what changed since the last.
         """
-        collections = [
-            b"%s:[%s]" % (encode(key), b",".join(self.encoded(key, obj) for obj in self.objects(key)))
+        collections = b",".join(
+            encode(key) + b":[" + b",".join(map(self._encoded_stored, self.objects(key))) + b"]"
             for key in self._collections
-        ]
-        return b'{"resourceVersion":%d,"collections":{%s}}' % (self._rv, b",".join(collections))
+        )
+        return b'{"resourceVersion":' + str(self._rv).encode() + b',"collections":{' + collections + b"}}"
 
     def restore(self, snapshot: Obj) -> None:
         self._encoded.clear()

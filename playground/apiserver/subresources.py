@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 
 from . import errors, patch
-from .handlers import decode_json, json_response, read_body, write_options
+from .handlers import decode_json, json_response, read_body, render_object, write_options
 from .identity import UserInfo
+from .negotiation import negotiate
 from .registry import now_iso
 from .requestinfo import RequestInfo
 from .resources.base import Obj, ResourceType
@@ -87,7 +88,8 @@ class Subresources:
         assert scale_spec is not None
         obj = registry.get(rt, info.namespace, info.name)
         if request.method == "GET":
-            return json_response(self._scale_of(rt, obj))
+            rep = negotiate(request.headers.get("Accept"), include_object=request.query.get("includeObject"))
+            return json_response(render_object(rt, self._scale_of(rt, obj), rep, subresource="scale"))
         if request.method not in ("PUT", "PATCH"):
             raise errors.method_not_allowed()
         body = await read_body(request)

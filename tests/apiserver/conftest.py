@@ -95,6 +95,8 @@ def _free_port() -> int:
 def start_emulator(state_dir: Path, *, port: int | None = None) -> tuple[subprocess.Popen[bytes], Path]:
     port = port or _free_port()
     kubeconfig = state_dir / "kubeconfig"
+    # A restart on the same state dir must wait for the new server's kubeconfig, not the old one.
+    kubeconfig.unlink(missing_ok=True)
     log = open(state_dir / "apiserver.log", "ab")  # noqa: SIM115 - the process owns it until it exits
     process = subprocess.Popen(
         [

@@ -238,3 +238,32 @@ def test_watch_single_object_by_name(cluster: Cluster, core: client.CoreV1Api, n
     )
     assert events[0]["type"] == "MODIFIED"
     assert events[0]["object"]["metadata"]["name"] == "one"
+
+
+def test_pagination_across_namespaces_with_shared_prefixes_loses_nothing(
+    core: client.CoreV1Api, namespace: str
+) -> None:
+    """Namespaces `x` and `x-b` sort apart from `x/`: a continue token must not skip the second one."""
+    other = f"{namespace}-b"
+    core.create_namespace({"metadata": {"name": other}})
+    try:
+        expected = set()
+        for ns in (namespace, other):
+            for i in range(3):
+                core.create_namespaced_config_map(
+                    ns, {"metadata": {"name": f"page-{i}", "labels": {"paged": namespace}}}
+                )
+                expected.add((ns, f"page-{i}"))
+        seen: set[tuple[str, str]] = set()
+        token = None
+        while True:
+            page = core.list_config_map_for_all_namespaces(
+                label_selector=f"paged={namespace}", limit=2, _continue=token
+            )
+            seen |= {(i.metadata.namespace, i.metadata.name) for i in page.items}
+            token = page.metadata._continue
+            if not token:
+                break
+        assert seen == expected
+    finally:
+        core.delete_namespace(other)
