@@ -1,0 +1,77 @@
+"""The engine every controller runs on: one client, shared informers, keyed work queues, a manager.
+
+Only `client.py` talks to the Kubernetes API. Informers keep caches current (list,
+watch, resume, relist); controllers turn cache changes into keys on a rate-limited
+work queue and call a `Reconciler` per key (level-triggered, as controller-runtime);
+the manager runs them with leader election and a health/metrics endpoint. The names
+below are the public surface; modules are imported by path only for their helpers.
+"""
+
+from .client import Client, ObjectList, Resource, WatchEvent
+from .errors import (
+    AlreadyExistsError,
+    APIConnectionError,
+    APIError,
+    APIStatusError,
+    ConflictError,
+    ForbiddenError,
+    GoneError,
+    InvalidError,
+    NotFoundError,
+    PermanentError,
+    TemporaryError,
+    UnauthorizedError,
+)
+from .events import EventRecorder
+from .informer import Informer, InformerFactory, Selection
+from .manager import Manager
+from .reconcile import Controller, MapFunc, Reconciler, Request, Result, owner_mapper
+from .settings import (
+    LeaderElectionSettings,
+    QueueingSettings,
+    ResyncSettings,
+    ServerSettings,
+    Settings,
+    WatchingSettings,
+)
+from .store import Store, label_index, object_key, owner_uid_index
+
+__all__ = [
+    "APIConnectionError",
+    "APIError",
+    "APIStatusError",
+    "AlreadyExistsError",
+    "Client",
+    "ConflictError",
+    "Controller",
+    "EventRecorder",
+    "ForbiddenError",
+    "GoneError",
+    "Informer",
+    "InformerFactory",
+    "InvalidError",
+    "LeaderElectionSettings",
+    "Manager",
+    "MapFunc",
+    "NotFoundError",
+    "ObjectList",
+    "PermanentError",
+    "QueueingSettings",
+    "Reconciler",
+    "Request",
+    "Resource",
+    "Result",
+    "ResyncSettings",
+    "Selection",
+    "ServerSettings",
+    "Settings",
+    "Store",
+    "TemporaryError",
+    "UnauthorizedError",
+    "WatchEvent",
+    "WatchingSettings",
+    "label_index",
+    "object_key",
+    "owner_mapper",
+    "owner_uid_index",
+]

@@ -1,0 +1,546 @@
+"""The one module that talks HTTP to Kubernetes: generic JSON-dict operations on any resource.
+
+Objects stay JSON-shaped dicts with the API's camelCase keys (no generated model
+classes), so one code path serves built-in kinds and our CRDs alike and what goes over
+the wire is exactly what the caller wrote. A `Resource` value says where a kind lives
+(group, version, plural, scope); `Client.resource_for` finds it through discovery.
+
+`kubernetes_asyncio` does what it is good at: kubeconfig and in-cluster config loading
+(client certificates, tokens, exec plugins, token file refresh) and the TLS-configured
+aiohttp session of its `ApiClient`. Requests, error mapping and watch streams are ours:
+every error `Status` becomes a typed exception from `errors.py`, and transport failures
+become `APIConnectionError`. Credentials and kubeconfig contents are never logged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import AsyncGenerator, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Literal, TypedDict
+from urllib.parse import quote
+
+import aiohttp
+import yaml
+from kubernetes_asyncio.client import ApiClient, Configuration
+from kubernetes_asyncio.config import load_incluster_config
+from kubernetes_asyncio.config.kube_config import KubeConfigLoader
+
+from .errors import APIConnectionError, APIStatusError, GoneError, NotFoundError, status_error
+
+logger = logging.getLogger(__name__)
+
+JSON = dict[str, Any]
+JSONList = list[JSON]
+Query = list[tuple[str, str]]
+PatchType = Literal["merge", "json", "strategic"]
+
+USER_AGENT = "liqo-runtime"
+APPLY_CONTENT_TYPE = "application/apply-patch+yaml"
+_PATCH_CONTENT_TYPES: dict[str, str] = {
+    "merge": "application/merge-patch+json",
+    "json": "application/json-patch+json",
+    "strategic": "application/strategic-merge-patch+json",
+}
+
+
+@dataclass(frozen=True)
+class Resource:
+    """Where a kind is served: `/api/v1/...` for the core group, `/apis/<group>/<version>/...` otherwise."""
+
+    group: str
+    version: str
+    plural: str
+    namespaced: bool = True
+    kind: str = ""
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    def path(
+        self, *, namespace: str | None = None, name: str | None = None, subresource: str | None = None
+    ) -> str:
+        """The URL path of the collection (all namespaces when `namespace` is None), an object or its subresource."""
+        base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+        parts = [base]
+        if self.namespaced and namespace:
+            parts.append(f"namespaces/{quote(namespace, safe='')}")
+        parts.append(self.plural)
+        if name is not None:
+            parts.append(quote(name, safe=""))
+            if subresource:
+                parts.append(subresource)
+        elif subresource:
+            raise ValueError(f"subresource {subresource!r} of {self.plural} needs an object name")
+        return "/".join(parts)
+
+
+class WatchEvent(TypedDict):
+    """One raw watch event: ADDED, MODIFIED, DELETED, BOOKMARK (object: a stub), ERROR (object: a Status)."""
+
+    type: str
+    object: JSON
+
+
+@dataclass(frozen=True)
+class ObjectList:
+    """Items of a list (each with apiVersion and kind filled in), its resourceVersion, and the next page's token."""
+
+    items: JSONList
+    resource_version: str
+    continue_token: str | None = None
+
+
+class Client:
+    """An async client for one cluster. `__init__` does no I/O; use the `from_*` constructors to load credentials."""
+
+    def __init__(self, api: ApiClient, *, timeout: float = 60.0) -> None:
+        self._api = api
+        self._timeout = timeout
+        #: discovery results by apiVersion: stable for a server's life, refreshed on a miss (new CRDs)
+        self._discovery: dict[str, JSONList] = {}
+
+    @classmethod
+    async def from_kubeconfig(cls, path: Path | str, *, context: str | None = None) -> Client:
+        """Credentials from a kubeconfig file (relative certificate paths resolve next to it)."""
+        path = Path(path)
+        text = await asyncio.to_thread(path.read_text)
+        return await cls.from_kubeconfig_dict(yaml.safe_load(text), context=context, base_path=path.parent)
+
+    @classmethod
+    async def from_kubeconfig_dict(
+        cls, config: Mapping[str, Any], *, context: str | None = None, base_path: Path | None = None
+    ) -> Client:
+        configuration = Configuration()
+        loader = KubeConfigLoader(
+            config_dict=dict(config),
+            config_base_path=str(base_path) if base_path is not None else None,
+            active_context=context,
+        )
+        await loader.load_and_set(configuration)
+        return cls(ApiClient(configuration))
+
+    @classmethod
+    async def in_cluster(cls) -> Client:
+        """The pod's ServiceAccount credentials (the token file is re-read as kubelet rotates it)."""
+        configuration = Configuration()
+        await asyncio.to_thread(load_incluster_config, client_configuration=configuration)
+        return cls(ApiClient(configuration))
+
+    async def close(self) -> None:
+        await self._api.close()
+
+    async def __aenter__(self) -> Client:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    @property
+    def host(self) -> str:
+        return str(self._api.configuration.host)
+
+    # reads
+
+    async def get(
+        self, resource: Resource, name: str, *, namespace: str | None = None, subresource: str | None = None
+    ) -> JSON:
+        path = resource.path(namespace=_scope(resource, namespace), name=name, subresource=subresource)
+        return await self._json("GET", path)
+
+    async def list(
+        self,
+        resource: Resource,
+        *,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        page_size: int = 0,
+    ) -> ObjectList:
+        """All matching objects, following continue tokens transparently (`page_size` 0: one request).
+
+        When a continue token expires mid-way (410), it starts over with one unpaginated
+        list, as client-go's pager does, so the result is always one consistent snapshot.
+        """
+        items: JSONList = []
+        token: str | None = None
+        while True:
+            try:
+                page = await self.list_page(
+                    resource,
+                    namespace=namespace,
+                    label_selector=label_selector,
+                    field_selector=field_selector,
+                    limit=page_size,
+                    continue_token=token,
+                )
+            except GoneError:
+                if token is None:
+                    raise
+                logger.info("%s: continue token expired, listing again in one request", resource.plural)
+                return await self.list_page(
+                    resource,
+                    namespace=namespace,
+                    label_selector=label_selector,
+                    field_selector=field_selector,
+                )
+            items.extend(page.items)
+            if not page.continue_token:
+                return ObjectList(items=items, resource_version=page.resource_version)
+            token = page.continue_token
+
+    async def list_page(
+        self,
+        resource: Resource,
+        *,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        limit: int = 0,
+        continue_token: str | None = None,
+        resource_version: str | None = None,
+    ) -> ObjectList:
+        """One page of a list: up to `limit` items (0: all) and the token for the next page, if any."""
+        query: Query = []
+        _add(query, "labelSelector", label_selector)
+        _add(query, "fieldSelector", field_selector)
+        _add(query, "limit", str(limit) if limit else None)
+        _add(query, "continue", continue_token)
+        _add(query, "resourceVersion", resource_version)
+        body = await self._json("GET", resource.path(namespace=namespace), query=query)
+        meta = body.get("metadata") or {}
+        kind = resource.kind or str(body.get("kind", "")).removesuffix("List")
+        api_version = body.get("apiVersion") or resource.api_version
+        items = [{"apiVersion": api_version, "kind": kind, **item} for item in body.get("items") or []]
+        return ObjectList(
+            items=items,
+            resource_version=str(meta.get("resourceVersion", "")),
+            continue_token=meta.get("continue") or None,
+        )
+
+    async def watch(
+        self,
+        resource: Resource,
+        *,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        resource_version: str | None = None,
+        timeout_seconds: float | None = None,
+        allow_bookmarks: bool = False,
+        client_timeout: float | None = None,
+        connect_timeout: float | None = None,
+    ) -> AsyncGenerator[WatchEvent, None]:
+        """The raw events of one watch request, until the server ends the stream.
+
+        ERROR events are yielded as they come (their object is a Status); the caller
+        decides what a 410 means. The stream fails with `APIConnectionError` when it
+        breaks, or stays silent for `client_timeout` seconds.
+        """
+        query: Query = [("watch", "true")]
+        _add(query, "labelSelector", label_selector)
+        _add(query, "fieldSelector", field_selector)
+        _add(query, "resourceVersion", resource_version)
+        # the API takes whole seconds, and 0 would mean the server's default (30 min or more)
+        _add(
+            query,
+            "timeoutSeconds",
+            str(max(1, round(timeout_seconds))) if timeout_seconds is not None else None,
+        )
+        _add(query, "allowWatchBookmarks", "true" if allow_bookmarks else None)
+        limits = aiohttp.ClientTimeout(
+            total=None, sock_connect=connect_timeout or self._timeout, sock_read=client_timeout
+        )
+        path = resource.path(namespace=namespace)
+        response = await self._send("GET", path, query=query, limits=limits)
+        async with response:
+            if response.status >= 400:
+                raise _error(response.status, await self._read(response, "GET", path))
+            while True:
+                try:
+                    line = await response.content.readline()
+                except (aiohttp.ClientError, TimeoutError) as exc:
+                    raise APIConnectionError(f"watch {path}: {exc!r}") from exc
+                if not line:
+                    return
+                if line.strip():
+                    yield json.loads(line)
+
+    # writes
+
+    async def create(
+        self,
+        resource: Resource,
+        body: JSON,
+        *,
+        namespace: str | None = None,
+        name: str | None = None,
+        subresource: str | None = None,
+        field_manager: str | None = None,
+        dry_run: bool = False,
+    ) -> JSON:
+        """POST an object; with `subresource`, POST to an object's subresource (`name` or the body's name)."""
+        ns = _scope(resource, namespace, body)
+        target = (name or _name(body)) if subresource else None
+        path = resource.path(namespace=ns, name=target, subresource=subresource)
+        return await self._json("POST", path, query=_write_query(field_manager, dry_run), body=body)
+
+    async def replace(
+        self,
+        resource: Resource,
+        body: JSON,
+        *,
+        namespace: str | None = None,
+        subresource: str | None = None,
+        field_manager: str | None = None,
+        dry_run: bool = False,
+    ) -> JSON:
+        """PUT the whole object; its metadata.resourceVersion (if set) makes the write conditional."""
+        path = resource.path(
+            namespace=_scope(resource, namespace, body), name=_name(body), subresource=subresource
+        )
+        return await self._json("PUT", path, query=_write_query(field_manager, dry_run), body=body)
+
+    async def patch(
+        self,
+        resource: Resource,
+        name: str,
+        patch: Any,
+        *,
+        namespace: str | None = None,
+        patch_type: PatchType = "merge",
+        subresource: str | None = None,
+        field_manager: str | None = None,
+        dry_run: bool = False,
+    ) -> JSON:
+        path = resource.path(namespace=_scope(resource, namespace), name=name, subresource=subresource)
+        return await self._json(
+            "PATCH",
+            path,
+            query=_write_query(field_manager, dry_run),
+            body=patch,
+            content_type=_PATCH_CONTENT_TYPES[patch_type],
+        )
+
+    async def apply(
+        self,
+        resource: Resource,
+        body: JSON,
+        *,
+        field_manager: str,
+        namespace: str | None = None,
+        force: bool = False,
+        subresource: str | None = None,
+        dry_run: bool = False,
+    ) -> JSON:
+        """Server-side apply: `body` is this manager's whole intent for the fields it owns.
+
+        apiVersion and kind are filled in from `resource` when missing; `force` takes
+        over fields other managers own instead of failing with a conflict.
+        """
+        intent = {"apiVersion": resource.api_version, "kind": resource.kind, **body}
+        if not intent["kind"]:
+            raise ValueError(f"apply to {resource.plural} needs a kind: set Resource.kind or the body's kind")
+        path = resource.path(
+            namespace=_scope(resource, namespace, body), name=_name(body), subresource=subresource
+        )
+        query = _write_query(field_manager, dry_run)
+        _add(query, "force", "true" if force else None)
+        return await self._json("PATCH", path, query=query, body=intent, content_type=APPLY_CONTENT_TYPE)
+
+    async def delete(
+        self,
+        resource: Resource,
+        name: str,
+        *,
+        namespace: str | None = None,
+        propagation_policy: Literal["Orphan", "Background", "Foreground"] | None = None,
+        grace_period_seconds: int | None = None,
+        preconditions: JSON | None = None,
+        dry_run: bool = False,
+    ) -> JSON:
+        """DELETE an object; returns what the server answers (the object if it lingers on finalizers, or a Status).
+
+        `preconditions` is the API's shape: {"uid": ..., "resourceVersion": ...}.
+        """
+        options: JSON = {"apiVersion": "v1", "kind": "DeleteOptions"}
+        if propagation_policy is not None:
+            options["propagationPolicy"] = propagation_policy
+        if grace_period_seconds is not None:
+            options["gracePeriodSeconds"] = grace_period_seconds
+        if preconditions is not None:
+            options["preconditions"] = preconditions
+        if dry_run:
+            options["dryRun"] = ["All"]
+        path = resource.path(namespace=_scope(resource, namespace), name=name)
+        return await self._json("DELETE", path, body=options)
+
+    async def update_status(
+        self,
+        resource: Resource,
+        body: JSON,
+        *,
+        namespace: str | None = None,
+        field_manager: str | None = None,
+    ) -> JSON:
+        return await self.replace(
+            resource, body, namespace=namespace, subresource="status", field_manager=field_manager
+        )
+
+    async def patch_status(
+        self,
+        resource: Resource,
+        name: str,
+        patch: Any,
+        *,
+        namespace: str | None = None,
+        patch_type: PatchType = "merge",
+        field_manager: str | None = None,
+    ) -> JSON:
+        return await self.patch(
+            resource,
+            name,
+            patch,
+            namespace=namespace,
+            patch_type=patch_type,
+            subresource="status",
+            field_manager=field_manager,
+        )
+
+    # discovery
+
+    async def resource_for(self, api_version: str, kind: str) -> Resource:
+        """The Resource serving `kind` in `api_version`, from (cached) discovery; NotFoundError if none does."""
+        found = _find_kind(self._discovery.get(api_version), api_version, kind)
+        if found is None:
+            group, _, version = api_version.rpartition("/")
+            path = f"/apis/{group}/{version}" if group else f"/api/{version}"
+            listing = await self._json("GET", path)
+            self._discovery[api_version] = list(listing.get("resources") or [])
+            found = _find_kind(self._discovery[api_version], api_version, kind)
+        if found is None:
+            raise NotFoundError(
+                {
+                    "kind": "Status",
+                    "status": "Failure",
+                    "code": 404,
+                    "reason": "NotFound",
+                    "message": f'no kind "{kind}" is served in "{api_version}"',
+                }
+            )
+        return found
+
+    # HTTP
+
+    async def _json(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Query | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+    ) -> JSON:
+        limits = aiohttp.ClientTimeout(total=self._timeout)
+        response = await self._send(
+            method, path, query=query or [], body=body, content_type=content_type, limits=limits
+        )
+        async with response:
+            data = await self._read(response, method, path)
+        if response.status >= 400:
+            raise _error(response.status, data)
+        if not data:
+            return {}
+        decoded = json.loads(data)
+        if not isinstance(decoded, dict):
+            raise APIConnectionError(f"{method} {path}: the answer is not a JSON object")
+        return decoded
+
+    async def _send(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Query,
+        limits: aiohttp.ClientTimeout,
+        body: Any = None,
+        content_type: str = "application/json",
+    ) -> aiohttp.ClientResponse:
+        headers = {"Accept": "application/json", "Content-Type": content_type, "User-Agent": USER_AGENT}
+        await self._api.update_params_for_auth(headers, query, ["BearerToken"])
+        logger.debug("%s %s", method, path)
+        try:
+            response: aiohttp.ClientResponse = await self._api.request(
+                method,
+                self.host + path,
+                query_params=query,
+                headers=headers,
+                body=body,
+                _preload_content=False,
+                _request_timeout=limits,
+            )
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            raise APIConnectionError(f"{method} {path}: {exc!r}") from exc
+        return response
+
+    @staticmethod
+    async def _read(response: aiohttp.ClientResponse, method: str, path: str) -> bytes:
+        try:
+            return await response.read()
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            raise APIConnectionError(f"{method} {path}: {exc!r}") from exc
+
+
+def _add(query: Query, key: str, value: str | None) -> None:
+    if value is not None and value != "":
+        query.append((key, value))
+
+
+def _write_query(field_manager: str | None, dry_run: bool) -> Query:
+    query: Query = []
+    _add(query, "fieldManager", field_manager)
+    _add(query, "dryRun", "All" if dry_run else None)
+    return query
+
+
+def _name(body: JSON) -> str:
+    name = (body.get("metadata") or {}).get("name")
+    if not name:
+        raise ValueError("the object has no metadata.name")
+    return str(name)
+
+
+def _scope(resource: Resource, namespace: str | None, body: JSON | None = None) -> str | None:
+    """The namespace of one object: the argument, else the body's; required for namespaced kinds."""
+    if not resource.namespaced:
+        return None
+    namespace = namespace or ((body or {}).get("metadata") or {}).get("namespace")
+    if not namespace:
+        raise ValueError(f"{resource.plural} are namespaced: give a namespace")
+    return str(namespace)
+
+
+def _error(code: int, data: bytes) -> APIStatusError:
+    try:
+        body = json.loads(data) if data else None
+    except ValueError:
+        body = None
+    if isinstance(body, dict) and body.get("kind") == "Status":
+        return status_error(body)
+    message = data.decode(errors="replace")[:1000] if data else ""
+    return status_error({"kind": "Status", "status": "Failure", "code": code, "message": message})
+
+
+def _find_kind(resources: Iterable[JSON] | None, api_version: str, kind: str) -> Resource | None:
+    group, _, version = api_version.rpartition("/")
+    for entry in resources or ():
+        if entry.get("kind") == kind and "/" not in str(entry.get("name", "")):
+            return Resource(group, version, str(entry["name"]), bool(entry.get("namespaced")), kind)
+    return None

@@ -1,0 +1,114 @@
+"""The manager: runs a component's controllers over shared informers, like controller-runtime's.
+
+Order of a run: the HTTP endpoint and every informer start; once every cache has
+synced, the controllers start (with leader election: once this replica also holds the
+Lease). Standby replicas keep their caches warm, so a takeover starts reconciling at
+once. Losing the Lease stops the controllers (reconciles in flight finish first) and
+the replica campaigns again; it never keeps working without it.
+
+`run()` blocks until cancelled; shutdown stops the controllers, then releases the
+Lease (so a standby takes over without waiting out the lease), then the informers
+and the endpoint. `/readyz` is ready when the caches have synced and this replica leads
+or nobody elects.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from prometheus_client import CollectorRegistry
+
+from .client import Client, Resource
+from .health import HealthServer
+from .informer import Informer, InformerFactory, InformerMetrics
+from .leader import LeaderElector
+from .reconcile import Controller, ControllerMetrics, Reconciler
+from .settings import Settings
+
+logger = logging.getLogger(__name__)
+
+
+class Manager:
+    def __init__(
+        self, client: Client, *, settings: Settings, registry: CollectorRegistry | None = None
+    ) -> None:
+        self.client = client
+        self.settings = settings
+        #: where every metric of this manager goes (a fresh registry unless given one)
+        self.registry = registry if registry is not None else CollectorRegistry()
+        self.informers = InformerFactory(
+            client, settings=settings.watching, metrics=InformerMetrics(self.registry)
+        )
+        self.controller_metrics = ControllerMetrics(self.registry)
+        self.elector = (
+            LeaderElector(client, settings=settings.leader_election)
+            if settings.leader_election is not None
+            else None
+        )
+        self.server = (
+            HealthServer(settings=settings.server, registry=self.registry, ready=self.is_ready)
+            if settings.server is not None
+            else None
+        )
+        self._controllers: list[Controller] = []
+
+    def informer(
+        self,
+        resource: Resource,
+        *,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+    ) -> Informer:
+        """The shared informer for this selection (created on first use)."""
+        return self.informers.informer(
+            resource, namespace=namespace, label_selector=label_selector, field_selector=field_selector
+        )
+
+    def controller(self, name: str, reconciler: Reconciler, *, primary: Informer) -> Controller:
+        """A controller run by this manager, with its settings and metrics; add its watches before `run()`."""
+        controller = Controller(
+            name, reconciler, primary=primary, settings=self.settings, metrics=self.controller_metrics
+        )
+        self._controllers.append(controller)
+        return controller
+
+    @property
+    def is_leader(self) -> bool:
+        return self.elector is None or self.elector.is_leader
+
+    def is_ready(self) -> bool:
+        return self.informers.has_synced() and self.is_leader
+
+    async def run(self) -> None:
+        """Run until cancelled."""
+        async with asyncio.TaskGroup() as group:
+            if self.server is not None:
+                group.create_task(self.server.run(), name="health server")
+            group.create_task(self.informers.run(), name="informers")
+            await self.informers.wait_synced()
+            logger.info("caches synced (%d informers)", len(self.informers.informers))
+            if self.elector is None:
+                await self._run_controllers()
+            else:
+                await self._lead(self.elector)
+
+    async def _run_controllers(self) -> None:
+        async with asyncio.TaskGroup() as group:
+            for controller in self._controllers:
+                group.create_task(controller.run(), name=f"controller {controller.name}")
+
+    async def _lead(self, elector: LeaderElector) -> None:
+        try:
+            while True:
+                await elector.acquire()
+                async with asyncio.TaskGroup() as group:
+                    controllers = group.create_task(self._run_controllers(), name="controllers")
+                    await elector.hold()
+                    controllers.cancel()
+                logger.warning("controllers stopped after losing the leadership; campaigning again")
+        finally:
+            settings = self.settings.leader_election
+            if settings is not None and settings.release_on_cancel:
+                await elector.release()
