@@ -261,3 +261,35 @@ def test_pod_with_unknown_priority_class_is_forbidden(core: client.CoreV1Api, na
         core.create_namespaced_pod(namespace, {"metadata": {"name": "nope"}, "spec": spec})
     assert err.value.status == 403
     assert "no PriorityClass with name no-such-class was found" in err.value.body
+
+
+def _job(name: str, **spec: object) -> dict[str, object]:
+    pod = {"containers": [{"name": "c", "image": "busybox:1.36"}], "restartPolicy": "Never"}
+    return {"metadata": {"name": name}, "spec": {"template": {"spec": pod}, **spec}}
+
+
+def test_job_defaults_completions_only_when_parallelism_is_unset(cluster: Cluster, namespace: str) -> None:
+    batch = client.BatchV1Api(cluster.api)
+    plain = batch.create_namespaced_job(namespace, _job("plain"))
+    assert (plain.spec.completions, plain.spec.parallelism, plain.spec.backoff_limit) == (1, 1, 6)
+    parallel = batch.create_namespaced_job(namespace, _job("parallel", parallelism=3))
+    assert (parallel.spec.completions, parallel.spec.parallelism) == (None, 3)
+
+
+def test_job_pods_may_not_restart_always(cluster: Cluster, namespace: str) -> None:
+    body = _job("always")
+    body["spec"]["template"]["spec"]["restartPolicy"] = "Always"  # type: ignore[index]
+    with pytest.raises(client.ApiException) as err:
+        client.BatchV1Api(cluster.api).create_namespaced_job(namespace, body)
+    assert err.value.status == 422
+    assert "spec.template.spec.restartPolicy" in err.value.body
+
+
+def test_cronjob_defaults(cluster: Cluster, namespace: str) -> None:
+    body = {"metadata": {"name": "cj"}, "spec": {"schedule": "*/5 * * * *", "jobTemplate": _job("t")}}
+    del body["spec"]["jobTemplate"]["metadata"]  # type: ignore[index, attr-defined]
+    cj = client.BatchV1Api(cluster.api).create_namespaced_cron_job(namespace, body)
+    assert cj.spec.suspend is False
+    assert cj.spec.concurrency_policy == "Allow"
+    assert (cj.spec.successful_jobs_history_limit, cj.spec.failed_jobs_history_limit) == (3, 1)
+    assert cj.spec.job_template.spec.backoff_limit == 6

@@ -27,7 +27,7 @@ from .core import (
 from .events import core_to_events, events_to_core
 from .extensions import CRDStrategy, GenerationStrategy, WebhookConfigurationStrategy
 from .pods import PodStrategy, PodTemplateStrategy
-from .workloads import WorkloadStrategy
+from .workloads import CronJobStrategy, WorkloadStrategy
 
 REVIEW_VERBS = ("create",)
 CREATE_ONLY = REVIEW_VERBS
@@ -239,7 +239,7 @@ def builtin_types(*, service_cidr: str, services: Callable[[], Iterable[Obj]]) -
             short_names=("cj",),
             categories=("all",),
             subresources=("status",),
-            strategy=generation,
+            strategy=CronJobStrategy(),
         ),
         # coordination, discovery, networking, node, scheduling, policy, storage
         t("coordination.k8s.io", "v1", "Lease", "leases", True, strategy=LeaseStrategy()),

@@ -88,6 +88,40 @@ def _copy(value: Any) -> Any:
     return value
 
 
+def default_workload_spec(kind: str, spec: Obj) -> None:
+    """SetDefaults_<Kind> for a workload spec and its pod template."""
+    if kind == "Job" and "completions" not in spec and "parallelism" not in spec:
+        spec["completions"] = 1
+    _set_defaults(spec, _DEFAULTS.get(kind, {}))
+    _default_rolling_update(kind, spec)
+    template_spec = (spec.get("template") or {}).get("spec")
+    if isinstance(template_spec, dict):
+        default_pod_spec(template_spec)
+
+
+class CronJobStrategy(Strategy):
+    """CronJobs: defaults for the schedule policy and for the Job they stamp out."""
+
+    has_generation = True
+
+    def default(self, obj: Obj) -> None:
+        spec = obj.get("spec")
+        if not isinstance(spec, dict):
+            return
+        _set_defaults(
+            spec,
+            {
+                "concurrencyPolicy": "Allow",
+                "suspend": False,
+                "successfulJobsHistoryLimit": 3,
+                "failedJobsHistoryLimit": 1,
+            },
+        )
+        job_spec = (spec.get("jobTemplate") or {}).get("spec")
+        if isinstance(job_spec, dict):
+            default_workload_spec("Job", job_spec)
+
+
 class WorkloadStrategy(Strategy):
     """Deployment, ReplicaSet, DaemonSet, StatefulSet, Job: a selector over a pod template."""
 
@@ -100,15 +134,7 @@ class WorkloadStrategy(Strategy):
         spec = obj.get("spec")
         if not isinstance(spec, dict):
             return
-        _set_defaults(spec, _DEFAULTS.get(self.kind, {}))
-        _default_rolling_update(self.kind, spec)
-        template_spec = (spec.get("template") or {}).get("spec")
-        if isinstance(template_spec, dict):
-            default_pod_spec(template_spec)
-            if self.kind == "Job":
-                template_spec["restartPolicy"] = template_spec.get("restartPolicy", "Never")
-        if self.kind == "Job":
-            spec.setdefault("completions", spec.get("parallelism", 1))
+        default_workload_spec(self.kind, spec)
 
     def prepare_for_create(self, obj: Obj, *, status_subresource: bool) -> None:
         obj["status"] = dict(_ZERO_STATUS.get(self.kind, {}))
@@ -142,6 +168,14 @@ class WorkloadStrategy(Strategy):
                 Cause("spec.replicas", f"Invalid value: {replicas}: must be greater than or equal to 0")
             )
         policy = (template.get("spec") or {}).get("restartPolicy")
+        if self.kind == "Job" and policy not in ("OnFailure", "Never"):
+            causes.append(
+                Cause(
+                    "spec.template.spec.restartPolicy",
+                    f'Unsupported value: "{policy}": supported values: "OnFailure", "Never"',
+                    "FieldValueNotSupported",
+                )
+            )
         if self.kind in ("Deployment", "ReplicaSet", "DaemonSet", "StatefulSet") and policy not in (
             None,
             "Always",
