@@ -22,13 +22,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, TypedDict
-from urllib.parse import quote
 
 import aiohttp
 import yaml
 from kubernetes_asyncio.client import ApiClient, Configuration
 from kubernetes_asyncio.config import load_incluster_config
 from kubernetes_asyncio.config.kube_config import KubeConfigLoader
+
+from runtime.api.resource import Resource as Resource
 
 from .errors import APIConnectionError, APIStatusError, GoneError, NotFoundError, status_error
 
@@ -46,38 +47,6 @@ _PATCH_CONTENT_TYPES: dict[str, str] = {
     "json": "application/json-patch+json",
     "strategic": "application/strategic-merge-patch+json",
 }
-
-
-@dataclass(frozen=True)
-class Resource:
-    """Where a kind is served: `/api/v1/...` for the core group, `/apis/<group>/<version>/...` otherwise."""
-
-    group: str
-    version: str
-    plural: str
-    namespaced: bool = True
-    kind: str = ""
-
-    @property
-    def api_version(self) -> str:
-        return f"{self.group}/{self.version}" if self.group else self.version
-
-    def path(
-        self, *, namespace: str | None = None, name: str | None = None, subresource: str | None = None
-    ) -> str:
-        """The URL path of the collection (all namespaces when `namespace` is None), an object or its subresource."""
-        base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
-        parts = [base]
-        if self.namespaced and namespace:
-            parts.append(f"namespaces/{quote(namespace, safe='')}")
-        parts.append(self.plural)
-        if name is not None:
-            parts.append(quote(name, safe=""))
-            if subresource:
-                parts.append(subresource)
-        elif subresource:
-            raise ValueError(f"subresource {subresource!r} of {self.plural} needs an object name")
-        return "/".join(parts)
 
 
 class WatchEvent(TypedDict):

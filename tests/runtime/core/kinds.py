@@ -1,9 +1,5 @@
-"""The resources these tests use (the runtime's own constants module comes with runtime.api)."""
+"""The resources these tests use."""
 
-from runtime.core.client import Resource
+from runtime.api.kinds import CONFIGMAPS, DEPLOYMENTS, NAMESPACES, SECRETS, SERVICEACCOUNTS
 
-NAMESPACES = Resource("", "v1", "namespaces", namespaced=False, kind="Namespace")
-CONFIGMAPS = Resource("", "v1", "configmaps", kind="ConfigMap")
-SECRETS = Resource("", "v1", "secrets", kind="Secret")
-SERVICEACCOUNTS = Resource("", "v1", "serviceaccounts", kind="ServiceAccount")
-DEPLOYMENTS = Resource("apps", "v1", "deployments", kind="Deployment")
+__all__ = ["CONFIGMAPS", "DEPLOYMENTS", "NAMESPACES", "SECRETS", "SERVICEACCOUNTS"]
