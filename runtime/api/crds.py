@@ -1,0 +1,417 @@
+"""The runtime's CustomResourceDefinitions, built from the shapes of its kinds.
+
+One `Kind` per API kind: where it is served (`resource`), its spec and status schemas,
+and the printer columns that make `kubectl get` read like Liqo's documentation. The
+install builder and the front ends take the CRD manifests from `crds()`; controllers
+take the `Resource` constants from here too, so a kind is described once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import constants as c
+from .openapi import (
+    Schema,
+    array,
+    boolean,
+    conditions,
+    fields,
+    immutable,
+    integer,
+    obj,
+    open_object,
+    quantity_map,
+    string,
+    string_map,
+)
+from .resource import Resource
+
+JSON = dict[str, Any]
+
+PEERING_PHASES = ("None", "Pending", "Established", "Disconnecting", "Error")
+ROLES = ("None", "Consumer", "Provider", "ConsumerAndProvider")
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    json_path: str
+    type: str = "string"
+    priority: int = 0
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class Kind:
+    resource: Resource
+    singular: str
+    description: str
+    spec: Schema
+    status: Schema
+    short_names: tuple[str, ...] = ()
+    columns: tuple[Column, ...] = field(default_factory=tuple)
+
+    @property
+    def name(self) -> str:
+        """The CRD's name: `<plural>.<group>`."""
+        return f"{self.resource.plural}.{self.resource.group}"
+
+    def crd(self) -> JSON:
+        """The CustomResourceDefinition manifest (apiextensions.k8s.io/v1)."""
+        resource = self.resource
+        schema = fields(
+            {
+                "apiVersion": string(),
+                "kind": string(),
+                "metadata": {"type": "object"},
+                "spec": self.spec,
+                "status": self.status,
+            },
+            self.description,
+        )
+        columns = [
+            {"name": col.name, "type": col.type, "jsonPath": col.json_path}
+            | ({"priority": col.priority} if col.priority else {})
+            | ({"description": col.description} if col.description else {})
+            for col in (*self.columns, Column("Age", ".metadata.creationTimestamp", "date"))
+        ]
+        return {
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": {
+                "name": self.name,
+                "labels": {c.LABEL_PART_OF: c.PART_OF, c.LABEL_MANAGED_BY: c.MANAGED_BY},
+            },
+            "spec": {
+                "group": resource.group,
+                "scope": "Namespaced" if resource.namespaced else "Cluster",
+                "names": {
+                    "plural": resource.plural,
+                    "singular": self.singular,
+                    "kind": resource.kind,
+                    "listKind": f"{resource.kind}List",
+                    "categories": ["liqo"],
+                    **({"shortNames": list(self.short_names)} if self.short_names else {}),
+                },
+                "versions": [
+                    {
+                        "name": resource.version,
+                        "served": True,
+                        "storage": True,
+                        "schema": {"openAPIV3Schema": schema},
+                        "subresources": {"status": {}},
+                        "additionalPrinterColumns": columns,
+                    }
+                ],
+            },
+        }
+
+
+def _resource(group: str, plural: str, kind: str, *, namespaced: bool = True) -> Resource:
+    return Resource(group, c.VERSION, plural, namespaced=namespaced, kind=kind)
+
+
+def _object_ref(description: str) -> Schema:
+    return obj(description, required=("name",), name=string(), namespace=string())
+
+
+def _resources(description: str) -> Schema:
+    return quantity_map(
+        description
+        + " Keys are resource names (cpu, memory, pods, ephemeral-storage, or an extended resource)."
+    )
+
+
+def _module(description: str) -> Schema:
+    return obj(
+        description, enabled=boolean("Whether the module runs for this peer."), conditions=conditions()
+    )
+
+
+_TAINT = obj(
+    required=("key", "effect"),
+    key=string(),
+    value=string(),
+    effect=string(enum=("NoSchedule", "PreferNoSchedule", "NoExecute")),
+)
+
+FOREIGN_CLUSTER = Kind(
+    resource=_resource(c.CORE_GROUP, "foreignclusters", "ForeignCluster", namespaced=False),
+    singular="foreigncluster",
+    short_names=("fc",),
+    description="A remote cluster this one knows: how to reach it and the state of each peering module.",
+    spec=obj(
+        "How to peer with the remote cluster.",
+        required=("clusterID",),
+        clusterID=immutable(string("The remote cluster's id (a UUID)."), "clusterID is immutable"),
+        clusterName=string("The remote cluster's name; the virtual node is called liqo-<clusterName>."),
+        peeringType=string("How the peering was set up.", enum=("OutOfBand", "InBand"), default="OutOfBand"),
+        authURL=string("HTTPS URL of the remote cluster's authentication service."),
+        tokenSecretRef=_object_ref("The Secret holding the peering token (key `token`)."),
+        outgoingPeeringEnabled=boolean(
+            "Consume the remote cluster's resources (a virtual node here).", default=True
+        ),
+        resources=_resources("Resources requested from the remote cluster; empty takes its default share."),
+        nodeLabels=string_map("Extra labels for the virtual node standing for the remote cluster."),
+    ),
+    status=obj(
+        "Observed state of the peering.",
+        role=string("This cluster's role towards the remote one.", enum=ROLES),
+        outgoingPeering=string("Phase of the peering where this cluster consumes.", enum=PEERING_PHASES),
+        incomingPeering=string("Phase of the peering where this cluster provides.", enum=PEERING_PHASES),
+        networking=string("Phase of the network fabric towards the remote cluster.", enum=PEERING_PHASES),
+        authentication=string("Phase of the authentication with the remote cluster.", enum=PEERING_PHASES),
+        modules=obj(
+            "Per-module state.",
+            authentication=_module("Identity exchange with the remote cluster."),
+            offloading=_module("Resource negotiation and the virtual node."),
+            networking=_module("The network fabric."),
+        ),
+        tenantNamespace=obj(
+            "The namespaces holding this peering's objects.",
+            local=string("Here."),
+            remote=string("On the remote cluster."),
+        ),
+        remoteVersion=string("The remote cluster's runtime version."),
+        apiServerURL=string("The remote cluster's API server, as its authentication service advertised it."),
+        virtualNodes=array(string(), "Virtual nodes standing for the remote cluster."),
+        observedGeneration=integer(),
+        conditions=conditions(),
+    ),
+    columns=(
+        Column("Type", ".spec.peeringType"),
+        Column("Outgoing peering", ".status.outgoingPeering"),
+        Column("Incoming peering", ".status.incomingPeering"),
+        Column("Networking", ".status.networking"),
+        Column("Authentication", ".status.authentication"),
+        Column("Cluster ID", ".spec.clusterID", priority=1),
+    ),
+)
+
+TENANT = Kind(
+    resource=_resource(c.AUTHENTICATION_GROUP, "tenants", "Tenant"),
+    singular="tenant",
+    description="On a provider: one consumer cluster allowed to use this cluster, and its identity.",
+    spec=obj(
+        required=("clusterID",),
+        clusterID=immutable(string("The consumer's cluster id."), "clusterID is immutable"),
+        clusterName=string("The consumer's cluster name."),
+        publicKey=string("The consumer's Ed25519 public key (base64), used to sign renewal requests."),
+        tenantCondition=string(
+            "Active admits new workloads; Cordoned keeps existing ones; Drained evicts them.",
+            enum=("Active", "Cordoned", "Drained"),
+            default="Active",
+        ),
+        serviceAccountName=string("The ServiceAccount the consumer's credentials belong to."),
+    ),
+    status=obj(
+        tenantNamespace=string("The namespace of this tenant."),
+        credentialExpiresAt=string("Expiry of the last credential issued.", fmt="date-time"),
+        observedGeneration=integer(),
+        conditions=conditions(),
+    ),
+    columns=(Column("Cluster ID", ".spec.clusterID"), Column("Condition", ".spec.tenantCondition")),
+)
+
+RESOURCE_SLICE = Kind(
+    resource=_resource(c.AUTHENTICATION_GROUP, "resourceslices", "ResourceSlice"),
+    singular="resourceslice",
+    description="A share of a provider's resources requested by a consumer, and what the provider granted.",
+    spec=fields(
+        {
+            "class": string("The slice class; `default` is the only one today.", default="default"),
+            "consumerClusterID": immutable(
+                string("The consumer's cluster id."), "consumerClusterID is immutable"
+            ),
+            "providerClusterID": string("The provider's cluster id."),
+            "resources": _resources("Requested resources; empty asks for the provider's default share."),
+        },
+        "What the consumer asks for.",
+    ),
+    status=obj(
+        "What the provider granted.",
+        resources=_resources("Granted resources."),
+        conditions=conditions("Authentication and Resources: Accepted or Denied, with the reason."),
+        observedGeneration=integer(),
+    ),
+    columns=(
+        Column("Authentication", '.status.conditions[?(@.type=="Authentication")].reason'),
+        Column("Resources", '.status.conditions[?(@.type=="Resources")].reason'),
+    ),
+)
+
+IDENTITY = Kind(
+    resource=_resource(c.AUTHENTICATION_GROUP, "identities", "Identity"),
+    singular="identity",
+    description="On a consumer: the credential it holds for a provider cluster.",
+    spec=obj(
+        required=("clusterID",),
+        clusterID=string("The provider's cluster id."),
+        clusterName=string("The provider's cluster name."),
+        secretRef=_object_ref("The Secret holding the kubeconfig for the provider (key `kubeconfig`)."),
+        apiServerURL=string("The provider's API server URL."),
+    ),
+    status=obj(
+        expiresAt=string("When the credential expires.", fmt="date-time"),
+        renewAfter=string("When the credential will be renewed.", fmt="date-time"),
+        conditions=conditions(),
+    ),
+    columns=(Column("Cluster ID", ".spec.clusterID"), Column("Expires", ".status.expiresAt")),
+)
+
+VIRTUAL_NODE = Kind(
+    resource=_resource(c.OFFLOADING_GROUP, "virtualnodes", "VirtualNode"),
+    singular="virtualnode",
+    short_names=("vn",),
+    description="On a consumer: a virtual node standing for (a share of) a provider, and its virtual kubelet.",
+    spec=obj(
+        required=("clusterID",),
+        clusterID=immutable(string("The provider's cluster id."), "clusterID is immutable"),
+        clusterName=string("The provider's cluster name."),
+        nodeName=string("The Node's name (default liqo-<clusterName>)."),
+        createNode=boolean("Register the Node (false keeps only the offloading machinery).", default=True),
+        credentialSecretRef=_object_ref("The Secret with the kubeconfig for the provider."),
+        resourceSliceName=string(
+            "The ResourceSlice (on the provider) whose granted resources the node advertises."
+        ),
+        resources=_resources("The node's capacity (set from the ResourceSlice's granted resources)."),
+        labels=string_map("Labels of the Node."),
+        taints=array(_TAINT, "Taints of the Node (the virtual-node taint is always added)."),
+        image=string("The virtual kubelet's image."),
+    ),
+    status=obj(
+        nodeName=string(),
+        conditions=conditions(),
+        observedGeneration=integer(),
+    ),
+    columns=(
+        Column("Cluster ID", ".spec.clusterID"),
+        Column("Node", ".status.nodeName"),
+        Column("Ready", '.status.conditions[?(@.type=="Ready")].status'),
+    ),
+)
+
+QUOTA = Kind(
+    resource=_resource(c.OFFLOADING_GROUP, "quotas", "Quota"),
+    singular="quota",
+    description="On a provider: the resources a consumer may use, enforced on its offloaded workloads.",
+    spec=obj(
+        required=("user",),
+        user=string("The consumer's user (its ServiceAccount's full name)."),
+        limits=_resources("The granted resources."),
+        limitsEnforcement=string("None, Soft or Hard.", enum=("None", "Soft", "Hard"), default="Hard"),
+        cordoned=boolean("Admit no new workloads.", default=False),
+    ),
+    status=obj(used=_resources("What offloaded workloads use now."), conditions=conditions()),
+    columns=(
+        Column("Enforcement", ".spec.limitsEnforcement"),
+        Column("Cordoned", ".spec.cordoned", "boolean"),
+    ),
+)
+
+NAMESPACE_OFFLOADING = Kind(
+    resource=_resource(c.OFFLOADING_GROUP, "namespaceoffloadings", "NamespaceOffloading"),
+    singular="namespaceoffloading",
+    short_names=("nsof",),
+    description="Offloads the namespace it lives in to the remote clusters its selector picks.",
+    spec=obj(
+        namespaceMappingStrategy=string(
+            "How the remote namespace is named.",
+            enum=("DefaultName", "EnforceSameName", "SelectedName"),
+            default="DefaultName",
+        ),
+        remoteNamespaceName=string("The remote namespace's name, with SelectedName."),
+        podOffloadingStrategy=string(
+            "Where pods may run.", enum=("Local", "Remote", "LocalAndRemote"), default="LocalAndRemote"
+        ),
+        clusterSelector=open_object(
+            "A node selector over virtual nodes' labels (empty: every remote cluster)."
+        ),
+    ),
+    status=obj(
+        offloadingPhase=string(
+            "Ready, NoClusterSelected, InProgress, SomeFailed, AllFailed or Terminating.",
+            enum=("Ready", "NoClusterSelected", "InProgress", "SomeFailed", "AllFailed", "Terminating"),
+        ),
+        remoteNamespaceName=string(),
+        remoteNamespacesConditions={
+            "type": "object",
+            "description": "Conditions of the remote namespace, per remote cluster id.",
+            "additionalProperties": {"type": "array", "items": conditions()["items"]},
+        },
+        observedGeneration=integer(),
+    ),
+    columns=(
+        Column("Namespace mapping", ".spec.namespaceMappingStrategy"),
+        Column("Pod offloading", ".spec.podOffloadingStrategy"),
+        Column("Offloading phase", ".status.offloadingPhase"),
+    ),
+)
+
+NAMESPACE_MAP = Kind(
+    resource=_resource(c.OFFLOADING_GROUP, "namespacemaps", "NamespaceMap"),
+    singular="namespacemap",
+    description="Per remote cluster: which local namespaces are offloaded there, and under which remote names.",
+    spec=obj(
+        desiredMapping=string_map("Local namespace name to the remote namespace name wanted."),
+    ),
+    status=obj(
+        currentMapping={
+            "type": "object",
+            "description": "Local namespace name to the remote namespace and its phase.",
+            "additionalProperties": obj(
+                remoteNamespace=string(),
+                phase=string(enum=("Accepted", "CreationLoopBackOff", "Terminating")),
+            ),
+        },
+    ),
+)
+
+SHADOW_POD = Kind(
+    resource=_resource(c.OFFLOADING_GROUP, "shadowpods", "ShadowPod"),
+    singular="shadowpod",
+    short_names=("shp",),
+    description="On a provider: a pod offloaded by a consumer; the provider runs it as a Pod it owns.",
+    spec=obj(pod=open_object("The pod's spec as reflected by the consumer.")),
+    status=obj(phase=string(), conditions=conditions()),
+    columns=(Column("Phase", ".status.phase"),),
+)
+
+SHADOW_ENDPOINT_SLICE = Kind(
+    resource=_resource(c.OFFLOADING_GROUP, "shadowendpointslices", "ShadowEndpointSlice"),
+    singular="shadowendpointslice",
+    description="On a provider: an EndpointSlice reflected by a consumer, made real by the provider.",
+    spec=obj(template=open_object("The EndpointSlice's addressType, endpoints and ports.")),
+    status=obj(conditions=conditions()),
+)
+
+KINDS: tuple[Kind, ...] = (
+    FOREIGN_CLUSTER,
+    TENANT,
+    RESOURCE_SLICE,
+    IDENTITY,
+    VIRTUAL_NODE,
+    QUOTA,
+    NAMESPACE_OFFLOADING,
+    NAMESPACE_MAP,
+    SHADOW_POD,
+    SHADOW_ENDPOINT_SLICE,
+)
+
+FOREIGNCLUSTERS = FOREIGN_CLUSTER.resource
+TENANTS = TENANT.resource
+RESOURCESLICES = RESOURCE_SLICE.resource
+IDENTITIES = IDENTITY.resource
+VIRTUALNODES = VIRTUAL_NODE.resource
+QUOTAS = QUOTA.resource
+NAMESPACEOFFLOADINGS = NAMESPACE_OFFLOADING.resource
+NAMESPACEMAPS = NAMESPACE_MAP.resource
+SHADOWPODS = SHADOW_POD.resource
+SHADOWENDPOINTSLICES = SHADOW_ENDPOINT_SLICE.resource
+
+
+def crds() -> list[JSON]:
+    """Every CRD manifest of the runtime, in a stable order."""
+    return [kind.crd() for kind in KINDS]
