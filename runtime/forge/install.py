@@ -1,0 +1,286 @@
+"""The runtime's install manifests, as pure functions of `InstallOptions`.
+
+`install_manifests()` is the whole installation in apply order (namespace and CRDs
+first, workloads last); `liqo_install` (Terraform) and the Pulumi component apply
+exactly these objects, and uninstall deletes them in reverse. Nothing here does I/O:
+the cluster id is an input (the caller keeps the existing one, so it is stable across
+reinstalls unless purged), and so is everything only the caller can know (the API
+server URL that other clusters reach, the image tag).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import re
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from runtime.api import constants as c
+from runtime.api.crds import crds
+from runtime.api.image import package_version, runtime_image
+
+from .meta import labels, metadata
+from .rbac import cluster_roles, component_bindings
+
+JSON = dict[str, Any]
+
+WebhookMode = Literal["service", "url"]
+ServiceType = Literal["ClusterIP", "NodePort", "LoadBalancer"]
+
+CONTROLLER_MANAGER = "controller-manager"
+AUTH = "auth"
+WEBHOOK = "webhook"
+COMPONENTS = (CONTROLLER_MANAGER, AUTH, WEBHOOK)
+
+HEALTH_PORT = 8080
+AUTH_PORT = 8443
+WEBHOOK_PORT = 9443
+VALIDATING_WEBHOOK = "liqo-validating"
+MUTATING_WEBHOOK = "liqo-mutating"
+
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+
+
+class InstallOptionsError(ValueError):
+    """An install option is invalid; `attribute` names it (the Terraform attribute of the same name)."""
+
+    def __init__(self, attribute: str, message: str) -> None:
+        super().__init__(f"{attribute}: {message}")
+        self.attribute = attribute
+
+
+@dataclass(frozen=True)
+class InstallOptions:
+    cluster_id: str
+    cluster_name: str
+    #: the URL other clusters use to reach this cluster's API server (a consumer's credential points here)
+    api_server_url: str
+    pod_cidr: str
+    service_cidr: str
+    cluster_labels: dict[str, str] = field(default_factory=dict)
+    namespace: str = c.DEFAULT_NAMESPACE
+    #: percentage of the free allocatable resources a consumer gets when it asks for no specific amount
+    sharing_percentage: int = 90
+    image: str = field(default_factory=runtime_image)
+    #: `service`: the API server calls the webhook through its Service (in-cluster); `url`: by URL (the playground)
+    webhook_mode: WebhookMode = "service"
+    auth_service_type: ServiceType = "ClusterIP"
+    #: the authentication service's URL as other clusters reach it (empty: the address it binds)
+    auth_url: str = ""
+
+    def validate(self) -> None:
+        """Raise InstallOptionsError naming the first invalid option."""
+        try:
+            uuid.UUID(self.cluster_id)
+        except ValueError:
+            raise InstallOptionsError("cluster_id", f"{self.cluster_id!r} is not a UUID") from None
+        if not _DNS_LABEL.match(self.cluster_name) or len(self.cluster_name) > 58:
+            raise InstallOptionsError(
+                "cluster_name",
+                f"{self.cluster_name!r} must be a DNS label of at most 58 characters (lower case letters, digits, '-'),"
+                " because the virtual node on consumers is called liqo-<cluster_name>",
+            )
+        if not _DNS_LABEL.match(self.namespace) or len(self.namespace) > 63:
+            raise InstallOptionsError("namespace", f"{self.namespace!r} is not a valid namespace name")
+        for attribute, cidr in (("pod_cidr", self.pod_cidr), ("service_cidr", self.service_cidr)):
+            try:
+                ipaddress.ip_network(cidr)
+            except ValueError as error:
+                raise InstallOptionsError(attribute, f"{cidr!r} is not a CIDR: {error}") from None
+        if not 0 < self.sharing_percentage <= 100:
+            raise InstallOptionsError("sharing_percentage", f"{self.sharing_percentage} is not in 1..100")
+        if not self.api_server_url.startswith("https://"):
+            raise InstallOptionsError("api_server_url", f"{self.api_server_url!r} must be an https:// URL")
+        if self.auth_url and not self.auth_url.startswith("https://"):
+            raise InstallOptionsError("auth_url", f"{self.auth_url!r} must be an https:// URL")
+        for key, value in self.cluster_labels.items():
+            if not _LABEL_VALUE.match(value) or len(value) > 63:
+                raise InstallOptionsError(
+                    "cluster_labels", f"value {value!r} of {key!r} is not a valid label value"
+                )
+
+
+def install_manifests(options: InstallOptions) -> list[JSON]:
+    """Every object of the installation, in apply order."""
+    options.validate()
+    ns = options.namespace
+    objects: list[JSON] = [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": metadata(ns, component="runtime")},
+        *crds(),
+        identity_configmap(options),
+        *cluster_roles(),
+    ]
+    for component in COMPONENTS:
+        objects.append(
+            {
+                "apiVersion": "v1",
+                "kind": "ServiceAccount",
+                "metadata": metadata(f"liqo-{component}", namespace=ns, component=component),
+            }
+        )
+        objects.extend(component_bindings(component, namespace=ns))
+    objects += [
+        _deployment(options, CONTROLLER_MANAGER, _controller_manager_args(options), ports={}),
+        _deployment(options, AUTH, _auth_args(options), ports={"https": AUTH_PORT}),
+        _service(options, AUTH, AUTH_PORT, service_type=options.auth_service_type),
+        _deployment(options, WEBHOOK, _webhook_args(options), ports={"https": WEBHOOK_PORT}),
+        _service(options, WEBHOOK, WEBHOOK_PORT, service_type="ClusterIP"),
+        validating_webhook_configuration(options),
+    ]
+    return objects
+
+
+def identity_configmap(options: InstallOptions) -> JSON:
+    """The cluster identity every peer and the front ends read (`liqo_generate`, `liqo_cluster`)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": metadata(c.CLUSTER_IDENTITY_CONFIGMAP, namespace=options.namespace, component="runtime"),
+        "data": {
+            c.IDENTITY_CLUSTER_ID: options.cluster_id,
+            c.IDENTITY_CLUSTER_NAME: options.cluster_name,
+            c.IDENTITY_CLUSTER_LABELS: json.dumps(options.cluster_labels, sort_keys=True),
+            c.IDENTITY_POD_CIDR: options.pod_cidr,
+            c.IDENTITY_SERVICE_CIDR: options.service_cidr,
+            c.IDENTITY_VERSION: package_version(),
+            c.IDENTITY_SHARING_PERCENTAGE: str(options.sharing_percentage),
+        },
+    }
+
+
+def validating_webhook_configuration(options: InstallOptions) -> JSON:
+    """Validation of the runtime's own kinds (the CRDs' immutability rules, for API servers without CEL).
+
+    In `url` mode the URL is a placeholder until the webhook starts and patches its own address and CA
+    bundle in (it does the CA bundle in `service` mode too); install waits for that before it returns.
+    """
+    webhooks = []
+    for plural, group in (("foreignclusters", c.CORE_GROUP), ("resourceslices", c.AUTHENTICATION_GROUP)):
+        path = f"/validate/{plural}"
+        client_config: JSON = (
+            {"service": {"namespace": options.namespace, "name": "liqo-webhook", "path": path, "port": 443}}
+            if options.webhook_mode == "service"
+            else {"url": f"https://liqo-webhook.invalid{path}"}
+        )
+        webhooks.append(
+            {
+                "name": f"{plural}.validate.liqo.io",
+                "admissionReviewVersions": ["v1"],
+                "sideEffects": "None",
+                "failurePolicy": "Fail",
+                "timeoutSeconds": 10,
+                "clientConfig": client_config,
+                "rules": [
+                    {
+                        "apiGroups": [group],
+                        "apiVersions": [c.VERSION],
+                        "operations": ["CREATE", "UPDATE"],
+                        "resources": [plural],
+                        "scope": "*",
+                    }
+                ],
+            }
+        )
+    return {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingWebhookConfiguration",
+        "metadata": metadata(VALIDATING_WEBHOOK, component=WEBHOOK),
+        "webhooks": webhooks,
+    }
+
+
+def _controller_manager_args(options: InstallOptions) -> list[str]:
+    return [
+        f"--namespace={options.namespace}",
+        "--leader-elect",
+        f"--image={options.image}",
+    ]
+
+
+def _auth_args(options: InstallOptions) -> list[str]:
+    args = [
+        f"--namespace={options.namespace}",
+        f"--listen=$(POD_IP):{AUTH_PORT}",
+        f"--api-server-url={options.api_server_url}",
+    ]
+    if options.auth_url:
+        args.append(f"--advertise-url={options.auth_url}")
+    return args
+
+
+def _webhook_args(options: InstallOptions) -> list[str]:
+    return [
+        f"--namespace={options.namespace}",
+        f"--listen=$(POD_IP):{WEBHOOK_PORT}",
+        f"--mode={options.webhook_mode}",
+        f"--configuration={VALIDATING_WEBHOOK}",
+    ]
+
+
+def _deployment(options: InstallOptions, component: str, args: list[str], *, ports: dict[str, int]) -> JSON:
+    name = f"liqo-{component}"
+    selector = {c.LABEL_NAME: name}
+    probe = {"httpGet": {"path": "/readyz", "port": "health"}, "periodSeconds": 5, "failureThreshold": 3}
+    container: JSON = {
+        "name": component,
+        "image": options.image,
+        "imagePullPolicy": "IfNotPresent",
+        "command": ["python", "-m", "runtime", component],
+        "args": [*args, f"--health-address=$(POD_IP):{HEALTH_PORT}"],
+        "env": [
+            {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
+            {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+            {"name": "POD_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
+        ],
+        "ports": [{"name": "health", "containerPort": HEALTH_PORT, "protocol": "TCP"}]
+        + [
+            {"name": port_name, "containerPort": port, "protocol": "TCP"} for port_name, port in ports.items()
+        ],
+        "readinessProbe": probe,
+        "livenessProbe": {**probe, "httpGet": {"path": "/healthz", "port": "health"}, "failureThreshold": 6},
+        "resources": {"requests": {"cpu": "50m", "memory": "64Mi"}, "limits": {"memory": "256Mi"}},
+        "securityContext": {
+            "allowPrivilegeEscalation": False,
+            "readOnlyRootFilesystem": True,
+            "runAsNonRoot": True,
+            "capabilities": {"drop": ["ALL"]},
+        },
+    }
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": metadata(name, namespace=options.namespace, component=component),
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": selector},
+            "template": {
+                "metadata": {"labels": labels(component)},
+                "spec": {
+                    "serviceAccountName": name,
+                    "containers": [container],
+                    "securityContext": {
+                        "runAsNonRoot": True,
+                        "runAsUser": 65532,
+                        "seccompProfile": {"type": "RuntimeDefault"},
+                    },
+                },
+            },
+        },
+    }
+
+
+def _service(options: InstallOptions, component: str, target_port: int, *, service_type: ServiceType) -> JSON:
+    name = f"liqo-{component}"
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": metadata(name, namespace=options.namespace, component=component),
+        "spec": {
+            "type": service_type,
+            "selector": {c.LABEL_NAME: name},
+            "ports": [{"name": "https", "port": 443, "targetPort": target_port, "protocol": "TCP"}],
+        },
+    }

@@ -1,0 +1,154 @@
+"""RBAC of the runtime: one ClusterRole per component (least privilege), the roles the
+runtime binds at run time (virtual kubelets, remote consumers), and the bindings.
+
+Controllers bind the run-time roles with the `bind` verb on exactly those role names,
+so they never need (or hold) the permissions they hand out.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from runtime.api import constants as c
+
+from .meta import metadata
+
+JSON = dict[str, Any]
+
+RBAC_GROUP = "rbac.authorization.k8s.io"
+ALL = ["get", "list", "watch", "create", "update", "patch", "delete"]
+READ = ["get", "list", "watch"]
+LIQO_GROUPS = [c.CORE_GROUP, c.AUTHENTICATION_GROUP, c.OFFLOADING_GROUP]
+
+#: bound per virtual node (ClusterRoleBinding): its Node, its Lease, its VirtualNode
+VIRTUAL_KUBELET_ROLE = "liqo-virtual-kubelet"
+#: bound on a provider in a consumer's tenant namespace (RoleBinding): what a consumer may do there
+REMOTE_CONSUMER_ROLE = "liqo-remote-consumer"
+
+
+def _rule(groups: list[str], resources: list[str], verbs: list[str], names: list[str] | None = None) -> JSON:
+    rule: JSON = {"apiGroups": groups, "resources": resources, "verbs": verbs}
+    if names:
+        rule["resourceNames"] = names
+    return rule
+
+
+def _cluster_role(name: str, component: str, rules: list[JSON]) -> JSON:
+    return {
+        "apiVersion": f"{RBAC_GROUP}/v1",
+        "kind": "ClusterRole",
+        "metadata": metadata(name, component=component),
+        "rules": rules,
+    }
+
+
+def cluster_roles() -> list[JSON]:
+    events = _rule(["", "events.k8s.io"], ["events"], ["create", "patch", "update"])
+    return [
+        _cluster_role(
+            "liqo-controller-manager",
+            "controller-manager",
+            [
+                _rule(LIQO_GROUPS, ["*"], ALL),
+                _rule([""], ["namespaces", "secrets", "serviceaccounts", "configmaps"], ALL),
+                _rule([""], ["serviceaccounts/token"], ["create"]),
+                _rule([""], ["nodes"], [*READ, "delete"]),
+                _rule([""], ["pods"], READ),
+                _rule(["apps"], ["deployments"], ALL),
+                _rule([RBAC_GROUP], ["roles", "rolebindings", "clusterrolebindings"], ALL),
+                _rule([RBAC_GROUP], ["clusterroles"], ["bind"], [VIRTUAL_KUBELET_ROLE]),
+                _rule(["coordination.k8s.io"], ["leases"], ALL),
+                events,
+            ],
+        ),
+        _cluster_role(
+            "liqo-auth",
+            "auth",
+            [
+                _rule([""], ["namespaces"], ["get", "create"]),
+                _rule([""], ["serviceaccounts"], ["get", "create"]),
+                _rule([""], ["serviceaccounts/token"], ["create"]),
+                _rule(
+                    [c.AUTHENTICATION_GROUP],
+                    ["tenants"],
+                    ["get", "list", "watch", "create", "update", "patch"],
+                ),
+                _rule([RBAC_GROUP], ["rolebindings"], ["get", "create", "update"]),
+                _rule([RBAC_GROUP], ["clusterroles"], ["bind"], [REMOTE_CONSUMER_ROLE]),
+                events,
+            ],
+        ),
+        _cluster_role(
+            "liqo-webhook",
+            "webhook",
+            [
+                _rule(
+                    ["admissionregistration.k8s.io"],
+                    ["validatingwebhookconfigurations", "mutatingwebhookconfigurations"],
+                    ["get", "update", "patch"],
+                    ["liqo-validating", "liqo-mutating"],
+                ),
+            ],
+        ),
+        _cluster_role(
+            VIRTUAL_KUBELET_ROLE,
+            "virtual-kubelet",
+            [
+                _rule([""], ["nodes"], ALL),
+                _rule([""], ["nodes/status"], ["get", "update", "patch"]),
+                _rule(["coordination.k8s.io"], ["leases"], ALL),
+                _rule([c.OFFLOADING_GROUP], ["virtualnodes"], READ),
+                _rule([c.OFFLOADING_GROUP], ["virtualnodes/status"], ["get", "update", "patch"]),
+                events,
+            ],
+        ),
+        _cluster_role(
+            REMOTE_CONSUMER_ROLE,
+            "auth",
+            [
+                _rule([c.AUTHENTICATION_GROUP], ["resourceslices"], ALL),
+                _rule([c.AUTHENTICATION_GROUP], ["resourceslices/status"], ["get"]),
+                _rule([c.AUTHENTICATION_GROUP], ["tenants"], ["get"]),
+            ],
+        ),
+    ]
+
+
+def component_bindings(component: str, *, namespace: str) -> list[JSON]:
+    """The component's ClusterRoleBinding, and a Role with what it needs only in the runtime's namespace."""
+    name = f"liqo-{component}"
+    subject = {"kind": "ServiceAccount", "name": name, "namespace": namespace}
+    local_rules = {
+        "controller-manager": [_rule(["coordination.k8s.io"], ["leases"], ALL)],
+        "auth": [
+            _rule([""], ["secrets"], READ),
+            _rule([""], ["configmaps"], ["get", "update", "patch"], [c.CLUSTER_IDENTITY_CONFIGMAP]),
+        ],
+        "webhook": [],
+    }[component]
+    objects: list[JSON] = [
+        {
+            "apiVersion": f"{RBAC_GROUP}/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": metadata(name, component=component),
+            "roleRef": {"apiGroup": RBAC_GROUP, "kind": "ClusterRole", "name": name},
+            "subjects": [subject],
+        }
+    ]
+    if local_rules:
+        objects += [
+            {
+                "apiVersion": f"{RBAC_GROUP}/v1",
+                "kind": "Role",
+                "metadata": metadata(name, namespace=namespace, component=component),
+                "rules": local_rules,
+            },
+            {
+                "apiVersion": f"{RBAC_GROUP}/v1",
+                "kind": "RoleBinding",
+                "metadata": metadata(name, namespace=namespace, component=component),
+                "roleRef": {"apiGroup": RBAC_GROUP, "kind": "Role", "name": name},
+                "subjects": [subject],
+            },
+        ]
+    return objects

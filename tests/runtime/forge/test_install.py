@@ -1,0 +1,143 @@
+"""The install manifests: valid options only, accepted by the API server, least privilege that holds."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from runtime.api import constants as c
+from runtime.api.kinds import CLUSTERROLEBINDINGS, CONFIGMAPS, SERVICEACCOUNTS
+from runtime.core import Client, ForbiddenError
+from runtime.forge.install import InstallOptions, InstallOptionsError, install_manifests
+from tests.apiserver.conftest import start_emulator, stop_emulator
+
+OPTIONS = InstallOptions(
+    cluster_id="7d7c3b5e-2f0a-4c1e-9a51-3c0d6f0f5a10",
+    cluster_name="milan",
+    api_server_url="https://127.0.0.1:6443",
+    pod_cidr="10.244.0.0/16",
+    service_cidr="10.96.0.0/16",
+    cluster_labels={"topology.liqo.io/region": "north"},
+)
+
+
+@pytest.mark.parametrize(
+    ("change", "attribute"),
+    [
+        ({"cluster_id": "not-a-uuid"}, "cluster_id"),
+        ({"cluster_name": "Milan_1"}, "cluster_name"),
+        ({"cluster_name": "m" * 59}, "cluster_name"),
+        ({"namespace": "Liqo"}, "namespace"),
+        ({"pod_cidr": "10.244.0.0/33"}, "pod_cidr"),
+        ({"service_cidr": "nope"}, "service_cidr"),
+        ({"sharing_percentage": 0}, "sharing_percentage"),
+        ({"sharing_percentage": 101}, "sharing_percentage"),
+        ({"api_server_url": "http://x"}, "api_server_url"),
+        ({"auth_url": "ftp://x"}, "auth_url"),
+        ({"cluster_labels": {"a": "bad value"}}, "cluster_labels"),
+    ],
+)
+def test_invalid_options_name_the_attribute(change: dict[str, object], attribute: str) -> None:
+    with pytest.raises(InstallOptionsError) as caught:
+        install_manifests(dataclasses.replace(OPTIONS, **change))  # type: ignore[arg-type]
+    assert caught.value.attribute == attribute
+    assert str(caught.value).startswith(f"{attribute}: ")
+
+
+def test_manifests_are_ordered_and_unique() -> None:
+    objects = install_manifests(OPTIONS)
+    assert objects[0]["kind"] == "Namespace"
+    kinds = [obj["kind"] for obj in objects]
+    assert kinds.index("CustomResourceDefinition") < kinds.index("Deployment")
+    keys = [(obj["kind"], obj["metadata"].get("namespace"), obj["metadata"]["name"]) for obj in objects]
+    assert len(keys) == len(set(keys))
+    identity = next(obj for obj in objects if obj["metadata"]["name"] == c.CLUSTER_IDENTITY_CONFIGMAP)
+    assert identity["data"][c.IDENTITY_CLUSTER_ID] == OPTIONS.cluster_id
+    assert identity["data"][c.IDENTITY_SHARING_PERCENTAGE] == "90"
+
+
+def test_url_mode_webhooks_call_a_url_and_service_mode_a_service() -> None:
+    def config(options: InstallOptions) -> dict[str, object]:
+        webhook = next(o for o in install_manifests(options) if o["kind"] == "ValidatingWebhookConfiguration")
+        return webhook["webhooks"][0]["clientConfig"]  # type: ignore[no-any-return]
+
+    assert "service" in config(OPTIONS)
+    assert "url" in config(dataclasses.replace(OPTIONS, webhook_mode="url"))
+
+
+@pytest.fixture(scope="module")
+def kubeconfig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    process, path = start_emulator(tmp_path_factory.mktemp("install"))
+    try:
+        yield path
+    finally:
+        stop_emulator(process)
+
+
+@pytest.fixture
+async def admin(kubeconfig: Path) -> AsyncIterator[Client]:
+    async with await Client.from_kubeconfig(kubeconfig) as api:
+        yield api
+
+
+async def _apply_all(admin: Client) -> None:
+    for obj in install_manifests(OPTIONS):
+        resource = await admin.resource_for(obj["apiVersion"], obj["kind"])
+        await admin.apply(
+            resource,
+            obj,
+            namespace=obj["metadata"].get("namespace"),
+            field_manager=c.FIELD_MANAGER_INSTALL,
+            force=True,
+        )
+
+
+async def test_the_api_server_accepts_the_whole_installation_twice(admin: Client) -> None:
+    await _apply_all(admin)
+    await _apply_all(admin)
+    identity = await admin.get(CONFIGMAPS, c.CLUSTER_IDENTITY_CONFIGMAP, namespace=OPTIONS.namespace)
+    assert identity["data"][c.IDENTITY_CLUSTER_NAME] == "milan"
+
+
+async def test_the_controller_manager_may_bind_the_virtual_kubelet_role_but_nothing_else(
+    admin: Client, kubeconfig: Path
+) -> None:
+    await _apply_all(admin)
+    review = await admin.create(
+        SERVICEACCOUNTS,
+        {
+            "apiVersion": "authentication.k8s.io/v1",
+            "kind": "TokenRequest",
+            "spec": {"expirationSeconds": 600},
+        },
+        namespace=OPTIONS.namespace,
+        name="liqo-controller-manager",
+        subresource="token",
+    )
+    config = yaml.safe_load(await asyncio.to_thread(kubeconfig.read_text))
+    config["users"][0]["user"] = {"token": review["status"]["token"]}
+    async with await Client.from_kubeconfig_dict(config) as manager:
+        binding = {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": "vk-test"},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": "liqo-virtual-kubelet",
+            },
+            "subjects": [{"kind": "ServiceAccount", "name": "vk", "namespace": "liqo-tenant-x"}],
+        }
+        await manager.create(CLUSTERROLEBINDINGS, binding)
+        escalation = {
+            **binding,
+            "metadata": {"name": "vk-admin"},
+            "roleRef": {**binding["roleRef"], "name": "cluster-admin"},
+        }  # type: ignore[dict-item]
+        with pytest.raises(ForbiddenError):
+            await manager.create(CLUSTERROLEBINDINGS, escalation)
