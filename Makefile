@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: venv test lint demo bench clean
+.PHONY: venv test lint demo bench clean mirror
 
 venv: $(STAMP)
 
@@ -26,8 +26,13 @@ lint: venv
 demo: venv
 	$(BIN)/python -m playground.demo
 
+# The filesystem mirror Terraform installs the `liqo-iac/liqo` provider from (MIRROR=dir to choose where).
+mirror: venv
+	$(BIN)/python -m provider.mirror $(if $(MIRROR),--dir $(MIRROR))
+
 bench: venv
 	$(BIN)/python bench/apiserver.py
+	$(BIN)/python bench/playground.py
 
 clean:
 	rm -rf $(VENV) .playground .pytest_cache .mypy_cache .ruff_cache

@@ -1,24 +1,27 @@
 """`make demo`: the product's main job on the playground, as far as it reaches today.
 
-Today that is the playground's Kubernetes API server: it starts one, drives it with
-the real kubectl (apply, get -o wide, auth can-i, explain), and stops it. Later
-issues extend this script with whole clusters, `terraform apply` peering, offloading
-and a pod running through the virtual node.
+Today that is two local clusters, as kind makes them for Liqo's quick start:
+`playground up rome milan` (a previous demo's clusters are removed first), a small
+Deployment and Service applied to rome with the real kubectl and rolled out, then
+`kubectl get nodes -o wide` and `kubectl get pods -A -o wide` on both clusters. The
+clusters stay up afterwards, to be explored with kubectl and stopped with `playground
+down`. Later issues extend this script with `terraform apply` peering, offloading and
+a pod running through the virtual node.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
-STATE = Path(".playground/demo-apiserver")
+from playground.cli import display_path
+from playground.cluster import default_state_dir
+
+CLUSTERS = ("rome", "milan")
 
 MANIFEST = textwrap.dedent(
     """\
@@ -27,28 +30,13 @@ MANIFEST = textwrap.dedent(
     metadata:
       name: demo
     ---
-    apiVersion: v1
-    kind: ServiceAccount
-    metadata:
-      name: default
-      namespace: demo
-    ---
-    apiVersion: v1
-    kind: ConfigMap
-    metadata:
-      name: greeting
-      namespace: demo
-      labels: {app: hello}
-    data:
-      message: hello from the playground
-    ---
     apiVersion: apps/v1
     kind: Deployment
     metadata:
       name: hello
       namespace: demo
     spec:
-      replicas: 2
+      replicas: 3
       selector: {matchLabels: {app: hello}}
       template:
         metadata: {labels: {app: hello}}
@@ -69,104 +57,66 @@ MANIFEST = textwrap.dedent(
     """
 )
 
-SSA_CONFIGMAP = textwrap.dedent(
-    """\
-    apiVersion: v1
-    kind: ConfigMap
-    metadata:
-      name: applied
-      namespace: demo
-      labels: {owner: demo}
-    data:
-      source: server-side apply
-    """
-)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
 
 def _step(title: str) -> None:
     print(f"\n==> {title}", flush=True)
 
 
-def _kubectl(kubeconfig: Path, *args: str, stdin: str | None = None) -> None:
-    print("$ kubectl " + " ".join(args), flush=True)
-    env = {**os.environ, "HOME": str(STATE)}
+def _run(argv: list[str], *, shown: str, stdin: str | None = None, env: dict[str, str] | None = None) -> None:
+    print(f"$ {shown}", flush=True)
     result = subprocess.run(
-        ["kubectl", "--kubeconfig", str(kubeconfig), *args],
-        input=stdin,
-        text=True,
-        capture_output=True,
-        env=env,
+        argv, input=stdin, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env
     )
     sys.stdout.write(result.stdout)
+    sys.stdout.flush()
     if result.returncode != 0:
-        sys.stdout.write(result.stderr)
-        raise SystemExit(f"demo failed: kubectl {' '.join(args)} exited with {result.returncode}")
+        raise SystemExit(f"demo failed: {shown} exited with {result.returncode}")
+
+
+def _playground(*args: str) -> None:
+    _run([sys.executable, "-m", "playground", *args], shown="playground " + " ".join(args))
+
+
+def _kubectl(kubeconfig: Path, *args: str, stdin: str | None = None) -> None:
+    shown = f"kubectl --kubeconfig {display_path(kubeconfig)} " + " ".join(args)
+    env = {**os.environ, "HOME": str(kubeconfig.parent)}
+    _run(["kubectl", "--kubeconfig", str(kubeconfig), *args], shown=shown, stdin=stdin, env=env)
 
 
 def main() -> int:
     if shutil.which("kubectl") is None:
         print("make demo needs kubectl on PATH", file=sys.stderr)
         return 1
-    if STATE.exists():
-        shutil.rmtree(STATE)
-    STATE.mkdir(parents=True)
-    port = _free_port()
-    _step(f"Starting the playground API server on 127.0.0.1:{port} (state in {STATE})")
-    log = open(STATE / "apiserver.log", "wb")  # noqa: SIM115 - handed to the child process
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "playground.apiserver",
-            "--listen",
-            f"127.0.0.1:{port}",
-            "--state-dir",
-            str(STATE),
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
+    state_dir = default_state_dir()
+    kubeconfigs = {name: (state_dir / name / "kubeconfig").absolute() for name in CLUSTERS}
+    previous = [name for name in CLUSTERS if (state_dir / name).exists()]
+    if previous:
+        _step("Removing the previous demo's clusters")
+        _playground("down", *previous)
+
+    _step("Two local clusters, like `kind create cluster` twice (pod CIDRs overlap, as they do in real life)")
+    _playground("up", *CLUSTERS)
+
+    _step("A Deployment and a Service in rome, rolled out")
+    rome = kubeconfigs["rome"]
+    _kubectl(rome, "apply", "-f", "-", stdin=MANIFEST)
+    _kubectl(rome, "rollout", "status", "deployment/hello", "-n", "demo", "--timeout=60s")
+    _kubectl(rome, "get", "deployments,services,endpointslices", "-n", "demo", "-o", "wide")
+
+    for name in CLUSTERS:
+        _step(f"What {name} looks like")
+        _kubectl(kubeconfigs[name], "get", "nodes", "-o", "wide")
+        _kubectl(kubeconfigs[name], "get", "pods", "-A", "-o", "wide")
+
+    _step("The clusters stay up")
+    _playground("status")
+    for name in CLUSTERS:
+        print(f"  kubectl --kubeconfig {display_path(kubeconfigs[name])} get pods -A")
+    print(
+        "Stop them with `playground down` (`--keep` keeps their objects for the next `playground up`).\n"
+        "Next (issues 4 and 5): install the runtime in both and peer them with `terraform apply`."
     )
-    kubeconfig = STATE / "kubeconfig"
-    try:
-        started = time.monotonic()
-        while not kubeconfig.exists():
-            if server.poll() is not None or time.monotonic() - started > 30:
-                print((STATE / "apiserver.log").read_text(), file=sys.stderr)
-                return 1
-            time.sleep(0.05)
-        print(f"ready in {time.monotonic() - started:.2f}s; admin kubeconfig: {kubeconfig}")
-        _step("kubectl talks to it like to any cluster")
-        _kubectl(kubeconfig, "version", "-o", "yaml")
-        _kubectl(kubeconfig, "get", "namespaces")
-        _step("Applying a namespace, a ConfigMap, a Deployment and a Service")
-        _kubectl(kubeconfig, "apply", "-f", "-", stdin=MANIFEST)
-        _kubectl(kubeconfig, "get", "deployments,services,configmaps", "-n", "demo", "-o", "wide")
-        _step("Labels, server-side apply, RBAC and the OpenAPI schema")
-        _kubectl(kubeconfig, "label", "configmap", "greeting", "-n", "demo", "tier=demo")
-        _kubectl(kubeconfig, "apply", "--server-side", "--field-manager=demo", "-f", "-", stdin=SSA_CONFIGMAP)
-        _kubectl(kubeconfig, "get", "configmaps", "-n", "demo", "--show-labels")
-        _kubectl(kubeconfig, "auth", "can-i", "create", "deployments", "-n", "demo")
-        _kubectl(kubeconfig, "explain", "deployment.spec.replicas")
-        _step("What the product does not show yet")
-        print(
-            "Pods stay Pending: the playground's scheduler, controllers and node agent (issue 3),\n"
-            "the runtime and peering (issue 4) and the Terraform provider (issue 5) are not built yet."
-        )
-        return 0
-    finally:
-        server.send_signal(signal.SIGTERM)
-        try:
-            server.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            server.kill()
-        log.close()
-        _step("Stopped the API server")
+    return 0
 
 
 if __name__ == "__main__":

@@ -50,13 +50,22 @@ class NamespaceLifecycle:
         if ns is None:
             raise errors.not_found("namespaces", attrs.namespace)
         if (ns.get("status") or {}).get("phase") == "Terminating":
-            raise errors.forbidden(
+            refusal = errors.forbidden(
                 f'{attrs.rt.plural} "{attrs.name}" is forbidden: unable to create new content in namespace '
                 f"{attrs.namespace} because it is being terminated",
                 resource=attrs.rt.plural,
                 name=attrs.name,
                 group=attrs.rt.group,
             )
+            # controllers recognise this refusal by its cause (apierrors.HasStatusCause) and stay quiet
+            refusal.details["causes"] = [
+                {
+                    "reason": "NamespaceTerminating",
+                    "message": f"namespace {attrs.namespace} is being terminated",
+                    "field": "metadata.namespace",
+                }
+            ]
+            raise refusal
 
 
 class ServiceAccountAdmission:

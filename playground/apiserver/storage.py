@@ -58,6 +58,7 @@ class Storage:
         self._log: deque[Event] = deque(maxlen=history)
         self._compacted_rv = 0
         self._subscriptions: dict[str, set[Subscription]] = {}
+        self._watches_closed = False
         self._max_backlog = max_backlog
         #: JSON of stored objects by id(); an entry goes when its object leaves the store
         self._encoded: dict[int, bytes] = {}
@@ -173,6 +174,9 @@ class Storage:
 
     def subscribe(self, key: str, namespace: str | None) -> Subscription:
         sub = Subscription(key, namespace)
+        if self._watches_closed:
+            sub.queue.put_nowait(None)
+            return sub
         self._subscriptions.setdefault(key, set()).add(sub)
         return sub
 
@@ -180,7 +184,13 @@ class Storage:
         self._subscriptions.get(sub.key, set()).discard(sub)
 
     def close_watches(self, key: str | None = None) -> None:
-        """End watches (of one key, or all): each gets an end-of-stream marker."""
+        """End watches (of one key, or all): each gets an end-of-stream marker.
+
+        Closing all is for good (the server is stopping): a watch that clients open again
+        while the listener drains ends at once too, so shutdown never waits on one.
+        """
+        if key is None:
+            self._watches_closed = True
         keys: Iterable[str] = [key] if key is not None else list(self._subscriptions)
         for k in keys:
             for sub in self._subscriptions.pop(k, set()):

@@ -4,7 +4,8 @@
 touch). The ones here translate: `scale` (autoscaling/v1 Scale <-> spec.replicas),
 `finalize` (Namespace spec.finalizers), `approval` (CSR conditions), `binding`
 (Binding -> spec.nodeName), `eviction` (Eviction -> graceful delete) and
-`token` (TokenRequest -> a signed ServiceAccount token).
+`token` (TokenRequest -> a signed ServiceAccount token). `log` is proxied to the
+pod's kubelet (`podlogs.py`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from . import errors, patch
 from .handlers import decode_json, json_response, read_body, render_object, write_options
 from .identity import UserInfo
 from .negotiation import negotiate
+from .podlogs import PodLogs
 from .registry import now_iso
 from .requestinfo import RequestInfo
 from .resources.base import Obj, ResourceType
@@ -54,6 +56,7 @@ def _set(obj: Obj, path: str, value: Any) -> None:
 class Subresources:
     def __init__(self, server: APIServer) -> None:
         self.server = server
+        self.pod_logs = PodLogs(server)
 
     async def handle(
         self, request: web.Request, info: RequestInfo, rt: ResourceType, user: UserInfo
@@ -68,6 +71,7 @@ class Subresources:
             "binding": self.binding,
             "eviction": self.eviction,
             "token": self.token,
+            "log": self.log,
         }.get(sub)
         if handler is not None:
             return await handler(request, info, rt, user)
@@ -79,6 +83,11 @@ class Subresources:
             f"the {sub} subresource is served by the kubelet of a node, not by this API server",
             {},
         )
+
+    async def log(
+        self, request: web.Request, info: RequestInfo, rt: ResourceType, user: UserInfo
+    ) -> web.StreamResponse:
+        return await self.pod_logs.handle(request, self.server.registry.get(rt, info.namespace, info.name))
 
     async def scale(
         self, request: web.Request, info: RequestInfo, rt: ResourceType, user: UserInfo

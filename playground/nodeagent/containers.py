@@ -6,18 +6,23 @@ finishes graceful deletion. A `Runner` only runs containers (virtual-kubelet's
 narrow `PodLifecycleHandler`): the simulated runner for ordinary images, the process
 runner for the runtime's own image. Runners never patch pods; they call `notify(uid)`
 when a pod's report changed and the agent reads `report(uid)` and writes status.
+Container Events (Pulled, Created, Started, BackOff, Killing, Unhealthy, ...) happen
+inside runners, so each runner is given a `RecordEvent` and the agent's recorder
+writes them (component "kubelet", host the node).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 JSON = dict[str, Any]
 
 #: called by a runner with a pod's uid whenever that pod's `report` changed
 Notify = Callable[[str], None]
+#: called by a runner to record an Event about a pod: (pod, "Normal" | "Warning", reason, message)
+RecordEvent = Callable[[JSON, Literal["Normal", "Warning"], str, str], Awaitable[object]]
 
 
 @dataclass
@@ -81,7 +86,8 @@ class LogOptions:
 
 
 class LogUnavailableError(Exception):
-    """No such container (or no previous instance of it): the kubelet API answers 404 with this message."""
+    """The container has no log to show (waiting to start, no previous instance): the kubelet API answers
+    400 with this message, as kubelet does (404 is for a pod or container name it does not know)."""
 
 
 class Runner(Protocol):

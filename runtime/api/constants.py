@@ -22,6 +22,10 @@ DEFAULT_NAMESPACE: Final = "liqo"
 TENANT_NAMESPACE_PREFIX: Final = "liqo-tenant-"
 VIRTUAL_NODE_PREFIX: Final = "liqo-"
 CLUSTER_IDENTITY_CONFIGMAP: Final = "liqo-cluster-identity"
+#: ServiceAccount, bindings and Deployment of the virtual kubelet standing for a provider: liqo-vk-<provider name>
+VIRTUAL_KUBELET_PREFIX: Final = "liqo-vk-"
+#: the only ResourceSlice class today
+RESOURCE_SLICE_CLASS_DEFAULT: Final = "default"
 # Keys of the cluster identity ConfigMap (read by `liqo_generate` and the `liqo_cluster` data source).
 IDENTITY_CLUSTER_ID: Final = "clusterID"
 IDENTITY_CLUSTER_NAME: Final = "clusterName"
@@ -49,10 +53,23 @@ PART_OF: Final = "liqo"
 LABEL_PEERING_TOKEN: Final = "liqo.io/peering-token"
 LABEL_ROLE_AGENT: Final = "node-role.kubernetes.io/agent"
 LABEL_VIRTUAL_NODE_NAME: Final = "offloading.liqo.io/virtual-node"
+# Kubernetes' well-known node labels (k8s.io/api/core/v1 well_known_labels.go) a virtual node carries too.
+LABEL_HOSTNAME: Final = "kubernetes.io/hostname"
+LABEL_OS: Final = "kubernetes.io/os"
 
 # Annotations.
 ANNOTATION_SKIP_REFLECTION: Final = "liqo.io/skip-reflection"
 ANNOTATION_TOKEN_EXPIRES_AT: Final = "liqo.io/token-expires-at"
+#: on a Tenant: the timestamp of the last signed request (renew, revoke) accepted from its consumer (replay guard)
+ANNOTATION_LAST_SIGNED_REQUEST: Final = "authentication.liqo.io/last-signed-request"
+#: on a ResourceSlice: its tenant is cordoned (tenantCondition Cordoned), so no new resources are granted
+ANNOTATION_CORDON_TENANT: Final = "liqo.io/cordon-tenant"
+#: on a consumer's Identity: the provider's cluster labels (JSON) its auth service advertised, for the virtual node
+ANNOTATION_REMOTE_CLUSTER_LABELS: Final = "liqo.io/remote-cluster-labels"
+#: on a virtual node's Node: the label keys and taints (`key:effect`) its virtual kubelet set, comma-separated,
+#: so it removes those the VirtualNode no longer asks for and leaves everybody else's alone
+ANNOTATION_MANAGED_LABELS: Final = "offloading.liqo.io/managed-labels"
+ANNOTATION_MANAGED_TAINTS: Final = "offloading.liqo.io/managed-taints"
 
 # Taints.
 TAINT_VIRTUAL_NODE: Final = "virtual-node.liqo.io/not-allowed"
@@ -64,6 +81,50 @@ FINALIZER_TENANT: Final = "authentication.liqo.io/tenant"
 FINALIZER_VIRTUALNODE: Final = "offloading.liqo.io/virtualnode"
 FINALIZER_NAMESPACEOFFLOADING: Final = "offloading.liqo.io/namespaceoffloading"
 FINALIZER_SHADOWPOD: Final = "offloading.liqo.io/shadowpod"
+
+# Condition types and reasons peers and front ends read: a ResourceSlice's `Authentication` and
+# `Resources` (Accepted, Resized or Denied); a VirtualNode's `VirtualKubelet`, `Node` and `Ready`.
+CONDITION_AUTHENTICATION: Final = "Authentication"
+CONDITION_RESOURCES: Final = "Resources"
+REASON_ACCEPTED: Final = "Accepted"
+REASON_RESIZED: Final = "Resized"
+REASON_DENIED: Final = "Denied"
+CONDITION_VIRTUAL_KUBELET: Final = "VirtualKubelet"
+CONDITION_NODE: Final = "Node"
+CONDITION_READY: Final = "Ready"
+
+# A ForeignCluster's conditions (the consumer's view of a peering): `Authenticated` in
+# modules.authentication, `ResourcesGranted` and `VirtualNodeReady` in modules.offloading, and
+# `Ready` at the top, False with the reason of the first step that is not done. Reasons a user acts on:
+CONDITION_AUTHENTICATED: Final = "Authenticated"
+CONDITION_RESOURCES_GRANTED: Final = "ResourcesGranted"
+CONDITION_VIRTUAL_NODE_READY: Final = "VirtualNodeReady"
+REASON_PEERING_ESTABLISHED: Final = "PeeringEstablished"
+REASON_INVALID_SPEC: Final = "InvalidSpec"
+REASON_TOKEN_MISSING: Final = "TokenMissing"
+REASON_AUTHENTICATION_PENDING: Final = "AuthenticationPending"
+REASON_AUTHENTICATION_FAILED: Final = "AuthenticationFailed"
+REASON_PROVIDER_UNREACHABLE: Final = "ProviderUnreachable"
+REASON_RUNTIME_NOT_INSTALLED: Final = "RuntimeNotInstalled"
+REASON_CLUSTER_ID_MISMATCH: Final = "ClusterIDMismatch"
+REASON_CREDENTIAL_ISSUED: Final = "CredentialIssued"
+REASON_RESOURCES_PENDING: Final = "ResourcesPending"
+REASON_RESOURCES_ACCEPTED: Final = "ResourcesAccepted"
+REASON_RESOURCES_RESIZED: Final = "ResourcesResized"
+REASON_RESOURCES_DENIED: Final = "ResourcesDenied"
+REASON_VIRTUAL_NODE_READY: Final = "VirtualNodeReady"
+REASON_VIRTUAL_NODE_NOT_READY: Final = "VirtualNodeNotReady"
+#: an Identity's condition: its credential was renewed (True) or the last renewal failed (False)
+CONDITION_CREDENTIAL_RENEWED: Final = "CredentialRenewed"
+
+# The consumer's objects for one provider, in its local tenant namespace `liqo-tenant-<provider name>`.
+#: the Secret with the consumer's Ed25519 key pair for that provider: liqo-keys-<provider name>
+KEYS_SECRET_PREFIX: Final = "liqo-keys-"
+#: the Secret with the kubeconfig for that provider (key `kubeconfig`): liqo-credential-<provider name>
+CREDENTIAL_SECRET_PREFIX: Final = "liqo-credential-"
+CREDENTIAL_KUBECONFIG_KEY: Final = "kubeconfig"
+#: the key of the peering token in the Secret a ForeignCluster's `tokenSecretRef` names
+TOKEN_SECRET_KEY: Final = "token"
 
 # Field managers (server-side apply): one per writer, so ownership shows who set what.
 FIELD_MANAGER_INSTALL: Final = "liqo-install"

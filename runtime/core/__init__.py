@@ -1,6 +1,7 @@
 """The engine every controller runs on: one client, shared informers, keyed work queues, a manager.
 
-Only `client.py` talks to the Kubernetes API. Informers keep caches current (list,
+Only `client.py` talks to the Kubernetes API, with credentials from the one kubeconfig
+loader (`kubeconfig/`, shared with the playground and the provider). Informers keep caches current (list,
 watch, resume, relist); controllers turn cache changes into keys on a rate-limited
 work queue and call a `Reconciler` per key (level-triggered, as controller-runtime);
 the manager runs them with leader election and a health/metrics endpoint. The names
@@ -24,6 +25,15 @@ from .errors import (
 )
 from .events import EventRecorder
 from .informer import Informer, InformerFactory, Selection
+from .kubeconfig import (
+    ClusterConfig,
+    ConfigOverrides,
+    CredentialError,
+    ExecConfig,
+    KubeconfigError,
+    load_incluster_config,
+    load_kubeconfig,
+)
 from .manager import Manager
 from .reconcile import Controller, MapFunc, Reconciler, Request, Result, owner_mapper
 from .settings import (
@@ -42,14 +52,19 @@ __all__ = [
     "APIStatusError",
     "AlreadyExistsError",
     "Client",
+    "ClusterConfig",
+    "ConfigOverrides",
     "ConflictError",
     "Controller",
+    "CredentialError",
     "EventRecorder",
+    "ExecConfig",
     "ForbiddenError",
     "GoneError",
     "Informer",
     "InformerFactory",
     "InvalidError",
+    "KubeconfigError",
     "LeaderElectionSettings",
     "Manager",
     "MapFunc",
@@ -71,6 +86,8 @@ __all__ = [
     "WatchEvent",
     "WatchingSettings",
     "label_index",
+    "load_incluster_config",
+    "load_kubeconfig",
     "object_key",
     "owner_mapper",
     "owner_uid_index",

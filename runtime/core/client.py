@@ -5,11 +5,14 @@ classes), so one code path serves built-in kinds and our CRDs alike and what goe
 the wire is exactly what the caller wrote. A `Resource` value says where a kind lives
 (group, version, plural, scope); `Client.resource_for` finds it through discovery.
 
-`kubernetes_asyncio` does what it is good at: kubeconfig and in-cluster config loading
-(client certificates, tokens, exec plugins, token file refresh) and the TLS-configured
-aiohttp session of its `ApiClient`. Requests, error mapping and watch streams are ours:
-every error `Status` becomes a typed exception from `errors.py`, and transport failures
-become `APIConnectionError`. Credentials and kubeconfig contents are never logged.
+Credentials come from our own loader (`kubeconfig/`: kubeconfig files, in-cluster
+ServiceAccount files, provider attributes, exec plugins, token file refresh); the
+transport is a plain aiohttp session whose every request carries the loader's TLS
+context, Authorization header, `tls-server-name` and proxy. A 401 drops cached
+credentials and the request is sent once more when fresh ones differ (a rotated token
+file, an exec plugin's new token). Every error `Status` becomes a typed exception from
+`errors.py`, and transport failures become `APIConnectionError`. Credentials and
+kubeconfig contents are never logged.
 """
 
 from __future__ import annotations
@@ -17,21 +20,27 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import ssl
 from collections.abc import AsyncGenerator, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, TypedDict
+from urllib.parse import urlencode
 
 import aiohttp
-import yaml
-from kubernetes_asyncio.client import ApiClient, Configuration
-from kubernetes_asyncio.config import load_incluster_config
-from kubernetes_asyncio.config.kube_config import KubeConfigLoader
 
 from runtime.api.resource import Resource as Resource
 
 from .errors import APIConnectionError, APIStatusError, GoneError, NotFoundError, status_error
+from .kubeconfig import (
+    SERVICE_ACCOUNT_DIR,
+    Authenticator,
+    ClusterConfig,
+    load_incluster_config,
+    load_kubeconfig,
+    load_kubeconfig_dict,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -41,6 +50,11 @@ Query = list[tuple[str, str]]
 PatchType = Literal["merge", "json", "strategic"]
 
 USER_AGENT = "liqo-runtime"
+#: simultaneous connections to the API server (watches hold one each)
+CONNECTION_LIMIT = 100
+#: a watch event is one line; objects up to etcd's 1.5 MiB request limit must fit in the read buffer
+READ_BUFFER = 2**21
+_BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 APPLY_CONTENT_TYPE = "application/apply-patch+yaml"
 _PATCH_CONTENT_TYPES: dict[str, str] = {
     "merge": "application/merge-patch+json",
@@ -66,43 +80,48 @@ class ObjectList:
 
 
 class Client:
-    """An async client for one cluster. `__init__` does no I/O; use the `from_*` constructors to load credentials."""
+    """An async client for one cluster. `__init__` does no I/O; the `from_*` constructors load credentials."""
 
-    def __init__(self, api: ApiClient, *, timeout: float = 60.0) -> None:
-        self._api = api
+    def __init__(self, config: ClusterConfig, *, timeout: float = 60.0) -> None:
+        self._config = config
+        self._auth = Authenticator(config)
         self._timeout = timeout
+        self._session: aiohttp.ClientSession | None = None
+        self._closed = False
         #: discovery results by apiVersion: stable for a server's life, refreshed on a miss (new CRDs)
         self._discovery: dict[str, JSONList] = {}
 
     @classmethod
+    async def from_config(cls, config: ClusterConfig, *, request_timeout: float = 60.0) -> Client:
+        """A client for a loaded config; its TLS context is built now, so bad certificates fail here."""
+        client = cls(config, timeout=request_timeout)
+        await client._auth.prepare()
+        return client
+
+    @classmethod
     async def from_kubeconfig(cls, path: Path | str, *, context: str | None = None) -> Client:
         """Credentials from a kubeconfig file (relative certificate paths resolve next to it)."""
-        path = Path(path)
-        text = await asyncio.to_thread(path.read_text)
-        return await cls.from_kubeconfig_dict(yaml.safe_load(text), context=context, base_path=path.parent)
+        config = await asyncio.to_thread(load_kubeconfig, path, context=context)
+        return await cls.from_config(config)
 
     @classmethod
     async def from_kubeconfig_dict(
         cls, config: Mapping[str, Any], *, context: str | None = None, base_path: Path | None = None
     ) -> Client:
-        configuration = Configuration()
-        loader = KubeConfigLoader(
-            config_dict=dict(config),
-            config_base_path=str(base_path) if base_path is not None else None,
-            active_context=context,
-        )
-        await loader.load_and_set(configuration)
-        return cls(ApiClient(configuration))
+        """Credentials from a parsed kubeconfig; relative paths resolve against `base_path` (else the cwd)."""
+        loaded = await asyncio.to_thread(load_kubeconfig_dict, config, base_path=base_path, context=context)
+        return await cls.from_config(loaded)
 
     @classmethod
-    async def in_cluster(cls) -> Client:
+    async def in_cluster(cls, *, service_account_dir: Path = SERVICE_ACCOUNT_DIR) -> Client:
         """The pod's ServiceAccount credentials (the token file is re-read as kubelet rotates it)."""
-        configuration = Configuration()
-        await asyncio.to_thread(load_incluster_config, client_configuration=configuration)
-        return cls(ApiClient(configuration))
+        config = await asyncio.to_thread(load_incluster_config, service_account_dir=service_account_dir)
+        return await cls.from_config(config)
 
     async def close(self) -> None:
-        await self._api.close()
+        self._closed = True
+        if self._session is not None:
+            await self._session.close()
 
     async def __aenter__(self) -> Client:
         return self
@@ -114,7 +133,11 @@ class Client:
 
     @property
     def host(self) -> str:
-        return str(self._api.configuration.host)
+        return self._config.server
+
+    @property
+    def config(self) -> ClusterConfig:
+        return self._config
 
     # reads
 
@@ -442,22 +465,64 @@ class Client:
         body: Any = None,
         content_type: str = "application/json",
     ) -> aiohttp.ClientResponse:
-        headers = {"Accept": "application/json", "Content-Type": content_type, "User-Agent": USER_AGENT}
-        await self._api.update_params_for_auth(headers, query, ["BearerToken"])
+        url = self.host + path
+        if query:
+            url += "?" + urlencode(query)
+        data = json.dumps(body) if body is not None and method in _BODY_METHODS else None
         logger.debug("%s %s", method, path)
+        auth = await self._auth.request_auth()
+        response = await self._request(method, url, path, data, content_type, auth.headers, auth.ssl, limits)
+        if response.status == 401 and await self._auth.unauthorized(auth):
+            response.release()
+            logger.info("%s %s: unauthorized; retrying once with refreshed credentials", method, path)
+            auth = await self._auth.request_auth()
+            response = await self._request(
+                method, url, path, data, content_type, auth.headers, auth.ssl, limits
+            )
+        return response
+
+    async def _request(
+        self,
+        method: str,
+        url: str,
+        path: str,
+        data: str | None,
+        content_type: str,
+        credentials: Mapping[str, str],
+        ssl_context: ssl.SSLContext | bool,
+        limits: aiohttp.ClientTimeout,
+    ) -> aiohttp.ClientResponse:
+        headers = {
+            "Accept": "application/json",
+            "Content-Type": content_type,
+            "User-Agent": USER_AGENT,
+            **credentials,
+        }
         try:
-            response: aiohttp.ClientResponse = await self._api.request(
+            return await self._http().request(
                 method,
-                self.host + path,
-                query_params=query,
+                url,
+                data=data,
                 headers=headers,
-                body=body,
-                _preload_content=False,
-                _request_timeout=limits,
+                timeout=limits,
+                ssl=ssl_context,
+                server_hostname=self._config.tls_server_name,
+                proxy=self._config.proxy_url,
             )
         except (aiohttp.ClientError, TimeoutError) as exc:
             raise APIConnectionError(f"{method} {path}: {exc!r}") from exc
-        return response
+
+    def _http(self) -> aiohttp.ClientSession:
+        """The session, made on first use (inside the loop); proxies from the environment apply as in client-go."""
+        if self._closed:
+            raise APIConnectionError(f"{self.host}: the client is closed")
+        if self._session is None:
+            self._session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=CONNECTION_LIMIT),
+                trust_env=True,
+                read_bufsize=READ_BUFFER,
+            )
+        return self._session
 
     @staticmethod
     async def _read(response: aiohttp.ClientResponse, method: str, path: str) -> bytes:

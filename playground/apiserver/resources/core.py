@@ -43,6 +43,9 @@ class NamespaceStrategy(Strategy):
 
 
 class NodeStrategy(Strategy):
+    def prepare_for_create(self, obj: Obj, *, status_subresource: bool) -> None:
+        """Nodes keep their status on create: the kubelet registers a Node with its capacity and conditions."""
+
     def field_labels(self, obj: Obj) -> dict[str, str]:
         return {"spec.unschedulable": str(bool((obj.get("spec") or {}).get("unschedulable", False))).lower()}
 

@@ -83,11 +83,14 @@ async def test_the_api_server_accepts_every_crd_and_serves_the_kinds(
             }
         },
     )
-    out = subprocess.run(
-        ["kubectl", "--kubeconfig", str(kubeconfig), "get", "foreignclusters"],
-        check=True,
-        capture_output=True,
-        text=True,
+    out = (
+        await asyncio.to_thread(
+            subprocess.run,
+            ["kubectl", "--kubeconfig", str(kubeconfig), "get", "foreignclusters"],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
     ).stdout.splitlines()
     assert out[0].split() == [
         "NAME",
@@ -107,7 +110,7 @@ async def test_a_foreigncluster_without_cluster_id_is_rejected(client: Client) -
     for crd in crds():
         await client.apply(CRDS, crd, field_manager=c.FIELD_MANAGER_INSTALL, force=True)
     await _established(client)
-    with pytest.raises(InvalidError, match="spec.clusterID: Required value"):
+    with pytest.raises(InvalidError, match=r"spec\.clusterID: Required value"):
         await client.create(
             FOREIGNCLUSTERS,
             {

@@ -1,0 +1,271 @@
+"""Benchmark of whole playground clusters (`make bench`).
+
+Measures, each in a fresh temporary state dir:
+
+- cold start: `playground up a b` (the CLI, as a user runs it) until it returns, which
+  is when both clusters are ready (API `/readyz`, nodes Ready, default ServiceAccount,
+  control plane healthy); best of `--starts` runs;
+- 100 pods: a 100-replica Deployment on a 3-node cluster, from the create until all
+  100 pods are Running (polled every 50 ms);
+- idle: CPU (% of one core) and memory (RSS) of the two-cluster playground over 10 s,
+  summed over every process it started and their children, from /proc.
+
+Wall-clock figures on a shared two-core machine are noisy, so the run also measures
+baselines in the same conditions and prints ratios against them: the start-up of a
+bare `python -c pass`, of `python -c "import runtime.core"` (what every component
+imports) and of one bare API server emulator (process start until its kubeconfig is
+written).
+
+Prints a table and a JSON document with every figure, target and pass/fail (`--json
+PATH` writes the document there instead of stdout; `--strict` exits 1 when a target
+is missed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+# `python bench/playground.py` puts bench/ first on sys.path, where this file would shadow the package.
+if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
+    sys.path.pop(0)
+
+from playground import processes
+from playground.cluster import Cluster, down, resolve, up
+from runtime.api.kinds import DEPLOYMENTS, PODS
+
+PYTHON = sys.executable
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+REPLICAS = 100
+IDLE_SECONDS = 10.0
+SETTLE_SECONDS = 3.0
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str
+    figure: str
+    limit: float
+    unit: str
+
+
+TARGETS = [
+    Target("two clusters ready", "up_two_clusters_s", 3.0, "s"),
+    Target("100 pods Running on 3 nodes", "hundred_pods_running_s", 5.0, "s"),
+    Target("idle two-cluster playground", "idle_cpu_percent", 1.0, "% of a core"),
+]
+
+
+def timed(argv: list[str], **kwargs: Any) -> float:
+    started = time.perf_counter()
+    subprocess.run(argv, check=True, capture_output=True, **kwargs)
+    return time.perf_counter() - started
+
+
+def emulator_start(directory: Path) -> float:
+    """Start a bare emulator and return the time until its kubeconfig appears."""
+    kubeconfig = directory / "kubeconfig"
+    started = time.perf_counter()
+    process = subprocess.Popen(
+        [PYTHON, "-m", "playground.apiserver", "--listen", "127.0.0.1:0", "--state-dir", str(directory)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        while not kubeconfig.exists():
+            if process.poll() is not None:
+                raise RuntimeError(f"the emulator exited with {process.returncode}")
+            time.sleep(0.005)
+        return time.perf_counter() - started
+    finally:
+        process.terminate()
+        process.wait()
+
+
+def cold_start(directory: Path) -> float:
+    """`playground up a b` from an empty state dir, then `playground down`."""
+    env = {**os.environ, "PLAYGROUND_STATE_DIR": str(directory)}
+    try:
+        return timed([PYTHON, "-m", "playground", "up", "a", "b"], env=env)
+    finally:
+        subprocess.run([PYTHON, "-m", "playground", "down"], env=env, check=True, capture_output=True)
+
+
+async def hundred_pods(directory: Path) -> float:
+    (cluster,) = await up(resolve(["hundred"], state_dir=directory, nodes=3), state_dir=directory)
+    try:
+        async with cluster.client() as api:
+            body = {
+                "metadata": {"name": "hundred"},
+                "spec": {
+                    "replicas": REPLICAS,
+                    "selector": {"matchLabels": {"app": "hundred"}},
+                    "template": {
+                        "metadata": {"labels": {"app": "hundred"}},
+                        "spec": {"containers": [{"name": "c", "image": "nginx:1.27"}]},
+                    },
+                },
+            }
+            started = time.perf_counter()
+            await api.create(DEPLOYMENTS, body, namespace="default")
+            while True:
+                pods = (await api.list(PODS, namespace="default", label_selector="app=hundred")).items
+                if sum(pod["status"].get("phase") == "Running" for pod in pods) >= REPLICAS:
+                    return time.perf_counter() - started
+                if time.perf_counter() - started > 120:
+                    raise RuntimeError("the 100 pods were not Running after 120 s")
+                await asyncio.sleep(0.05)
+    finally:
+        await down(["hundred"], state_dir=directory)
+
+
+def _cpu_ticks(pid: int) -> int:
+    fields = (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])
+
+
+def _rss_bytes(pid: int) -> int:
+    for line in (Path("/proc") / str(pid) / "status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+def _playground_pids(clusters: list[Cluster]) -> list[int]:
+    return [
+        info.pid
+        for cluster in clusters
+        for record in cluster.records().values()
+        for info in processes.owned_processes(record)
+    ]
+
+
+async def idle(directory: Path) -> dict[str, float]:
+    clusters = await up(resolve(["a", "b"], state_dir=directory), state_dir=directory)
+    try:
+        await asyncio.sleep(SETTLE_SECONDS)
+        pids = _playground_pids(clusters)
+        before = {pid: _cpu_ticks(pid) for pid in pids}
+        started = time.perf_counter()
+        await asyncio.sleep(IDLE_SECONDS)
+        elapsed = time.perf_counter() - started
+        ticks = sum(_cpu_ticks(pid) - before[pid] for pid in pids)
+        return {
+            "idle_cpu_percent": round(100 * ticks / CLOCK_TICKS / elapsed, 2),
+            "idle_rss_mb": round(sum(_rss_bytes(pid) for pid in pids) / 2**20, 1),
+            "idle_processes": len(pids),
+        }
+    finally:
+        await down(["a", "b"], state_dir=directory)
+
+
+def measure(root: Path, starts: int, log: Any) -> dict[str, float]:
+    figures: dict[str, float] = {}
+    log("baselines: python -c pass, import runtime.core, a bare emulator")
+    figures["baseline_python_s"] = round(min(timed([PYTHON, "-c", "pass"]) for _ in range(3)), 3)
+    figures["baseline_import_runtime_core_s"] = round(
+        min(timed([PYTHON, "-c", "import runtime.core"]) for _ in range(3)), 3
+    )
+    emulator_runs = []
+    for run in range(3):
+        directory = root / f"emulator-{run}"
+        directory.mkdir()
+        emulator_runs.append(emulator_start(directory))
+    figures["baseline_emulator_start_s"] = round(min(emulator_runs), 3)
+    log(f"cold start: playground up a b ({starts} runs)")
+    runs = [cold_start(root / f"up-{run}") for run in range(starts)]
+    figures["up_two_clusters_s"] = round(min(runs), 3)
+    figures["up_two_clusters_median_s"] = round(statistics.median(runs), 3)
+    log(f"{REPLICAS} pods on a 3-node cluster")
+    figures["hundred_pods_running_s"] = round(asyncio.run(hundred_pods(root / "hundred")), 3)
+    log(f"idle two-cluster playground over {IDLE_SECONDS:g} s")
+    figures |= asyncio.run(idle(root / "idle"))
+    return figures
+
+
+def ratios(figures: dict[str, float]) -> dict[str, float]:
+    return {
+        "up_two_clusters / emulator_start": round(
+            figures["up_two_clusters_s"] / figures["baseline_emulator_start_s"], 2
+        ),
+        "up_two_clusters / import_runtime_core": round(
+            figures["up_two_clusters_s"] / figures["baseline_import_runtime_core_s"], 2
+        ),
+        "hundred_pods / emulator_start": round(
+            figures["hundred_pods_running_s"] / figures["baseline_emulator_start_s"], 2
+        ),
+    }
+
+
+def verdicts(figures: dict[str, float]) -> list[dict[str, Any]]:
+    return [
+        {
+            "name": target.name,
+            "figure": target.figure,
+            "value": figures[target.figure],
+            "limit": target.limit,
+            "unit": target.unit,
+            "pass": figures[target.figure] < target.limit,
+        }
+        for target in TARGETS
+    ]
+
+
+def table(report: dict[str, Any]) -> str:
+    lines = [f"{'target':<32} {'value':>10} {'limit':>8}  unit          result"]
+    for verdict in report["targets"]:
+        lines.append(
+            f"{verdict['name']:<32} {verdict['value']:>10} {verdict['limit']:>8}  {verdict['unit']:<13} "
+            f"{'ok' if verdict['pass'] else 'MISSED'}"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", type=Path, help="write the JSON report here (default: stdout)")
+    parser.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
+    parser.add_argument("--starts", type=int, default=3, help="cold starts to measure (the best counts)")
+    args = parser.parse_args(argv)
+
+    def log(message: str) -> None:
+        print(message, file=sys.stderr, flush=True)
+
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="playground-bench-") as tmp:
+        figures = measure(Path(tmp), args.starts, log)
+    report: dict[str, Any] = {
+        "environment": {
+            "python": platform.python_version(),
+            "cpus": os.cpu_count(),
+            "machine": platform.machine(),
+            "load_average": [round(x, 2) for x in os.getloadavg()],
+        },
+        "figures": figures,
+        "ratios": ratios(figures),
+        "targets": verdicts(figures),
+        "seconds": round(time.perf_counter() - started, 1),
+    }
+    print(table(report), flush=True)
+    document = json.dumps(report, indent=2)
+    if args.json is not None:
+        args.json.write_text(document + "\n")
+        print(f"\nJSON report: {args.json}")
+    else:
+        print(document)
+    return 1 if args.strict and not all(v["pass"] for v in report["targets"]) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

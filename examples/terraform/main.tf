@@ -1,0 +1,82 @@
+# The quick start, on two playground clusters: install Liqo on both, issue a peering token on
+# the provider (milan), and peer the consumer (rome) with it, as in Liqo's "Provision with
+# Terraform" guide. See README.md next to this file.
+
+terraform {
+  required_providers {
+    liqo = {
+      source = "liqo-iac/liqo"
+    }
+  }
+}
+
+provider "liqo" {
+  alias = "rome"
+  kubernetes = {
+    config_path    = var.rome_kubeconfig
+    config_context = var.rome_context
+  }
+}
+
+provider "liqo" {
+  alias = "milan"
+  kubernetes = {
+    config_path    = var.milan_kubeconfig
+    config_context = var.milan_context
+  }
+}
+
+resource "liqo_install" "milan" {
+  provider = liqo.milan
+
+  cluster_name = var.milan_name
+  cluster_labels = {
+    "topology.liqo.io/region" = "north"
+  }
+  pod_cidr     = var.milan_pod_cidr
+  service_cidr = var.milan_service_cidr
+  # the playground has no Service network: its API servers call the webhook by pod address
+  webhook_mode = "url"
+}
+
+resource "liqo_install" "rome" {
+  provider = liqo.rome
+
+  cluster_name = var.rome_name
+  pod_cidr     = var.rome_pod_cidr
+  service_cidr = var.rome_service_cidr
+  webhook_mode = "url"
+}
+
+# On the provider: a peering token for one consumer (revoked when destroyed).
+resource "liqo_generate" "generate" {
+  depends_on = [
+    liqo_install.milan
+  ]
+
+  provider = liqo.milan
+}
+
+# On the consumer: the peering, up to a Ready virtual node standing for milan.
+resource "liqo_peer" "peer" {
+  depends_on = [
+    liqo_install.rome
+  ]
+
+  provider = liqo.rome
+
+  cluster_id      = liqo_generate.generate.cluster_id
+  cluster_name    = liqo_generate.generate.cluster_name
+  cluster_authurl = liqo_generate.generate.auth_ep
+  cluster_token   = liqo_generate.generate.local_token
+
+  cpu    = var.cpu
+  memory = var.memory
+  pods   = var.pods
+}
+
+data "liqo_peering" "milan" {
+  provider = liqo.rome
+
+  cluster_name = liqo_peer.peer.cluster_name
+}

@@ -1,0 +1,677 @@
+"""One playground cluster's life: create or restart it, wait until it is ready, stop it.
+
+A cluster is a handful of detached processes (`spec.commands`): the API server (the
+emulator, or etcd and kube-apiserver from `KUBEBUILDER_ASSETS`), the control plane
+(`python -m playground.controlplane`, and kube-controller-manager / kube-scheduler
+when the assets have them) and one node agent per node, all on 127.0.0.1. Its state
+lives in `<state-dir>/<name>/` (see `spec.ClusterPaths`): the stored spec, the
+processes started (`processes.py` records), logs, certificates, the admin kubeconfig
+and the API server's objects, so a stopped cluster comes back with what it held.
+
+Credentials are made here before anything starts: the cluster CA (the emulator loads
+the one it finds in its state dir), an admin client certificate (`kubernetes-admin`
+in `system:masters`) in a kubeconfig whose context, cluster and user are all
+`playground-<name>`, and in real-binary mode the rest of the PKI. So every process can
+start at once; the clients among them retry until the API server answers.
+
+Ready means what `kind create cluster --wait` waits for, and a little more: `/readyz`
+answers ok, every Node is Ready with a Lease renewed since this start, the `default`
+ServiceAccount exists in `default`, and each control-plane process reports healthy.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import dataclasses
+import datetime as dt
+import errno
+import fcntl
+import json
+import logging
+import os
+import shutil
+import socket
+import ssl
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+from playground import processes
+from playground.addons import addons
+from playground.apiserver.kubeconfig import write_kubeconfig
+from playground.apiserver.pki import CA_CERT_FILE, CertificateAuthority
+from playground.controlplane.__main__ import HEALTH_PORT_FILE
+from playground.controlplane.components import COMPONENTS
+from playground.processes import ProcessRecord
+from playground.realbinary import (
+    ADMIN,
+    ASSETS_ENV,
+    Assets,
+    AssetsError,
+    ClientIdentity,
+    find_assets,
+    generate_pki,
+)
+from playground.spec import (
+    APISERVER,
+    CONTROLPLANE,
+    KUBE_CONTROLLER_MANAGER,
+    KUBE_SCHEDULER,
+    NODE_ROLE_PREFIX,
+    ClusterPaths,
+    ClusterSpec,
+    SpecError,
+    check_specs,
+    client_identities,
+    commands,
+    node_plans,
+    ports_of,
+    unassigned_ports,
+)
+from runtime.api.kinds import LEASES, NODES, SERVICEACCOUNTS
+from runtime.core import AlreadyExistsError, APIError, Client, NotFoundError
+from runtime.core.kubeconfig import load_kubeconfig, ssl_context
+
+logger = logging.getLogger(__name__)
+
+STATE_DIR_ENV = "PLAYGROUND_STATE_DIR"
+DEFAULT_STATE_DIR = Path(".playground")
+READY_TIMEOUT = 60.0
+NODE_LEASE_NAMESPACE = "kube-node-lease"
+_POLL = 0.1
+_LOG_TAIL = 15
+
+
+#: what a readiness wait still waits for, given a client ("": nothing, ready)
+Pending = Callable[[Client], Awaitable[list[str]]]
+
+
+class ClusterError(Exception):
+    """Something a user can fix: the message says what went wrong and what to do."""
+
+
+def default_state_dir(environ: Mapping[str, str] | None = None) -> Path:
+    environ = os.environ if environ is None else environ
+    return Path(environ.get(STATE_DIR_ENV) or DEFAULT_STATE_DIR)
+
+
+@dataclass(frozen=True)
+class ClusterStatus:
+    name: str
+    #: running (every process up) | degraded (some) | stopped (none)
+    state: str
+    api_server: str
+    #: node agents running / nodes
+    nodes: str
+    kubeconfig: str
+    mode: str
+
+    def as_json(self) -> dict[str, str]:
+        return {
+            "name": self.name,
+            "state": self.state,
+            "apiServer": self.api_server,
+            "nodes": self.nodes,
+            "kubeconfig": self.kubeconfig,
+            "mode": self.mode,
+        }
+
+
+def _kubeconfig(
+    spec: ClusterSpec, *, user: str, ca_pem: bytes, cert_pem: bytes, key_pem: bytes
+) -> dict[str, Any]:
+    """A kubeconfig like kind's: context, cluster and (for the admin) user named `playground-<name>`."""
+
+    def b64(data: bytes) -> str:
+        return base64.b64encode(data).decode("ascii")
+
+    return {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "preferences": {},
+        "clusters": [
+            {
+                "name": spec.context,
+                "cluster": {"server": spec.api_server_url, "certificate-authority-data": b64(ca_pem)},
+            }
+        ],
+        "users": [
+            {
+                "name": user,
+                "user": {"client-certificate-data": b64(cert_pem), "client-key-data": b64(key_pem)},
+            }
+        ],
+        "contexts": [{"name": spec.context, "context": {"cluster": spec.context, "user": user}}],
+        "current-context": spec.context,
+    }
+
+
+def port_in_use(port: int) -> bool:
+    """Whether something listens on 127.0.0.1:`port` (a socket in TIME_WAIT does not count)."""
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                return True
+            raise
+    return False
+
+
+def free_ports(count: int) -> list[int]:
+    """`count` distinct free loopback ports (held open together while they are chosen)."""
+    with contextlib.ExitStack() as stack:
+        ports = []
+        for _ in range(count):
+            probe = stack.enter_context(socket.socket())
+            probe.bind(("127.0.0.1", 0))
+            ports.append(int(probe.getsockname()[1]))
+        return ports
+
+
+def assign_ports(specs: Sequence[ClusterSpec]) -> list[ClusterSpec]:
+    """The specs with every port they need and lack filled in with distinct free ports."""
+    wanted = [unassigned_ports(spec) for spec in specs]
+    pool = iter(free_ports(sum(len(names) for names in wanted)))
+    assigned = []
+    for spec, names in zip(specs, wanted, strict=True):
+        ports: dict[str, Any] = {name: next(pool) for name in names}
+        assigned.append(dataclasses.replace(spec, **ports))
+    return assigned
+
+
+def _log_tail(path: str | Path, lines: int = _LOG_TAIL) -> str:
+    try:
+        text = Path(path).read_text(errors="replace")
+    except FileNotFoundError:
+        return "(no log)"
+    return "\n".join("    " + line for line in text.splitlines()[-lines:])
+
+
+def _renewed_since(lease: Mapping[str, Any], since: dt.datetime) -> bool:
+    renew = (lease.get("spec") or {}).get("renewTime")
+    try:
+        return bool(renew) and dt.datetime.fromisoformat(str(renew)) >= since
+    except ValueError:
+        return False
+
+
+def _is_ready(node: Mapping[str, Any]) -> bool:
+    conditions = (node.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+
+
+class Cluster:
+    """One cluster under a state dir; `__init__` does no I/O (see `load` for an existing one)."""
+
+    def __init__(self, spec: ClusterSpec, *, state_dir: Path) -> None:
+        self.spec = spec
+        self.state_dir = state_dir
+        self.paths = ClusterPaths(state_dir.absolute() / spec.name)
+
+    @classmethod
+    def load(cls, name: str, *, state_dir: Path) -> Cluster:
+        """The cluster `name` stored under `state_dir`; ClusterError when there is none."""
+        path = ClusterPaths(state_dir.absolute() / name).spec
+        try:
+            data = json.loads(path.read_text())
+        except FileNotFoundError:
+            raise ClusterError(
+                f"no cluster {name!r} in {state_dir}: create it with `playground up {name}`"
+            ) from None
+        return cls(ClusterSpec.from_json(data), state_dir=state_dir)
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.paths.kubeconfig
+
+    @property
+    def node_names(self) -> list[str]:
+        return [node.name for node in node_plans(self.spec)]
+
+    @property
+    def exists(self) -> bool:
+        return self.paths.spec.exists()
+
+    def assets(self) -> Assets | None:
+        if self.spec.assets is None:
+            return None
+        try:
+            return find_assets({ASSETS_ENV: self.spec.assets})
+        except AssetsError as exc:
+            raise ClusterError(f"cluster {self.name} runs real binaries, but {exc}") from None
+
+    # records
+
+    def records(self) -> dict[str, ProcessRecord]:
+        return {record.role: record for record in processes.read_records(self.paths.processes)}
+
+    def _save_records(self, records: Mapping[str, ProcessRecord]) -> None:
+        processes.write_records(self.paths.processes, records.values())
+
+    def running(self) -> dict[str, bool]:
+        """Each recorded process by role: whether it is still the one that was started."""
+        return {role: processes.is_running(record) for role, record in self.records().items()}
+
+    def status(self) -> ClusterStatus:
+        running = self.running()
+        up = sum(running.values())
+        try:
+            expected = len(self._commands())
+        except ClusterError:
+            expected = len(running)
+        state = "stopped" if up == 0 else "running" if up == expected else "degraded"
+        agents = sum(running.get(NODE_ROLE_PREFIX + node, False) for node in self.node_names)
+        return ClusterStatus(
+            name=self.name,
+            state=state,
+            api_server=self.spec.api_server_url,
+            nodes=f"{agents}/{self.spec.nodes}",
+            kubeconfig=str(self.kubeconfig),
+            mode="real binaries" if self.spec.assets else "emulator",
+        )
+
+    def _commands(self) -> dict[str, list[str]]:
+        return commands(self.spec, self.paths, assets=self.assets(), all_components=list(COMPONENTS))
+
+    # preparation: files and credentials
+
+    def _prepare(self) -> None:
+        """Create the state dir, store the spec, and make every credential that is missing."""
+        self.paths.logs.mkdir(parents=True, exist_ok=True)
+        self.paths.spec.write_text(json.dumps(self.spec.as_json(), indent=2) + "\n")
+        if self.spec.assets is None:
+            ca = self._emulator_ca()
+        else:
+            ca = generate_pki(
+                self.paths.pki, service_cidr=self.spec.service_cidr, identities=client_identities(self.spec)
+            )
+            for identity in client_identities(self.spec):
+                if identity != ADMIN:
+                    self._write_kubeconfig(self.paths.component_kubeconfig(identity), ca, identity)
+        self._write_kubeconfig(self.kubeconfig, ca, ADMIN, user=self.spec.context)
+
+    def _emulator_ca(self) -> CertificateAuthority:
+        """The emulator's CA, made here first so the admin kubeconfig exists before the emulator runs."""
+        pki = self.paths.apiserver / "pki"
+        if (pki / CA_CERT_FILE).exists():
+            return CertificateAuthority.load(pki)
+        ca = CertificateAuthority.generate(f"{self.spec.context}-ca")
+        ca.save(pki)
+        return ca
+
+    def _write_kubeconfig(
+        self, path: Path, ca: CertificateAuthority, identity: ClientIdentity, *, user: str | None = None
+    ) -> None:
+        cert, key = ca.issue_client(identity.user, organizations=identity.groups)
+        config = _kubeconfig(
+            self.spec, user=user or identity.user, ca_pem=ca.cert_pem, cert_pem=cert, key_pem=key
+        )
+        write_kubeconfig(path, config)
+
+    # start and stop
+
+    def _check_startable(self) -> None:
+        running = [role for role, up in self.running().items() if up]
+        if running:
+            raise ClusterError(
+                f"cluster {self.name} is already running ({self.spec.api_server_url}): "
+                f"stop it with `playground down {self.name}` (add --keep to keep its objects)"
+            )
+        busy = [f"{label} port {port}" for label, port in ports_of(self.spec).items() if port_in_use(port)]
+        if busy:
+            raise ClusterError(
+                f"cluster {self.name}: {', '.join(busy)} on 127.0.0.1 is in use by another program; "
+                "stop that program, or remove the cluster with `playground down "
+                f"{self.name}` and create it again (it then gets free ports)"
+            )
+
+    async def start(self, *, wait: float = READY_TIMEOUT) -> None:
+        """Start every process (creating the cluster when it does not exist) and wait until it is ready.
+
+        On failure every process started is stopped again and ClusterError says why, with
+        the tail of the log of a process that exited.
+        """
+        await asyncio.to_thread(self._check_startable)
+        since = dt.datetime.now(dt.UTC)
+        created = not self.exists
+        await asyncio.to_thread(self._prepare)
+        await self._spawn(list(self._commands()))
+        try:
+            if created:
+                await self._wait(_nothing_pending, wait=wait, what="the API server")
+                await self._create_addons()
+            await self.wait_ready(wait=wait, since=since)
+        except BaseException:
+            await self._stop_roles(list(self.records()))
+            raise
+        logger.info("%s: ready at %s", self.name, self.spec.api_server_url)
+
+    async def _create_addons(self) -> None:
+        async with self.client() as api:
+            for resource, body in addons(service_cidr=self.spec.service_cidr):
+                with contextlib.suppress(AlreadyExistsError):
+                    await api.create(resource, body, namespace=body["metadata"]["namespace"])
+
+    async def _spawn(self, roles: Sequence[str]) -> None:
+        all_commands = self._commands()
+
+        def spawn_all() -> None:
+            records = self.records()
+            if CONTROLPLANE in roles:
+                (self.paths.controlplane / HEALTH_PORT_FILE).unlink(missing_ok=True)
+            try:
+                for role in roles:
+                    log = self.paths.log(role)
+                    with log.open("a") as out:
+                        out.write(f"--- started {dt.datetime.now(dt.UTC).isoformat()}\n")
+                    records[role] = processes.spawn(
+                        role, all_commands[role], log=log, env=self._environment()
+                    )
+            finally:
+                self._save_records(records)
+
+        await asyncio.to_thread(spawn_all)
+
+    @staticmethod
+    def _environment() -> dict[str, str]:
+        return {**os.environ, "PYTHONUNBUFFERED": "1"}
+
+    async def stop(self, *, remove: bool = False, grace: float = processes.STOP_TIMEOUT) -> None:
+        """Stop every recorded process (never one whose pid was recycled); with `remove`, delete the state."""
+        await self._stop_roles(list(self.records()), grace=grace)
+        if remove:
+            await asyncio.to_thread(shutil.rmtree, self.paths.root, True)
+
+    async def _stop_roles(self, roles: Sequence[str], *, grace: float = processes.STOP_TIMEOUT) -> None:
+        def stop_all() -> None:
+            records = self.records()
+            chosen = [records[role] for role in roles if role in records]
+            processes.stop(chosen, timeout=grace)
+            for record in chosen:
+                del records[record.role]
+            if self.paths.root.exists():
+                self._save_records(records)
+
+        await _uncancellable(asyncio.to_thread(stop_all))
+
+    # operations tests need
+
+    async def stop_node(self, name: str) -> None:
+        """Stop the node agent of `name` (SIGTERM): its Lease stops renewing, its pods' processes stop."""
+        await self._stop_roles([self._node_role(name)])
+
+    async def start_node(self, name: str, *, wait: float = READY_TIMEOUT) -> None:
+        """Start the node agent of `name` again and wait until its Node is Ready with a fresh Lease."""
+        role = self._node_role(name)
+        since = dt.datetime.now(dt.UTC)
+        await self._spawn([role])
+        await self._wait(lambda api: self._nodes_pending(api, [name], since), wait=wait, what=f"node {name}")
+
+    async def stop_apiserver(self) -> None:
+        """Stop the API server only; its objects stay (in the emulator's state dir, or in etcd)."""
+        await self._stop_roles([APISERVER])
+
+    async def start_apiserver(self, *, wait: float = READY_TIMEOUT) -> None:
+        """Start the API server again on its port and wait until `/readyz` answers ok."""
+        if await asyncio.to_thread(port_in_use, self.spec.api_server_port):
+            raise ClusterError(f"cluster {self.name}: API server port {self.spec.api_server_port} is in use")
+        await self._spawn([APISERVER])
+        await self._wait(_nothing_pending, wait=wait, what="the API server")
+
+    def _node_role(self, name: str) -> str:
+        if name not in self.node_names:
+            raise ClusterError(
+                f"cluster {self.name} has no node {name!r} (nodes: {', '.join(self.node_names)})"
+            )
+        return NODE_ROLE_PREFIX + name
+
+    @contextlib.asynccontextmanager
+    async def client(self) -> AsyncIterator[Client]:
+        """A `runtime.core.Client` with the admin kubeconfig, closed when the block ends."""
+        async with await Client.from_kubeconfig(self.kubeconfig) as api:
+            yield api
+
+    # readiness
+
+    async def wait_ready(self, *, since: dt.datetime, wait: float = READY_TIMEOUT) -> None:
+        """Wait until the whole cluster is ready (see the module docstring); ClusterError after `wait` seconds."""
+
+        async def pending(api: Client) -> list[str]:
+            waiting = await self._nodes_pending(api, self.node_names, since)
+            try:
+                await api.get(SERVICEACCOUNTS, "default", namespace="default")
+            except NotFoundError:
+                waiting.append("the default ServiceAccount")
+            waiting += await self._control_plane_pending()
+            return waiting
+
+        await self._wait(pending, wait=wait, what=f"cluster {self.name}")
+
+    async def _wait(self, pending: Pending, *, wait: float, what: str) -> None:
+        """Poll until `/readyz` is ok and `await pending(client)` lists nothing; fail early if a process exits."""
+        deadline = time.monotonic() + wait
+        config = await asyncio.to_thread(load_kubeconfig, self.kubeconfig)
+        tls = await asyncio.to_thread(ssl_context, config)
+        waiting = ["the API server's /readyz"]
+        async with aiohttp.ClientSession() as http, await Client.from_config(config) as api:
+            while True:
+                await asyncio.to_thread(self._check_alive)
+                try:
+                    if await self._api_ready(http, tls):
+                        waiting = await pending(api)
+                        if not waiting:
+                            return
+                    else:
+                        waiting = ["the API server's /readyz"]
+                except APIError as exc:
+                    waiting = [f"the API server ({exc})"]
+                if time.monotonic() > deadline:
+                    raise ClusterError(
+                        f"{what} not ready after {wait:g} s: still waiting for {', '.join(waiting)}; "
+                        f"see the logs in {self.paths.logs}"
+                    )
+                await asyncio.sleep(_POLL)
+
+    def _check_alive(self) -> None:
+        for role, record in self.records().items():
+            if not processes.is_running(record):
+                raise ClusterError(
+                    f"cluster {self.name}: the {role} process exited; the end of {record.log}:\n"
+                    f"{_log_tail(record.log)}"
+                )
+
+    async def _api_ready(self, http: aiohttp.ClientSession, tls: ssl.SSLContext) -> bool:
+        try:
+            async with http.get(
+                f"{self.spec.api_server_url}/readyz", ssl=tls, timeout=aiohttp.ClientTimeout(total=5)
+            ) as response:
+                return response.status == 200
+        except (aiohttp.ClientError, TimeoutError, OSError):
+            return False
+
+    async def _nodes_pending(self, api: Client, names: Sequence[str], since: dt.datetime) -> list[str]:
+        nodes = {node["metadata"]["name"]: node for node in (await api.list(NODES)).items}
+        leases = {
+            lease["metadata"]["name"]: lease
+            for lease in (await api.list(LEASES, namespace=NODE_LEASE_NAMESPACE)).items
+        }
+        return [
+            f"node {name} to be Ready"
+            for name in names
+            if not (_is_ready(nodes.get(name, {})) and _renewed_since(leases.get(name, {}), since))
+        ]
+
+    async def _control_plane_pending(self) -> list[str]:
+        records = self.records()
+        pending = []
+        async with aiohttp.ClientSession() as http:
+            if CONTROLPLANE in records:
+                port_file = self.paths.controlplane / HEALTH_PORT_FILE
+                port = await asyncio.to_thread(_read_port, port_file)
+                if port is None or not await _healthy(http, f"http://127.0.0.1:{port}/readyz"):
+                    pending.append("the control plane's /readyz")
+            for role, port in (
+                (KUBE_CONTROLLER_MANAGER, self.spec.controller_manager_port),
+                (KUBE_SCHEDULER, self.spec.scheduler_port),
+            ):
+                if role in records and not await _healthy(
+                    http, f"https://127.0.0.1:{port}/healthz", verify=False
+                ):
+                    pending.append(f"{role}'s /healthz")
+        return pending
+
+
+async def _nothing_pending(api: Client) -> list[str]:
+    return []
+
+
+def _read_port(path: Path) -> int | None:
+    try:
+        return int(path.read_text().strip())
+    except (FileNotFoundError, ValueError):
+        return None
+
+
+async def _healthy(http: aiohttp.ClientSession, url: str, *, verify: bool = True) -> bool:
+    try:
+        async with http.get(url, ssl=verify, timeout=aiohttp.ClientTimeout(total=5)) as response:
+            return response.status == 200
+    except (aiohttp.ClientError, TimeoutError, OSError):
+        return False
+
+
+async def _uncancellable(awaitable: Any) -> None:
+    """Finish `awaitable` even when the caller is cancelled (teardown must not stop half-way)."""
+    task = asyncio.ensure_future(awaitable)
+    try:
+        await asyncio.shield(task)
+    except asyncio.CancelledError:
+        await task
+        raise
+
+
+# the playground: every cluster under one state dir
+
+
+@contextlib.contextmanager
+def locked(state_dir: Path, name: str) -> Iterator[None]:
+    """Hold cluster `name`'s lock (another `playground up`/`down` on it fails at once)."""
+    root = state_dir.absolute() / name
+    root.mkdir(parents=True, exist_ok=True)
+    with (root / ".lock").open("a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise ClusterError(
+                f"another playground command is working on cluster {name}; try again when it is done"
+            ) from None
+        yield
+
+
+def clusters(state_dir: Path) -> list[Cluster]:
+    """Every cluster stored under `state_dir`, by name."""
+    if not state_dir.is_dir():
+        return []
+    found = []
+    for entry in sorted(state_dir.iterdir()):
+        if (entry / "cluster.json").is_file():
+            found.append(Cluster.load(entry.name, state_dir=state_dir))
+    return found
+
+
+def resolve(
+    names: Sequence[str],
+    *,
+    state_dir: Path,
+    environ: Mapping[str, str] | None = None,
+    **asked: Any,
+) -> list[ClusterSpec]:
+    """The spec of each named cluster: the stored one when it exists (a restart), else a new one.
+
+    `asked` holds `ClusterSpec` fields given explicitly (None: not given). A stored
+    cluster keeps its spec; asking it for something else is an error that says how to
+    recreate it. New clusters use real binaries when `KUBEBUILDER_ASSETS` names them.
+    """
+    environ = os.environ if environ is None else environ
+    given = {key: value for key, value in asked.items() if value is not None}
+    try:
+        assets = find_assets(environ)
+    except AssetsError as exc:
+        raise ClusterError(str(exc)) from None
+    new_specs = [
+        ClusterSpec(name=name, assets=str(assets.directory) if assets else None, **given) for name in names
+    ]
+    check_specs(new_specs)
+    specs = []
+    problems = []
+    for name, new in zip(names, new_specs, strict=True):
+        stored_path = ClusterPaths(state_dir.absolute() / name).spec
+        if not stored_path.exists():
+            specs.append(new)
+            continue
+        stored = ClusterSpec.from_json(json.loads(stored_path.read_text()))
+        for key, value in given.items():
+            if getattr(stored, key) != value:
+                problems.append(
+                    f"cluster {name} exists with {key.replace('_', '-')} {getattr(stored, key)}; to change it "
+                    f"to {value}, remove it with `playground down {name}` first"
+                )
+        specs.append(stored)
+    if problems:
+        raise SpecError(problems)
+    return specs
+
+
+async def up(specs: Sequence[ClusterSpec], *, state_dir: Path, wait: float = READY_TIMEOUT) -> list[Cluster]:
+    """Start (create or restart) every cluster in parallel and wait until all are ready.
+
+    Raises ClusterError naming each cluster that failed (the others stay up).
+    """
+    check_specs(specs)
+    with contextlib.ExitStack() as locks:
+        for spec in specs:
+            locks.enter_context(locked(state_dir, spec.name))
+        for spec in specs:
+            await asyncio.to_thread(Cluster(spec, state_dir=state_dir)._check_startable)
+        started = [
+            Cluster(spec, state_dir=state_dir) for spec in await asyncio.to_thread(assign_ports, specs)
+        ]
+        results = await asyncio.gather(
+            *(cluster.start(wait=wait) for cluster in started), return_exceptions=True
+        )
+    failures = []
+    for result in results:
+        if isinstance(result, ClusterError | SpecError):
+            failures.append(str(result))
+        elif isinstance(result, BaseException):
+            raise result
+    if failures:
+        raise ClusterError("\n".join(failures))
+    return started
+
+
+async def down(
+    names: Sequence[str], *, state_dir: Path, keep: bool = False, grace: float = processes.STOP_TIMEOUT
+) -> list[str]:
+    """Stop the named clusters (every cluster when none is named); remove their state unless `keep`."""
+    if names:
+        chosen = [Cluster.load(name, state_dir=state_dir) for name in dict.fromkeys(names)]
+    else:
+        chosen = await asyncio.to_thread(clusters, state_dir)
+    with contextlib.ExitStack() as locks:
+        for cluster in chosen:
+            locks.enter_context(locked(state_dir, cluster.name))
+        await asyncio.gather(*(cluster.stop(remove=not keep, grace=grace) for cluster in chosen))
+    return [cluster.name for cluster in chosen]

@@ -1,0 +1,236 @@
+"""The node agent: one playground node's kubelet, composed from its controllers (`NodeAgent(client, options).run()`).
+
+Modelled on kwok's fake kubelet and virtual-kubelet's node controller: separate node,
+lease and pod controllers over two informers (this Node; the pods bound to it), with
+the runners behind the narrow `Runner` protocol (the process runner for the runtime's
+own image, the simulated runner for every other) and the kubelet API serving their
+logs. Start-up order, as the kubelet's:
+
+1. serve the kubelet API (its port goes into the Node's daemonEndpoints);
+2. register the Node (create it, or adopt the existing one after a restart), retrying
+   with back-off while the API server is unreachable;
+3. start the informers and wait until both have listed;
+4. reserve the IPs of the pods already bound to the node (`PodSync.adopt`), so no
+   running pod's IP is handed out again;
+5. run the node status controller, the Lease heartbeat and the pod controller.
+
+`run()` blocks until cancelled; on the way out every runner stops its pods (nothing
+is deleted in the API: a restarted agent adopts them). Runners keep their files in
+`options.state_dir`, or in a temporary directory that lives as long as `run()`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import shutil
+import tempfile
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Literal
+from urllib.parse import urlsplit
+
+from runtime.api.kinds import NODES, PODS
+from runtime.core import (
+    APIError,
+    Client,
+    Controller,
+    EventRecorder,
+    InformerFactory,
+    QueueingSettings,
+    Settings,
+)
+
+from .containers import JSON
+from .ipam import PodIPAllocator
+from .kubeletapi import KubeletAPI
+from .lease import LeaseHeartbeat
+from .loopback import LoopbackBlock, claim_block
+from .node import HostInfo, NodeStatusReconciler
+from .objects import APIObjectSource
+from .options import NodeAgentOptions
+from .podrun import ProcessSettings
+from .pods import PodSync
+from .processes import ProcessRunner
+from .simulated import SimulatedRunner
+
+logger = logging.getLogger(__name__)
+
+#: concurrent pod reconciles (a stop may wait out a pod's grace period, so there are many)
+POD_WORKERS = 16
+#: registration retries start after this many seconds and double up to `REGISTER_RETRY_MAX`
+REGISTER_RETRY = 0.5
+REGISTER_RETRY_MAX = 30.0
+#: the Event source of everything the agent records
+EVENT_COMPONENT = "kubelet"
+
+
+class NodeAgent:
+    def __init__(
+        self, client: Client, options: NodeAgentOptions, *, settings: Settings | None = None
+    ) -> None:
+        self.options = options
+        self._client = client
+        self._settings = settings or Settings(server=None, queueing=QueueingSettings(workers=POD_WORKERS))
+        self._informers = InformerFactory(client, settings=self._settings.watching)
+        self._nodes = self._informers.informer(NODES, field_selector=f"metadata.name={options.node_name}")
+        self._pods = self._informers.informer(PODS, field_selector=f"spec.nodeName={options.node_name}")
+        self._recorder = EventRecorder(client, component=EVENT_COMPONENT, instance=options.node_name)
+        self._pod_sync: PodSync | None = None
+        #: set once the Node is registered, the caches have synced and every controller runs
+        self.ready = asyncio.Event()
+        #: the kubelet API's port, once it serves
+        self.kubelet_port: int | None = None
+
+    async def run(self) -> None:
+        name = self.options.node_name
+        host = await HostInfo.detect(name)
+        async with self._state_dir() as state_dir, self._loopback_block(state_dir) as block:
+            pool = PodIPAllocator(block.cidr)
+            processes, simulated = self._runners(state_dir, pool)
+            pods = PodSync(
+                self._client,
+                self.options,
+                pods=self._pods.store,
+                runners=[processes, simulated],
+                runner_pools=[pool],
+                record=self.record,
+            )
+            self._pod_sync = pods
+            # Processes a previous run of this node left behind go before any pod of this run starts.
+            await processes.prepare()
+            try:
+                async with asyncio.TaskGroup() as group:
+                    self.kubelet_port = await self._serve_kubelet_api(group, pods, state_dir)
+                    node_status = NodeStatusReconciler(
+                        self._client,
+                        self.options,
+                        host=host,
+                        nodes=self._nodes.store,
+                        kubelet_port=self.kubelet_port,
+                    )
+                    await self._register(node_status)
+                    group.create_task(self._informers.run(), name=f"node agent {name}: informers")
+                    await self._informers.wait_synced()
+                    pods.adopt()
+                    nodes = Controller(
+                        "node-status", node_status, primary=self._nodes, settings=self._settings
+                    )
+                    pod_controller = Controller("pods", pods, primary=self._pods, settings=self._settings)
+                    pods.bind(pod_controller.enqueue)
+                    group.create_task(nodes.run(), name=f"node agent {name}: node status")
+                    group.create_task(pod_controller.run(), name=f"node agent {name}: pods")
+                    group.create_task(
+                        LeaseHeartbeat(self._client, self.options, nodes=self._nodes.store).run(),
+                        name=f"node agent {name}: lease",
+                    )
+                    self.ready.set()
+                    logger.info(
+                        "%s: node agent ready (%d pods bound to the node)", name, len(self._pods.store)
+                    )
+            finally:
+                self.ready.clear()
+                self._pod_sync = None
+                await pods.close()
+
+    async def record(self, pod: JSON, type: Literal["Normal", "Warning"], reason: str, message: str) -> None:
+        """Record an Event about a pod, as the kubelet of this node (the `RecordEvent` runners are given)."""
+        involved = {"apiVersion": PODS.api_version, "kind": PODS.kind, **pod}
+        await self._recorder.record(involved, reason=reason, message=message, type=type)
+
+    def _notify(self, uid: str) -> None:
+        if self._pod_sync is not None:
+            self._pod_sync.notify(uid)
+
+    def _runners(self, state_dir: Path, pool: PodIPAllocator) -> tuple[ProcessRunner, SimulatedRunner]:
+        server = urlsplit(self._client.config.server)
+        processes = ProcessRunner(
+            APIObjectSource(self._client),
+            state_dir=state_dir,
+            node_address=self.options.address,
+            api_host=server.hostname or self.options.address,
+            api_port=server.port or (443 if server.scheme == "https" else 80),
+            notify=self._notify,
+            record=self.record,
+            allocatable={"cpu": self.options.cpu, "memory": self.options.memory},
+            address_pool=pool,
+            settings=ProcessSettings(
+                backoff_base=self.options.restart_backoff, backoff_cap=self.options.restart_backoff_max
+            ),
+        )
+        simulated = SimulatedRunner(
+            notify=self._notify,
+            record=self.record,
+            backoff=self.options.restart_backoff,
+            backoff_max=self.options.restart_backoff_max,
+        )
+        return processes, simulated
+
+    async def _serve_kubelet_api(self, group: asyncio.TaskGroup, pods: PodSync, state_dir: Path) -> int:
+        """Serve the kubelet API in `group`; its port (0 when there is no client CA to check callers against)."""
+        ca_pem = await self._client_ca()
+        if ca_pem is None:
+            logger.error(
+                "%s: no client CA (the kubeconfig names none): the kubelet API is not served and `kubectl logs` "
+                "fails for this node's pods; give --client-ca-file",
+                self.options.node_name,
+            )
+            return 0
+        api = KubeletAPI(
+            pods.find,
+            node_name=self.options.node_name,
+            address=self.options.address,
+            port=self.options.kubelet_port,
+            ca_pem=ca_pem,
+            pki_dir=state_dir / "pki",
+        )
+        group.create_task(api.run(), name=f"node agent {self.options.node_name}: kubelet API")
+        await api.ready.wait()
+        return api.port
+
+    async def _client_ca(self) -> bytes | None:
+        """The CA that signs the API server's client certificate: --client-ca-file, else the cluster's CA."""
+        if self.options.client_ca_file is not None:
+            return await asyncio.to_thread(self.options.client_ca_file.read_bytes)
+        return self._client.config.certificate_authority
+
+    @contextlib.asynccontextmanager
+    async def _loopback_block(self, state_dir: Path) -> AsyncIterator[LoopbackBlock]:
+        """This node's loopback /24 for process pods, claimed for as long as the agent runs."""
+        block = await asyncio.to_thread(claim_block, state_dir)
+        logger.info("%s: process pods get addresses in %s", self.options.node_name, block.cidr)
+        try:
+            yield block
+        finally:
+            await asyncio.to_thread(block.release)
+
+    @contextlib.asynccontextmanager
+    async def _state_dir(self) -> AsyncIterator[Path]:
+        if self.options.state_dir is not None:
+            await asyncio.to_thread(self.options.state_dir.mkdir, parents=True, exist_ok=True)
+            yield self.options.state_dir
+            return
+        temporary = Path(
+            await asyncio.to_thread(tempfile.mkdtemp, prefix=f"nodeagent-{self.options.node_name}-")
+        )
+        try:
+            yield temporary
+        finally:
+            await asyncio.to_thread(shutil.rmtree, temporary, True)
+
+    async def _register(self, node_status: NodeStatusReconciler) -> None:
+        delay = REGISTER_RETRY
+        while True:
+            try:
+                await node_status.register()
+                return
+            except APIError as exc:
+                logger.warning(
+                    "%s: could not register the Node (%s); retrying in %.3g s",
+                    self.options.node_name,
+                    exc,
+                    delay,
+                )
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, REGISTER_RETRY_MAX)

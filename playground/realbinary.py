@@ -1,0 +1,316 @@
+"""Real-binary mode: run etcd and kube-apiserver (and kube-controller-manager / kube-scheduler
+when present) from `KUBEBUILDER_ASSETS` instead of the API server emulator.
+
+The folder follows the envtest convention (`setup-envtest use -p path`). What this
+module does is pure, so it is unit-tested without the binaries: find the assets, lay
+out and generate the PKI (cluster CA, serving certificate, admin / component / node /
+kubelet-client certificates, the ServiceAccount signing key) with `cryptography`, and
+build each command line. Everything listens on 127.0.0.1; etcd speaks plain HTTP on
+loopback, as under envtest.
+
+Authorization is `Node,RBAC` like kind's: every node agent gets a client certificate
+for `system:node:<name>` in group `system:nodes`, so the Node authorizer limits it to
+its own Node, Lease, pods and the Secrets/ConfigMaps/tokens they use. The
+NodeRestriction admission plugin stays off (kind turns it on) because the agents label
+their own Node with `node-role.kubernetes.io/*`, which kubeadm does for kind's nodes
+with admin rights instead.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import ipaddress
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+
+from playground.apiserver.pki import CertificateAuthority, write_file_atomically
+from playground.controlplane.components import CONTROLLERS
+from playground.controlplane.components import SCHEDULER as SCHEDULER_COMPONENT
+
+ASSETS_ENV = "KUBEBUILDER_ASSETS"
+MASTERS_GROUP = "system:masters"
+NODES_GROUP = "system:nodes"
+ADMIN_USER = "kubernetes-admin"
+SERVICE_ACCOUNT_ISSUER = "https://kubernetes.default.svc.cluster.local"
+#: names the serving certificate is valid for, besides the first Service IP (kubeadm's list, on loopback)
+API_SERVER_HOSTS = (
+    "127.0.0.1",
+    "localhost",
+    "kubernetes",
+    "kubernetes.default",
+    "kubernetes.default.svc",
+    "kubernetes.default.svc.cluster.local",
+)
+CERT_DAYS = 3650
+
+
+class AssetsError(ValueError):
+    """`KUBEBUILDER_ASSETS` is set but does not name a usable folder."""
+
+
+@dataclass(frozen=True)
+class Assets:
+    """The binaries of one `KUBEBUILDER_ASSETS` folder; the optional ones are None when absent."""
+
+    directory: Path
+    etcd: Path
+    kube_apiserver: Path
+    kube_controller_manager: Path | None = None
+    kube_scheduler: Path | None = None
+
+
+def _executable(path: Path) -> bool:
+    return path.is_file() and os.access(path, os.X_OK)
+
+
+def find_assets(environ: Mapping[str, str]) -> Assets | None:
+    """The assets `KUBEBUILDER_ASSETS` names, None when it is unset or empty (the emulator is used)."""
+    value = environ.get(ASSETS_ENV, "")
+    if not value:
+        return None
+    directory = Path(value)
+    missing = [name for name in ("etcd", "kube-apiserver") if not _executable(directory / name)]
+    if missing:
+        raise AssetsError(
+            f"{ASSETS_ENV}={value} has no executable {' or '.join(missing)}: point it at a folder "
+            "with etcd and kube-apiserver (setup-envtest use -p path), or unset it to use the emulator"
+        )
+    optional = {name: directory / name for name in ("kube-controller-manager", "kube-scheduler")}
+    return Assets(
+        directory=directory,
+        etcd=directory / "etcd",
+        kube_apiserver=directory / "kube-apiserver",
+        kube_controller_manager=optional["kube-controller-manager"]
+        if _executable(optional["kube-controller-manager"])
+        else None,
+        kube_scheduler=optional["kube-scheduler"] if _executable(optional["kube-scheduler"]) else None,
+    )
+
+
+def replaced_components(assets: Assets) -> list[str]:
+    """Our control-plane components that the assets' binaries run already (so ours must not)."""
+    replaced: list[str] = []
+    if assets.kube_scheduler is not None:
+        replaced.append(SCHEDULER_COMPONENT)
+    if assets.kube_controller_manager is not None:
+        replaced.extend(CONTROLLERS)
+    return replaced
+
+
+def first_service_ip(service_cidr: str) -> str:
+    """The `kubernetes` Service's ClusterIP: the first address of the Service CIDR."""
+    network = ipaddress.ip_network(service_cidr, strict=False)
+    return str(network.network_address + 1)
+
+
+@dataclass(frozen=True)
+class Pki:
+    """Where one cluster's certificates and keys live (`<cluster>/pki`)."""
+
+    directory: Path
+
+    def _file(self, name: str) -> Path:
+        return self.directory / name
+
+    @property
+    def ca_cert(self) -> Path:
+        return self._file("ca.crt")
+
+    @property
+    def ca_key(self) -> Path:
+        return self._file("ca.key")
+
+    @property
+    def apiserver_cert(self) -> Path:
+        return self._file("apiserver.crt")
+
+    @property
+    def apiserver_key(self) -> Path:
+        return self._file("apiserver.key")
+
+    @property
+    def kubelet_client_cert(self) -> Path:
+        return self._file("apiserver-kubelet-client.crt")
+
+    @property
+    def kubelet_client_key(self) -> Path:
+        return self._file("apiserver-kubelet-client.key")
+
+    @property
+    def sa_key(self) -> Path:
+        return self._file("sa.key")
+
+    @property
+    def sa_pub(self) -> Path:
+        return self._file("sa.pub")
+
+    def client_cert(self, user: str) -> Path:
+        return self._file(f"{_file_name(user)}.crt")
+
+    def client_key(self, user: str) -> Path:
+        return self._file(f"{_file_name(user)}.key")
+
+
+def _file_name(user: str) -> str:
+    return user.replace(":", "-")
+
+
+@dataclass(frozen=True)
+class ClientIdentity:
+    """A user with a client certificate: CN `user`, O `groups`."""
+
+    user: str
+    groups: tuple[str, ...] = ()
+
+
+def node_identity(node: str) -> ClientIdentity:
+    return ClientIdentity(f"system:node:{node}", (NODES_GROUP,))
+
+
+ADMIN = ClientIdentity(ADMIN_USER, (MASTERS_GROUP,))
+CONTROLLER_MANAGER = ClientIdentity("system:kube-controller-manager")
+SCHEDULER = ClientIdentity("system:kube-scheduler")
+KUBELET_CLIENT = ClientIdentity("kube-apiserver-kubelet-client", (MASTERS_GROUP,))
+
+
+def generate_pki(
+    pki: Pki, *, service_cidr: str, identities: Sequence[ClientIdentity]
+) -> CertificateAuthority:
+    """Create what is missing under `pki.directory` (a restart keeps the CA, keys and certificates)."""
+    if pki.ca_cert.exists():
+        ca = CertificateAuthority.load(pki.directory)
+    else:
+        ca = CertificateAuthority.generate("playground-ca", days=CERT_DAYS)
+        ca.save(pki.directory)
+    if not pki.apiserver_cert.exists():
+        cert, key = ca.issue_server(hosts=[*API_SERVER_HOSTS, first_service_ip(service_cidr)], days=CERT_DAYS)
+        write_file_atomically(pki.apiserver_key, key)
+        write_file_atomically(pki.apiserver_cert, cert, mode=0o644)
+    if not pki.kubelet_client_cert.exists():
+        cert, key = ca.issue_client(KUBELET_CLIENT.user, organizations=KUBELET_CLIENT.groups, days=CERT_DAYS)
+        write_file_atomically(pki.kubelet_client_key, key)
+        write_file_atomically(pki.kubelet_client_cert, cert, mode=0o644)
+    for identity in identities:
+        if not pki.client_cert(identity.user).exists():
+            cert, key = ca.issue_client(identity.user, organizations=identity.groups, days=CERT_DAYS)
+            write_file_atomically(pki.client_key(identity.user), key)
+            write_file_atomically(pki.client_cert(identity.user), cert, mode=0o644)
+    if not pki.sa_key.exists():
+        private = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        write_file_atomically(
+            pki.sa_key,
+            private.private_bytes(
+                serialization.Encoding.PEM,
+                serialization.PrivateFormat.TraditionalOpenSSL,
+                serialization.NoEncryption(),
+            ),
+        )
+        public = private.public_key().public_bytes(
+            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+        )
+        write_file_atomically(pki.sa_pub, public, mode=0o644)
+    return ca
+
+
+def etcd_command(assets: Assets, *, data_dir: Path, client_port: int, peer_port: int) -> list[str]:
+    client_url = f"http://127.0.0.1:{client_port}"
+    peer_url = f"http://127.0.0.1:{peer_port}"
+    return [
+        str(assets.etcd),
+        "--name=playground",
+        f"--data-dir={data_dir}",
+        f"--listen-client-urls={client_url}",
+        f"--advertise-client-urls={client_url}",
+        f"--listen-peer-urls={peer_url}",
+        f"--initial-advertise-peer-urls={peer_url}",
+        f"--initial-cluster=playground={peer_url}",
+        "--unsafe-no-fsync=true",
+    ]
+
+
+def apiserver_command(assets: Assets, *, pki: Pki, etcd_port: int, port: int, service_cidr: str) -> list[str]:
+    return [
+        str(assets.kube_apiserver),
+        "--advertise-address=127.0.0.1",
+        "--bind-address=127.0.0.1",
+        f"--secure-port={port}",
+        f"--etcd-servers=http://127.0.0.1:{etcd_port}",
+        f"--service-cluster-ip-range={service_cidr}",
+        f"--client-ca-file={pki.ca_cert}",
+        f"--tls-cert-file={pki.apiserver_cert}",
+        f"--tls-private-key-file={pki.apiserver_key}",
+        f"--service-account-issuer={SERVICE_ACCOUNT_ISSUER}",
+        f"--service-account-key-file={pki.sa_pub}",
+        f"--service-account-signing-key-file={pki.sa_key}",
+        "--authorization-mode=Node,RBAC",
+        f"--kubelet-client-certificate={pki.kubelet_client_cert}",
+        f"--kubelet-client-key={pki.kubelet_client_key}",
+        "--kubelet-preferred-address-types=InternalIP",
+        "--allow-privileged=true",
+    ]
+
+
+def _duration(seconds: float) -> str:
+    """A Go duration flag value (`2.5s`)."""
+    return f"{dt.timedelta(seconds=seconds).total_seconds():g}s"
+
+
+def controller_manager_command(
+    assets: Assets,
+    *,
+    pki: Pki,
+    kubeconfig: Path,
+    port: int,
+    cluster_name: str,
+    service_cidr: str,
+    pod_cidr: str,
+    node_monitor_grace_period: float | None = None,
+    node_monitor_period: float | None = None,
+) -> list[str]:
+    if assets.kube_controller_manager is None:
+        raise AssetsError(f"{assets.directory} has no kube-controller-manager")
+    command = [
+        str(assets.kube_controller_manager),
+        f"--kubeconfig={kubeconfig}",
+        f"--authentication-kubeconfig={kubeconfig}",
+        f"--authorization-kubeconfig={kubeconfig}",
+        "--bind-address=127.0.0.1",
+        f"--secure-port={port}",
+        "--leader-elect=false",
+        f"--cluster-name={cluster_name}",
+        # kind's list; node CIDRs are the node agents' (--pod-cidr), so nodeipam allocates none
+        "--controllers=*,bootstrapsigner,tokencleaner",
+        "--allocate-node-cidrs=false",
+        f"--cluster-cidr={pod_cidr}",
+        f"--service-cluster-ip-range={service_cidr}",
+        f"--root-ca-file={pki.ca_cert}",
+        f"--client-ca-file={pki.ca_cert}",
+        f"--cluster-signing-cert-file={pki.ca_cert}",
+        f"--cluster-signing-key-file={pki.ca_key}",
+        f"--service-account-private-key-file={pki.sa_key}",
+        "--use-service-account-credentials=true",
+    ]
+    if node_monitor_grace_period is not None:
+        command.append(f"--node-monitor-grace-period={_duration(node_monitor_grace_period)}")
+    if node_monitor_period is not None:
+        command.append(f"--node-monitor-period={_duration(node_monitor_period)}")
+    return command
+
+
+def scheduler_command(assets: Assets, *, kubeconfig: Path, port: int) -> list[str]:
+    if assets.kube_scheduler is None:
+        raise AssetsError(f"{assets.directory} has no kube-scheduler")
+    return [
+        str(assets.kube_scheduler),
+        f"--kubeconfig={kubeconfig}",
+        f"--authentication-kubeconfig={kubeconfig}",
+        f"--authorization-kubeconfig={kubeconfig}",
+        "--bind-address=127.0.0.1",
+        f"--secure-port={port}",
+        "--leader-elect=false",
+    ]

@@ -1,0 +1,440 @@
+"""What a playground cluster is, before anything runs: its spec, its validation, its nodes,
+its files and the command line of each of its processes.
+
+All pure (no I/O), so every rule is unit-tested as a table: names are DNS-1123 labels
+short enough for the node names made from them (kind's `<name>-control-plane`,
+`<name>-worker`, `<name>-worker2`, ...), node `i` gets the `i`-th /24 of the pod CIDR
+(kube-controller-manager's nodeipam hands them out the same way), and the control-plane
+node is tainted `NoSchedule` only when there are workers, as in kind. `cluster.py`
+runs what this module describes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import ipaddress
+import re
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from playground.realbinary import (
+    ADMIN,
+    CONTROLLER_MANAGER,
+    SCHEDULER,
+    Assets,
+    ClientIdentity,
+    Pki,
+    apiserver_command,
+    controller_manager_command,
+    etcd_command,
+    node_identity,
+    replaced_components,
+    scheduler_command,
+)
+
+DEFAULT_POD_CIDR = "10.244.0.0/16"
+DEFAULT_SERVICE_CIDR = "10.96.0.0/16"
+CONTEXT_PREFIX = "playground-"
+CONTROL_PLANE_TAINT = "node-role.kubernetes.io/control-plane:NoSchedule"
+NODE_PREFIX_LENGTH = 24
+#: a node name is also the `kubernetes.io/hostname` label's value: at most 63 characters
+MAX_NODE_NAME = 63
+MAX_NODES = 100
+#: a DNS-1123 label (cluster names)
+_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+#: roles of a cluster's processes (besides `node/<name>`)
+APISERVER = "apiserver"
+ETCD = "etcd"
+CONTROLPLANE = "controlplane"
+KUBE_CONTROLLER_MANAGER = "kube-controller-manager"
+KUBE_SCHEDULER = "kube-scheduler"
+NODE_ROLE_PREFIX = "node/"
+
+
+class SpecError(ValueError):
+    """One or more problems with what was asked for; the message lists them all, one a line."""
+
+    def __init__(self, problems: Sequence[str]) -> None:
+        super().__init__("\n".join(problems))
+        self.problems = list(problems)
+
+
+@dataclass(frozen=True)
+class ClusterSpec:
+    """One cluster, as `playground up` was asked for it and as `cluster.json` stores it."""
+
+    name: str
+    nodes: int = 1
+    pod_cidr: str = DEFAULT_POD_CIDR
+    service_cidr: str = DEFAULT_SERVICE_CIDR
+    #: the API server's port on 127.0.0.1 (0: pick a free one when the cluster is created)
+    api_server_port: int = 0
+    #: the control plane's node-monitor flags and the node agents' Lease timing (None: their defaults)
+    node_monitor_grace_period: float | None = None
+    node_monitor_period: float | None = None
+    node_lease_duration: int | None = None
+    node_heartbeat: float | None = None
+    #: real-binary mode: the `KUBEBUILDER_ASSETS` folder (None: the emulator)
+    assets: str | None = None
+    #: real-binary mode's other loopback ports (0: pick when created)
+    etcd_port: int = 0
+    etcd_peer_port: int = 0
+    controller_manager_port: int = 0
+    scheduler_port: int = 0
+
+    @property
+    def context(self) -> str:
+        """The kubeconfig's context, cluster and user name (kind's `kind-<name>`)."""
+        return f"{CONTEXT_PREFIX}{self.name}"
+
+    @property
+    def api_server_url(self) -> str:
+        return f"https://127.0.0.1:{self.api_server_port}"
+
+    def as_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ClusterSpec:
+        known = {spec_field.name for spec_field in dataclasses.fields(cls)}
+        return cls(**{key: value for key, value in data.items() if key in known})
+
+
+@dataclass(frozen=True)
+class NodePlan:
+    name: str
+    #: `control-plane` or `worker` (the node agent's --role)
+    role: str
+    pod_cidr: str
+    taints: tuple[str, ...] = ()
+
+
+def node_names(cluster: str, count: int) -> list[str]:
+    """kind's node names: `<cluster>-control-plane`, `<cluster>-worker`, `<cluster>-worker2`, ..."""
+    workers = [f"{cluster}-worker{index if index > 1 else ''}" for index in range(1, count)]
+    return [f"{cluster}-control-plane", *workers]
+
+
+def node_pod_cidrs(pod_cidr: str, count: int) -> list[str]:
+    """The first `count` /24 subnets of `pod_cidr`, in order (node i gets number i)."""
+    network = ipaddress.ip_network(pod_cidr)
+    subnets = network.subnets(new_prefix=NODE_PREFIX_LENGTH)
+    return [str(next(subnets)) for _ in range(count)]
+
+
+def node_plans(spec: ClusterSpec) -> list[NodePlan]:
+    names = node_names(spec.name, spec.nodes)
+    cidrs = node_pod_cidrs(spec.pod_cidr, spec.nodes)
+    taints = (CONTROL_PLANE_TAINT,) if spec.nodes > 1 else ()
+    plans = [NodePlan(names[0], "control-plane", cidrs[0], taints)]
+    plans += [NodePlan(name, "worker", cidr) for name, cidr in zip(names[1:], cidrs[1:], strict=True)]
+    return plans
+
+
+# validation
+
+
+def name_problems(name: str) -> list[str]:
+    if not name:
+        return ["a cluster name cannot be empty"]
+    if not _LABEL.match(name):
+        return [
+            f"cluster name {name!r}: use lowercase letters, digits and '-', starting and ending "
+            "with a letter or digit (a DNS-1123 label, like kind's)"
+        ]
+    longest = max(node_names(name, 2), key=len)
+    if len(longest) > MAX_NODE_NAME:
+        limit = MAX_NODE_NAME - (len(longest) - len(name))
+        return [
+            f"cluster name {name!r} is too long: its node names (like {longest}) must fit in "
+            f"{MAX_NODE_NAME} characters, so use at most {limit}"
+        ]
+    return []
+
+
+def _ipv4_network(value: str, flag: str) -> tuple[ipaddress.IPv4Network | None, list[str]]:
+    try:
+        if "/" not in value:
+            raise ValueError(value)
+        network = ipaddress.ip_network(value, strict=False)
+    except ValueError:
+        return None, [f"{flag} {value!r} is not a network in CIDR notation (like 10.244.0.0/16)"]
+    if network.version != 4:
+        return None, [f"{flag} {value}: only IPv4 is supported (the node agents and Services are IPv4-only)"]
+    assert isinstance(network, ipaddress.IPv4Network)
+    if str(network) != value:
+        return None, [f"{flag} {value} has host bits set: did you mean {network}?"]
+    return network, []
+
+
+def cidr_problems(spec: ClusterSpec) -> list[str]:
+    pods, problems = _ipv4_network(spec.pod_cidr, "--pod-cidr")
+    services, service_problems = _ipv4_network(spec.service_cidr, "--service-cidr")
+    problems += service_problems
+    if pods is not None:
+        if pods.prefixlen > NODE_PREFIX_LENGTH:
+            problems.append(
+                f"--pod-cidr {pods} is too small: every node gets a /{NODE_PREFIX_LENGTH}, so use a "
+                f"/{NODE_PREFIX_LENGTH} or larger"
+            )
+        elif 2 ** (NODE_PREFIX_LENGTH - pods.prefixlen) < spec.nodes:
+            needed = NODE_PREFIX_LENGTH - max(spec.nodes - 1, 1).bit_length()
+            problems.append(
+                f"--pod-cidr {pods} holds only {2 ** (NODE_PREFIX_LENGTH - pods.prefixlen)} node "
+                f"subnets (/{NODE_PREFIX_LENGTH}) for {spec.nodes} nodes: use a /{needed} or larger"
+            )
+    if services is not None and not 12 <= services.prefixlen <= 28:
+        problems.append(
+            f"--service-cidr {services}: use a prefix between /12 (kube-apiserver's largest) and /28"
+        )
+    if pods is not None and services is not None and pods.overlaps(services):
+        problems.append(f"--pod-cidr {pods} and --service-cidr {services} overlap: pick disjoint ranges")
+    return problems
+
+
+def spec_problems(spec: ClusterSpec) -> list[str]:
+    """Everything wrong with `spec`, each with what to do about it (empty: fine)."""
+    problems = name_problems(spec.name)
+    if not 1 <= spec.nodes <= MAX_NODES:
+        problems.append(f"--nodes {spec.nodes}: a cluster has between 1 and {MAX_NODES} nodes")
+        return problems
+    problems += cidr_problems(spec)
+    ports = {
+        "--api-server-port": spec.api_server_port,
+        "etcd port": spec.etcd_port,
+        "etcd peer port": spec.etcd_peer_port,
+        "kube-controller-manager port": spec.controller_manager_port,
+        "kube-scheduler port": spec.scheduler_port,
+    }
+    for label, port in ports.items():
+        if not 0 <= port < 65536:
+            problems.append(f"{label} {port}: must be between 1 and 65535")
+    heartbeat, lease = spec.node_heartbeat, spec.node_lease_duration
+    if heartbeat is not None and lease is not None and not 0 < heartbeat < lease:
+        problems.append("the node heartbeat must be positive and shorter than the node lease duration")
+    return problems
+
+
+def check_specs(specs: Sequence[ClusterSpec]) -> None:
+    """Raise `SpecError` listing every problem of every spec, and names given twice."""
+    problems = [problem for spec in specs for problem in spec_problems(spec)]
+    names = [spec.name for spec in specs]
+    for name in sorted({name for name in names if names.count(name) > 1}):
+        problems.append(f"cluster name {name!r} is given more than once")
+    ports = [port for spec in specs for port in _ports(spec) if port]
+    for port in sorted({port for port in ports if ports.count(port) > 1}):
+        problems.append(f"port {port} is asked for more than once")
+    if problems:
+        raise SpecError(problems)
+
+
+def _ports(spec: ClusterSpec) -> list[int]:
+    return [
+        spec.api_server_port,
+        spec.etcd_port,
+        spec.etcd_peer_port,
+        spec.controller_manager_port,
+        spec.scheduler_port,
+    ]
+
+
+def unassigned_ports(spec: ClusterSpec) -> list[str]:
+    """The port fields of `spec` still 0 that its mode needs."""
+    needed = ["api_server_port"]
+    if spec.assets is not None:
+        needed += ["etcd_port", "etcd_peer_port", "controller_manager_port", "scheduler_port"]
+    return [name for name in needed if getattr(spec, name) == 0]
+
+
+def ports_of(spec: ClusterSpec) -> dict[str, int]:
+    """The fixed loopback ports `spec`'s processes listen on, by what they are for."""
+    ports = {"API server": spec.api_server_port}
+    if spec.assets is not None:
+        ports |= {"etcd": spec.etcd_port, "etcd peers": spec.etcd_peer_port}
+    return {label: port for label, port in ports.items() if port}
+
+
+# files
+
+
+@dataclass(frozen=True)
+class ClusterPaths:
+    """The files of one cluster under `<state-dir>/<name>/`."""
+
+    root: Path
+
+    @property
+    def spec(self) -> Path:
+        return self.root / "cluster.json"
+
+    @property
+    def processes(self) -> Path:
+        return self.root / "processes.json"
+
+    @property
+    def lock(self) -> Path:
+        return self.root / ".lock"
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.root / "kubeconfig"
+
+    @property
+    def logs(self) -> Path:
+        return self.root / "logs"
+
+    @property
+    def apiserver(self) -> Path:
+        """The emulator's state dir (CA, ServiceAccount key, stored objects)."""
+        return self.root / "apiserver"
+
+    @property
+    def controlplane(self) -> Path:
+        return self.root / "controlplane"
+
+    @property
+    def pki(self) -> Pki:
+        """Real-binary mode's certificates and keys."""
+        return Pki(self.root / "pki")
+
+    @property
+    def etcd(self) -> Path:
+        return self.root / "etcd"
+
+    def node(self, name: str) -> Path:
+        return self.root / "nodes" / name
+
+    def component_kubeconfig(self, identity: ClientIdentity) -> Path:
+        return self.root / "kubeconfigs" / f"{identity.user.replace(':', '-')}.kubeconfig"
+
+    def log(self, role: str) -> Path:
+        return self.logs / f"{role.replace('/', '-')}.log"
+
+
+# processes
+
+
+def client_identities(spec: ClusterSpec) -> list[ClientIdentity]:
+    """The client certificates real-binary mode issues: admin, components, one per node."""
+    return [ADMIN, CONTROLLER_MANAGER, SCHEDULER, *(node_identity(node.name) for node in node_plans(spec))]
+
+
+def node_kubeconfig(spec: ClusterSpec, paths: ClusterPaths, node: str) -> Path:
+    """The node agent's credentials: `system:node:<name>` with real binaries, the admin's on the emulator.
+
+    The emulator authorizes with RBAC alone (it has no Node authorizer), so a node
+    identity there would be refused what a kubelet may do.
+    """
+    if spec.assets is None:
+        return paths.kubeconfig
+    return paths.component_kubeconfig(node_identity(node))
+
+
+def controlplane_components(spec: ClusterSpec, assets: Assets | None) -> list[str]:
+    """`--disable` for our control plane: what kube-scheduler / kube-controller-manager run instead."""
+    return replaced_components(assets) if assets is not None else []
+
+
+def commands(
+    spec: ClusterSpec, paths: ClusterPaths, *, assets: Assets | None, all_components: Sequence[str]
+) -> dict[str, list[str]]:
+    """Every process of the cluster by role, in start order; `all_components` is our control plane's registry."""
+    python = sys.executable
+    result: dict[str, list[str]] = {}
+    if assets is None:
+        result[APISERVER] = [
+            python,
+            "-m",
+            "playground.apiserver",
+            "--listen",
+            f"127.0.0.1:{spec.api_server_port}",
+            "--state-dir",
+            str(paths.apiserver),
+            "--service-cidr",
+            spec.service_cidr,
+            "--cluster-name",
+            spec.context,
+        ]
+    else:
+        result[ETCD] = etcd_command(
+            assets, data_dir=paths.etcd, client_port=spec.etcd_port, peer_port=spec.etcd_peer_port
+        )
+        result[APISERVER] = apiserver_command(
+            assets,
+            pki=paths.pki,
+            etcd_port=spec.etcd_port,
+            port=spec.api_server_port,
+            service_cidr=spec.service_cidr,
+        )
+        if assets.kube_controller_manager is not None:
+            result[KUBE_CONTROLLER_MANAGER] = controller_manager_command(
+                assets,
+                pki=paths.pki,
+                kubeconfig=paths.component_kubeconfig(CONTROLLER_MANAGER),
+                port=spec.controller_manager_port,
+                cluster_name=spec.context,
+                service_cidr=spec.service_cidr,
+                pod_cidr=spec.pod_cidr,
+                node_monitor_grace_period=spec.node_monitor_grace_period,
+                node_monitor_period=spec.node_monitor_period,
+            )
+        if assets.kube_scheduler is not None:
+            result[KUBE_SCHEDULER] = scheduler_command(
+                assets, kubeconfig=paths.component_kubeconfig(SCHEDULER), port=spec.scheduler_port
+            )
+    disabled = controlplane_components(spec, assets)
+    if any(name not in disabled for name in all_components):
+        controlplane = [
+            python,
+            "-m",
+            "playground.controlplane",
+            "--kubeconfig",
+            str(paths.kubeconfig),
+            "--pod-cidr",
+            spec.pod_cidr,
+            "--service-cidr",
+            spec.service_cidr,
+            "--state-dir",
+            str(paths.controlplane),
+        ]
+        if disabled:
+            controlplane += ["--disable", ",".join(disabled)]
+        if spec.node_monitor_grace_period is not None:
+            controlplane += ["--node-monitor-grace-period", f"{spec.node_monitor_grace_period:g}"]
+        if spec.node_monitor_period is not None:
+            controlplane += ["--node-monitor-period", f"{spec.node_monitor_period:g}"]
+        result[CONTROLPLANE] = controlplane
+    for node in node_plans(spec):
+        result[NODE_ROLE_PREFIX + node.name] = node_agent_command(spec, paths, node)
+    return result
+
+
+def node_agent_command(spec: ClusterSpec, paths: ClusterPaths, node: NodePlan) -> list[str]:
+    command = [
+        sys.executable,
+        "-m",
+        "playground.nodeagent",
+        "--kubeconfig",
+        str(node_kubeconfig(spec, paths, node.name)),
+        "--node",
+        node.name,
+        "--pod-cidr",
+        node.pod_cidr,
+        "--address",
+        "127.0.0.1",
+        "--role",
+        node.role,
+        "--state-dir",
+        str(paths.node(node.name)),
+    ]
+    for taint in node.taints:
+        command += ["--taint", taint]
+    if spec.node_lease_duration is not None:
+        command += ["--lease-duration", str(spec.node_lease_duration)]
+    if spec.node_heartbeat is not None:
+        command += ["--heartbeat", f"{spec.node_heartbeat:g}"]
+    return command

@@ -1,0 +1,119 @@
+"""Playground clusters for tests and scripts, always torn down: `clusters(...)` and `aclusters(...)`.
+
+    with playground.testing.clusters("a", "b", nodes=3) as (a, b):
+        ...                              # a.kubeconfig, a.node_names, `async with a.client() as api`
+    async with playground.testing.aclusters("a", nodes=3, node_monitor_grace_period=4) as (a,):
+        await a.stop_node(a.node_names[1])
+
+Clusters start in parallel in a state dir (a temporary one unless given) and are
+stopped and removed when the block ends, however it ends: an exception, a failed
+assertion, KeyboardInterrupt, or cancellation (teardown itself cannot be cancelled
+half-way). The mode comes from the environment as for `playground up`: real binaries
+when `KUBEBUILDER_ASSETS` names them, else the emulator. `tests/conftest.py` wraps
+`Playground` in the `playground` pytest fixture.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import shutil
+import tempfile
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any, overload
+
+from playground.cluster import READY_TIMEOUT, Cluster, down, resolve, up
+
+
+class Clusters(Sequence[Cluster]):
+    """Clusters in the order they were asked for; also indexable by name."""
+
+    def __init__(self, items: Sequence[Cluster]) -> None:
+        self._items = list(items)
+
+    @overload
+    def __getitem__(self, key: int) -> Cluster: ...
+
+    @overload
+    def __getitem__(self, key: slice) -> Sequence[Cluster]: ...
+
+    @overload
+    def __getitem__(self, key: str) -> Cluster: ...
+
+    def __getitem__(self, key: int | slice | str) -> Cluster | Sequence[Cluster]:
+        if isinstance(key, str):
+            for cluster in self._items:
+                if cluster.name == key:
+                    return cluster
+            raise KeyError(key)
+        return self._items[key]
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+class Playground:
+    """Clusters under one state dir; `close()` stops and removes every cluster `up` started."""
+
+    def __init__(self, state_dir: Path, *, environ: Mapping[str, str] | None = None) -> None:
+        self.state_dir = state_dir
+        self._environ = environ
+        self._names: list[str] = []
+
+    async def up(self, *names: str, nodes: int = 1, wait: float = READY_TIMEOUT, **options: Any) -> Clusters:
+        """Start clusters `names` (in parallel) and wait until they are ready.
+
+        `options` are `ClusterSpec` fields: pod_cidr, service_cidr, node_monitor_grace_period,
+        node_monitor_period, node_lease_duration, node_heartbeat.
+        """
+        specs = resolve(list(names), state_dir=self.state_dir, environ=self._environ, nodes=nodes, **options)
+        self._names += [name for name in names if name not in self._names]
+        return Clusters(await up(specs, state_dir=self.state_dir, wait=wait))
+
+    async def close(self) -> None:
+        names = [name for name in self._names if (self.state_dir / name / "cluster.json").exists()]
+        self._names = []
+        if names:
+            await down(names, state_dir=self.state_dir)
+
+    async def __aenter__(self) -> Playground:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+
+@contextlib.asynccontextmanager
+async def aclusters(
+    *names: str, state_dir: Path | None = None, nodes: int = 1, **options: Any
+) -> AsyncIterator[Clusters]:
+    """Clusters `names` for the block (see the module docstring); `options` as `Playground.up`."""
+    with _state_dir(state_dir) as directory:
+        async with Playground(directory) as playground:
+            yield await playground.up(*names, nodes=nodes, **options)
+
+
+@contextlib.contextmanager
+def clusters(
+    *names: str, state_dir: Path | None = None, nodes: int = 1, **options: Any
+) -> Iterator[Clusters]:
+    """The synchronous twin of `aclusters`, for code that runs no event loop."""
+    with _state_dir(state_dir) as directory:
+        playground = Playground(directory)
+        try:
+            yield asyncio.run(playground.up(*names, nodes=nodes, **options))
+        finally:
+            asyncio.run(playground.close())
+
+
+@contextlib.contextmanager
+def _state_dir(given: Path | None) -> Iterator[Path]:
+    if given is not None:
+        yield given
+        return
+    directory = Path(tempfile.mkdtemp(prefix="playground-"))
+    try:
+        yield directory
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)

@@ -1,0 +1,346 @@
+"""The provider block: `provider "liqo" { kubernetes = { ... } }`, as the hashicorp/kubernetes provider
+reads its own, turned into the one loader's arguments (`runtime.core.load_kubeconfig`).
+
+Attribute names, environment variables and meanings are hashicorp/kubernetes' (so the
+Liqo guide's `kubernetes = { config_path = ... }` and existing `KUBE_*` setups work):
+
+- each attribute left null falls back to its `KUBE_*` variable;
+- kubeconfig files: `config_path`, else `config_paths` (merged like `KUBECONFIG`), else
+  `KUBE_CONFIG_PATH`, else `KUBE_CONFIG_PATHS` (explicit attributes before the
+  environment, where hashicorp/kubernetes lets `KUBE_CONFIG_PATH` beat `config_paths`);
+- the static attributes (host, credentials, CA, insecure, proxy) override the file;
+  with no file, `host` and credentials alone are the configuration;
+- with neither a file nor a host, the default kubeconfig is read as kubectl reads it
+  (`KUBECONFIG`, else `~/.kube/config`). hashicorp/kubernetes v2 reads no file
+  implicitly; we follow the issue and Liqo's own CLI instead: a provider with no block
+  targets the cluster kubectl would.
+
+`check` runs at validate time on the raw config (no file I/O, no heavy imports);
+`load` runs at configure time and reports every problem as a diagnostic on the
+`kubernetes.<attribute>` it belongs to. Values unknown at plan time are not checked:
+the caller defers the cluster until they are known.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Final
+
+from tf.types import Bool, List, Map, String, Unknown
+from tf.utils import Diagnostics
+
+from .framework.plan import is_known, unknown_paths
+from .framework.schema import Attribute, NestedAttribute
+
+if TYPE_CHECKING:
+    from runtime.core import ClusterConfig, ConfigOverrides
+
+KUBERNETES: Final = "kubernetes"
+EXEC: Final = "exec"
+
+#: exec credential API versions client-go speaks
+EXEC_API_VERSIONS: Final = ("client.authentication.k8s.io/v1", "client.authentication.k8s.io/v1beta1")
+
+#: attribute -> the environment variable it falls back to (hashicorp/kubernetes' names)
+ENVIRONMENT: Final = {
+    "config_path": "KUBE_CONFIG_PATH",
+    "config_paths": "KUBE_CONFIG_PATHS",
+    "config_context": "KUBE_CTX",
+    "config_context_cluster": "KUBE_CTX_CLUSTER",
+    "config_context_auth_info": "KUBE_CTX_AUTH_INFO",
+    "host": "KUBE_HOST",
+    "username": "KUBE_USER",
+    "password": "KUBE_PASSWORD",
+    "token": "KUBE_TOKEN",
+    "client_certificate": "KUBE_CLIENT_CERT_DATA",
+    "client_key": "KUBE_CLIENT_KEY_DATA",
+    "cluster_ca_certificate": "KUBE_CLUSTER_CA_CERT_DATA",
+    "insecure": "KUBE_INSECURE",
+    "proxy_url": "KUBE_PROXY_URL",
+    "tls_server_name": "KUBE_TLS_SERVER_NAME",
+}
+
+_TRUE: Final = frozenset({"1", "t", "T", "TRUE", "true", "True"})
+_FALSE: Final = frozenset({"0", "f", "F", "FALSE", "false", "False"})
+
+
+def _string(name: str, description: str, *, sensitive: bool = False) -> Attribute:
+    variable = ENVIRONMENT.get(name)
+    if variable:
+        description = f"{description} Can be set with `{variable}`."
+    return Attribute(name, String(), optional=True, sensitive=sensitive, description=description)
+
+
+KUBERNETES_ATTRIBUTE: Final = NestedAttribute(
+    KUBERNETES,
+    [
+        _string(
+            "config_path",
+            "Path to a kubeconfig file. Without any path or `host`, the default kubeconfig is read as "
+            "kubectl reads it (`KUBECONFIG`, else `~/.kube/config`).",
+        ),
+        Attribute(
+            "config_paths",
+            List(String()),
+            optional=True,
+            description=(
+                "Kubeconfig files merged like a `KUBECONFIG` list (the first file that defines a name wins). "
+                "Conflicts with `config_path`. Can be set with `KUBE_CONFIG_PATHS` "
+                "(paths separated by `:`)."
+            ),
+        ),
+        _string("config_context", "Context of the kubeconfig to use instead of its current-context."),
+        _string("config_context_cluster", "Cluster of the kubeconfig to use instead of the context's."),
+        _string("config_context_auth_info", "User of the kubeconfig to use instead of the context's."),
+        _string(
+            "host",
+            "Address of the Kubernetes API server (`https://host:port`); overrides the kubeconfig's. "
+            "With no kubeconfig path, `host` and the credentials below are the whole configuration.",
+        ),
+        _string("username", "Username for HTTP basic authentication."),
+        _string("password", "Password for HTTP basic authentication.", sensitive=True),
+        _string("token", "Bearer token to authenticate with.", sensitive=True),
+        _string("client_certificate", "PEM-encoded client certificate for TLS authentication."),
+        _string("client_key", "PEM-encoded private key of `client_certificate`.", sensitive=True),
+        _string(
+            "cluster_ca_certificate", "PEM-encoded CA bundle to verify the API server's certificate with."
+        ),
+        Attribute(
+            "insecure",
+            Bool(),
+            optional=True,
+            description=(
+                "Skip verifying the API server's certificate (never together with `cluster_ca_certificate`). "
+                "Can be set with `KUBE_INSECURE`."
+            ),
+        ),
+        _string(
+            "tls_server_name", "Name to verify the API server's certificate against, instead of the host."
+        ),
+        _string("proxy_url", "URL of the proxy to reach the API server through (http, https)."),
+        NestedAttribute(
+            EXEC,
+            [
+                Attribute(
+                    "api_version",
+                    String(),
+                    required=True,
+                    description=f"ExecCredential API version: one of {', '.join(EXEC_API_VERSIONS)}.",
+                ),
+                Attribute(
+                    "command", String(), required=True, description="Command that prints an ExecCredential."
+                ),
+                Attribute("args", List(String()), optional=True, description="Arguments of the command."),
+                Attribute(
+                    "env",
+                    Map(String()),
+                    optional=True,
+                    description="Environment variables to add for the command.",
+                ),
+            ],
+            optional=True,
+            description="An exec credential plugin (as in kubeconfig `users[].user.exec`) that supplies a token.",
+        ),
+    ],
+    optional=True,
+    description=(
+        "How to reach the Kubernetes cluster this provider instance manages: attributes and environment "
+        "variables of the hashicorp/kubernetes provider. Omitted: the default kubeconfig."
+    ),
+)
+
+
+class SettingError(ValueError):
+    """A provider setting (attribute or environment variable) that cannot be used; `attribute` names it."""
+
+    def __init__(self, message: str, *, attribute: str) -> None:
+        super().__init__(message)
+        self.attribute = attribute
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The `kubernetes` block after environment defaults, as `load_kubeconfig` takes it."""
+
+    paths: tuple[str, ...] = ()
+    context: str | None = None
+    cluster: str | None = None
+    user: str | None = None
+    #: ConfigOverrides fields (host, token, ...) and the exec plugin's fields
+    overrides: Mapping[str, Any] = field(default_factory=dict)
+    exec: Mapping[str, Any] | None = None
+    #: attribute -> environment variable, for the values that came from the environment
+    from_environment: Mapping[str, str] = field(default_factory=dict)
+
+
+def block(config: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    """The `kubernetes` object of a provider config ({} when absent)."""
+    value = (config or {}).get(KUBERNETES)
+    return value if isinstance(value, Mapping) else {}
+
+
+def unknown_attributes(config: Mapping[str, Any] | None) -> list[str]:
+    """Dotted paths of the provider settings not known yet (values from resources still to be created)."""
+    value = (config or {}).get(KUBERNETES)
+    if value is Unknown:
+        return [KUBERNETES]
+    return [] if is_known(value) else unknown_paths(value, (KUBERNETES,))
+
+
+def check(diagnostics: Diagnostics, config: Mapping[str, Any] | None) -> None:
+    """Validate-time checks that need neither files nor the environment; unknown values are skipped."""
+    values = block(config)
+    if _set(values.get("config_path")) and _set(values.get("config_paths")):
+        diagnostics.add_error(
+            "Conflicting kubeconfig paths",
+            "Set either config_path (one file) or config_paths (several files merged), not both.",
+            path=[KUBERNETES, "config_paths"],
+        )
+    if _set(values.get("insecure")) and values.get("insecure") and _set(values.get("cluster_ca_certificate")):
+        diagnostics.add_error(
+            "Conflicting TLS settings",
+            "insecure = true skips verifying the API server, so a cluster_ca_certificate would be ignored; "
+            "keep the certificate (the safe choice) and drop insecure.",
+            path=[KUBERNETES, "insecure"],
+        )
+    for first, second in (("client_certificate", "client_key"), ("client_key", "client_certificate")):
+        if _set(values.get(first)) and values.get(second) is None:
+            diagnostics.add_error(
+                f"Missing {second}",
+                f"{first} is set without {second}: TLS client authentication needs both.",
+                path=[KUBERNETES, second],
+            )
+    exec_block = values.get(EXEC)
+    if isinstance(exec_block, Mapping):
+        api_version = exec_block.get("api_version")
+        if _set(api_version) and api_version not in EXEC_API_VERSIONS:
+            diagnostics.add_error(
+                "Unsupported exec API version",
+                f'"{api_version}" is not one of {", ".join(EXEC_API_VERSIONS)}.',
+                path=[KUBERNETES, EXEC, "api_version"],
+            )
+
+
+def settings(config: Mapping[str, Any] | None, environ: Mapping[str, str]) -> Settings:
+    """The effective settings: attributes, else their `KUBE_*` variables (SettingError on a bad variable)."""
+    values = block(config)
+    from_environment: dict[str, str] = {}
+
+    def pick(name: str) -> Any:
+        value = values.get(name)
+        if value is not None:
+            return value
+        variable = ENVIRONMENT[name]
+        text = environ.get(variable, "")
+        if text == "":
+            return None
+        from_environment[name] = variable
+        return text
+
+    paths: tuple[str, ...] = ()
+    if values.get("config_path"):
+        paths = (str(values["config_path"]),)
+    elif values.get("config_paths"):
+        paths = tuple(str(p) for p in values["config_paths"])
+    elif environ.get(ENVIRONMENT["config_path"]):
+        paths = (environ[ENVIRONMENT["config_path"]],)
+        from_environment["config_path"] = ENVIRONMENT["config_path"]
+    elif environ.get(ENVIRONMENT["config_paths"]):
+        paths = tuple(p for p in environ[ENVIRONMENT["config_paths"]].split(os.pathsep) if p)
+        from_environment["config_paths"] = ENVIRONMENT["config_paths"]
+
+    insecure = pick("insecure")
+    if isinstance(insecure, str):
+        if insecure not in _TRUE | _FALSE:
+            raise SettingError(
+                f'{ENVIRONMENT["insecure"]}="{insecure}" is not a boolean; use true or false',
+                attribute="insecure",
+            )
+        insecure = insecure in _TRUE
+    overrides = {
+        name: pick(name)
+        for name in (
+            "host",
+            "username",
+            "password",
+            "token",
+            "client_certificate",
+            "client_key",
+            "cluster_ca_certificate",
+            "tls_server_name",
+            "proxy_url",
+        )
+    }
+    overrides["insecure"] = insecure
+    exec_block = values.get(EXEC)
+    return Settings(
+        paths=paths,
+        context=pick("config_context"),
+        cluster=pick("config_context_cluster"),
+        user=pick("config_context_auth_info"),
+        overrides={name: value for name, value in overrides.items() if value is not None},
+        exec=dict(exec_block) if isinstance(exec_block, Mapping) else None,
+        from_environment=from_environment,
+    )
+
+
+def load(
+    diagnostics: Diagnostics, config: Mapping[str, Any] | None, environ: Mapping[str, str]
+) -> ClusterConfig | None:
+    """The cluster configuration, or None with an error on the offending `kubernetes.<attribute>`."""
+    from runtime.core import ConfigOverrides, KubeconfigError, load_kubeconfig
+
+    try:
+        effective = settings(config, environ)
+    except SettingError as exc:
+        _report(diagnostics, exc.attribute, str(exc))
+        return None
+    try:
+        return load_kubeconfig(
+            list(effective.paths) or None,
+            context=effective.context,
+            cluster=effective.cluster,
+            user=effective.user,
+            overrides=_overrides(effective, ConfigOverrides),
+        )
+    except KubeconfigError as exc:
+        attribute = exc.attribute or ""
+        if attribute == "config_path" and "config_paths" in block(config) and block(config)["config_paths"]:
+            attribute = "config_paths"
+        detail = str(exc)
+        variable = effective.from_environment.get(attribute)
+        if attribute == "config_path" and not effective.paths:
+            variable = "KUBECONFIG" if environ.get("KUBECONFIG") else None
+            detail += " (no kubeconfig path is set, so the default kubeconfig was read)"
+        if variable:
+            detail += f" (the value comes from the environment variable {variable})"
+        _report(diagnostics, attribute, detail)
+        return None
+
+
+def _report(diagnostics: Diagnostics, attribute: str, detail: str) -> None:
+    path: list[str | tuple[str | int]] | None = None
+    if attribute in KUBERNETES_ATTRIBUTE.object.by_name:
+        path = [KUBERNETES, attribute]
+    summary = f"Invalid provider setting kubernetes.{attribute}" if attribute else "Invalid kubeconfig"
+    diagnostics.add_error(summary, detail, path=path)
+
+
+def _overrides(effective: Settings, factory: type[ConfigOverrides]) -> ConfigOverrides:
+    from runtime.core import ExecConfig
+
+    exec_config = None
+    if effective.exec is not None:
+        exec_config = ExecConfig(
+            command=str(effective.exec["command"]),
+            api_version=str(effective.exec["api_version"]),
+            args=tuple(str(a) for a in effective.exec.get("args") or ()),
+            env=tuple((str(k), str(v)) for k, v in sorted((effective.exec.get("env") or {}).items())),
+        )
+    return factory(**effective.overrides, exec=exec_config)
+
+
+def _set(value: Any) -> bool:
+    return value is not None and value is not Unknown

@@ -1,0 +1,1 @@
+"""Data sources of the `liqo` provider, one module each: `liqo_cluster` (the cluster's Liqo identity)."""

@@ -1,0 +1,371 @@
+"""The consumer's side of a peering as `liqo_peer` and `data "liqo_peering"` see it: the ForeignCluster and
+its token Secret, how to read a peering's progress from its status, and the bounded waits.
+
+The ForeignCluster is named after the provider's cluster name (the controller requires
+it) and names the token Secret `liqo-token-<provider name>` in the runtime's namespace
+(key `token`). `Peering` summarises the status the controller writes (`Ready` with the
+reason of the first step not done, per-module conditions, one-word phases), and
+`wait_established` polls it until the virtual node is Ready with the capacity asked for,
+ending early when the controller reports a failure a wait cannot fix (a refused token, a
+wrong cluster id, denied resources).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import logging
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from runtime.api import constants as c
+from runtime.api.crds import FOREIGNCLUSTERS
+from runtime.api.kinds import NODES, SECRETS
+from runtime.core import Client, NotFoundError
+from runtime.forge.meta import metadata
+from runtime.forge.virtualnode import node_name_for
+
+from ..framework.waits import wait_until
+
+logger = logging.getLogger(__name__)
+
+JSON = dict[str, Any]
+
+TOKEN_SECRET_PREFIX: Final = "liqo-token-"
+COMPONENT: Final = "peering"
+#: the ForeignCluster resource keys the dedicated attributes stand for (the rest are extended resources)
+CPU, MEMORY, PODS, EPHEMERAL_STORAGE = "cpu", "memory", "pods", "ephemeral-storage"
+STANDARD_RESOURCES: Final = (CPU, MEMORY, PODS, EPHEMERAL_STORAGE)
+#: reasons of the Ready condition a wait cannot fix: the spec, the token or the provider's answer must change
+DEFINITIVE: Final = frozenset(
+    {
+        c.REASON_INVALID_SPEC,
+        c.REASON_AUTHENTICATION_FAILED,
+        c.REASON_CLUSTER_ID_MISMATCH,
+        c.REASON_RESOURCES_DENIED,
+    }
+)
+#: how long a definitive failure must persist before a wait gives up (the controller may still be retrying a
+#: refusal that came from its provider's caches lagging behind a token just issued)
+FAIL_AFTER: Final = 15.0
+
+
+# the objects
+
+
+def token_secret_name(cluster_name: str) -> str:
+    return f"{TOKEN_SECRET_PREFIX}{cluster_name}"
+
+
+def token_secret(cluster_name: str, token: str, *, namespace: str) -> JSON:
+    """The Secret holding the provider's peering token for the consumer's controller (key `token`)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": metadata(token_secret_name(cluster_name), namespace=namespace, component=COMPONENT),
+        "type": "Opaque",
+        "data": {c.TOKEN_SECRET_KEY: base64.b64encode(token.encode()).decode("ascii")},
+    }
+
+
+def foreign_cluster(
+    cluster_name: str,
+    *,
+    cluster_id: str,
+    auth_url: str,
+    namespace: str,
+    resources: Mapping[str, str],
+    node_labels: Mapping[str, str],
+) -> JSON:
+    """The ForeignCluster asking for an out-of-band peering with the provider `cluster_name`."""
+    return {
+        "apiVersion": FOREIGNCLUSTERS.api_version,
+        "kind": FOREIGNCLUSTERS.kind,
+        "metadata": {
+            "name": cluster_name,
+            "labels": {c.LABEL_REMOTE_CLUSTER_ID: cluster_id, c.LABEL_MANAGED_BY: c.MANAGED_BY},
+        },
+        "spec": {
+            "clusterID": cluster_id,
+            "clusterName": cluster_name,
+            "peeringType": "OutOfBand",
+            "authURL": auth_url,
+            "tokenSecretRef": {"name": token_secret_name(cluster_name), "namespace": namespace},
+            "outgoingPeeringEnabled": True,
+            "resources": dict(resources),
+            "nodeLabels": dict(node_labels),
+        },
+    }
+
+
+def token_of(secret: Mapping[str, Any] | None) -> str:
+    """The token a token Secret holds ("" when it holds none)."""
+    encoded = ((secret or {}).get("data") or {}).get(c.TOKEN_SECRET_KEY)
+    if not isinstance(encoded, str):
+        return ""
+    try:
+        return base64.b64decode(encoded).decode().strip()
+    except ValueError:
+        return ""
+
+
+# reading a peering
+
+
+@dataclass(frozen=True)
+class Condition:
+    module: str
+    type: str
+    status: str
+    reason: str
+    message: str
+    observed_generation: int | None = None
+
+    def __str__(self) -> str:
+        where = f"{self.module}/" if self.module else ""
+        return f"{where}{self.type}={self.status} ({self.reason}): {self.message}"
+
+
+@dataclass(frozen=True)
+class Peering:
+    """A ForeignCluster as the controller reports it."""
+
+    obj: JSON
+    conditions: list[Condition] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, obj: JSON) -> Peering:
+        status = obj.get("status") or {}
+        found = [_condition("", entry) for entry in status.get("conditions") or []]
+        for module, state in (status.get("modules") or {}).items():
+            found += [_condition(module, entry) for entry in (state or {}).get("conditions") or []]
+        return cls(obj, found)
+
+    @property
+    def name(self) -> str:
+        return str(self.obj["metadata"]["name"])
+
+    @property
+    def spec(self) -> JSON:
+        return dict(self.obj.get("spec") or {})
+
+    @property
+    def status(self) -> JSON:
+        return dict(self.obj.get("status") or {})
+
+    @property
+    def generation(self) -> int:
+        return int((self.obj.get("metadata") or {}).get("generation") or 0)
+
+    @property
+    def terminating(self) -> bool:
+        return bool((self.obj.get("metadata") or {}).get("deletionTimestamp"))
+
+    @property
+    def virtual_node(self) -> str:
+        nodes = self.status.get("virtualNodes") or []
+        return str(nodes[0]) if nodes else node_name_for(str(self.spec.get("clusterName") or self.name))
+
+    def condition(self, type: str, module: str = "") -> Condition | None:
+        return next(
+            (found for found in self.conditions if found.type == type and found.module == module), None
+        )
+
+    @property
+    def ready(self) -> Condition | None:
+        return self.condition(c.CONDITION_READY)
+
+    @property
+    def current(self) -> bool:
+        """Whether the status speaks of the spec as it is now (the controller saw this generation)."""
+        observed = self.status.get("observedGeneration")
+        ready = self.ready
+        if observed is None and ready is not None:
+            observed = ready.observed_generation
+        return observed is not None and int(observed) >= self.generation
+
+    def problems(self) -> list[str]:
+        """The conditions that are not True, worded for a diagnostic (the top-level Ready only when it says more)."""
+        modules = {(found.reason, found.message) for found in self.conditions if found.module}
+        return [
+            str(found)
+            for found in self.conditions
+            if found.status != "True" and (found.module or (found.reason, found.message) not in modules)
+        ]
+
+    def summary(self) -> str:
+        status = self.status
+        phases = ", ".join(
+            f"{key} {status.get(key) or 'None'}"
+            for key in ("authentication", "outgoingPeering", "networking")
+        )
+        problems = self.problems()
+        return phases + (": " + "; ".join(problems) if problems else "")
+
+
+def _condition(module: str, entry: Mapping[str, Any]) -> Condition:
+    generation = entry.get("observedGeneration")
+    return Condition(
+        module=module,
+        type=str(entry.get("type") or ""),
+        status=str(entry.get("status") or "Unknown"),
+        reason=str(entry.get("reason") or ""),
+        message=str(entry.get("message") or ""),
+        observed_generation=int(generation) if generation is not None else None,
+    )
+
+
+def split_resources(resources: Mapping[str, Any]) -> tuple[dict[str, str], dict[str, str]]:
+    """A ForeignCluster's requested resources: (cpu/memory/pods/ephemeral-storage, the extended ones)."""
+    standard = {k: str(v) for k, v in resources.items() if k in STANDARD_RESOURCES}
+    extended = {k: str(v) for k, v in resources.items() if k not in STANDARD_RESOURCES}
+    return standard, extended
+
+
+async def get(client: Client, name: str) -> Peering | None:
+    try:
+        return Peering.of(await client.get(FOREIGNCLUSTERS, name))
+    except NotFoundError:
+        return None
+
+
+async def find(client: Client, *, cluster_name: str | None, cluster_id: str | None) -> Peering | None:
+    """The ForeignCluster of a provider, by name or by cluster id (None: there is none)."""
+    if cluster_name:
+        peering = await get(client, cluster_name)
+        if peering is None or (cluster_id and peering.spec.get("clusterID") != cluster_id):
+            return None
+        return peering
+    listed = await client.list(FOREIGNCLUSTERS)
+    return next(
+        (Peering.of(obj) for obj in listed.items if (obj.get("spec") or {}).get("clusterID") == cluster_id),
+        None,
+    )
+
+
+async def token(client: Client, name: str, *, namespace: str) -> str:
+    try:
+        return token_of(await client.get(SECRETS, token_secret_name(name), namespace=namespace))
+    except NotFoundError:
+        return ""
+
+
+# waiting
+
+
+class PeeringFailedError(Exception):
+    """The controller reports a failure that waiting will not fix."""
+
+    def __init__(self, peering: Peering) -> None:
+        super().__init__(peering.summary())
+        self.peering = peering
+
+
+@dataclass(frozen=True)
+class Established:
+    peering: Peering
+    #: the provider granted less than asked (its condition message), "" when it granted all
+    resized: str = ""
+
+
+async def wait_established(
+    client: Client,
+    name: str,
+    *,
+    requested: Mapping[str, str],
+    seconds: float,
+    stop: threading.Event,
+    fail_after: float | None = None,
+) -> Established:
+    """Until the peering's virtual node is Ready and advertises what was asked for (or what the provider granted).
+
+    Raises PeeringFailedError once a definitive failure has persisted for `fail_after` seconds (`FAIL_AFTER`).
+    """
+    patience = FAIL_AFTER if fail_after is None else fail_after
+    from runtime.api.quantity import parse_quantity
+
+    loop = asyncio.get_running_loop()
+    failing_since: float | None = None
+
+    async def check() -> tuple[Established | None, str]:
+        nonlocal failing_since
+        peering = await get(client, name)
+        if peering is None:
+            return None, f"ForeignCluster {name} does not exist"
+        ready = peering.ready
+        if not peering.current or ready is None:
+            return None, f"ForeignCluster {name}: the controller has not reported on it yet"
+        if ready.status != "True":
+            if ready.reason in DEFINITIVE:
+                failing_since = failing_since if failing_since is not None else loop.time()
+                if loop.time() - failing_since >= patience:
+                    raise PeeringFailedError(peering)
+            else:
+                failing_since = None
+            return None, f"ForeignCluster {name}: {peering.summary()}"
+        failing_since = None
+        node = await _node(client, peering.virtual_node)
+        if node is None or not _node_ready(node):
+            return (
+                None,
+                f"ForeignCluster {name} is established, but node {peering.virtual_node} is not Ready yet",
+            )
+        granted = peering.condition(c.CONDITION_RESOURCES_GRANTED, "offloading")
+        if granted is not None and granted.reason == c.REASON_RESOURCES_RESIZED:
+            return Established(peering, resized=granted.message), "resized"
+        capacity = (node.get("status") or {}).get("capacity") or {}
+        differ = [
+            f"{key} {capacity.get(key, 'none')} (asked {amount})"
+            for key, amount in requested.items()
+            if key not in capacity or parse_quantity(capacity[key]).value != parse_quantity(amount).value
+        ]
+        if differ:
+            return None, f"node {peering.virtual_node} advertises {', '.join(differ)}"
+        return Established(peering), "established"
+
+    return await wait_until(
+        check, what=f"the peering with {name} (a Ready virtual node)", seconds=seconds, stop=stop
+    )
+
+
+async def _node(client: Client, name: str) -> JSON | None:
+    try:
+        return await client.get(NODES, name)
+    except NotFoundError:
+        return None
+
+
+def _node_ready(node: Mapping[str, Any]) -> bool:
+    return any(
+        entry.get("type") == "Ready" and entry.get("status") == "True"
+        for entry in (node.get("status") or {}).get("conditions") or []
+    )
+
+
+async def wait_gone(client: Client, name: str, *, seconds: float, stop: threading.Event) -> None:
+    """Until the ForeignCluster `name` is gone (the controller's unpeer is done)."""
+
+    async def check() -> tuple[bool | None, str]:
+        peering = await get(client, name)
+        if peering is None:
+            return True, "gone"
+        return (
+            None,
+            f"ForeignCluster {name}: outgoing peering {peering.status.get('outgoingPeering') or 'None'}",
+        )
+
+    await wait_until(check, what=f"ForeignCluster {name} to be deleted", seconds=seconds, stop=stop)
+
+
+async def orphan(client: Client, name: str) -> None:
+    """Let the ForeignCluster go without its controller's clean-up (its finalizer is removed)."""
+    with contextlib.suppress(NotFoundError):
+        await client.patch(
+            FOREIGNCLUSTERS,
+            name,
+            {"metadata": {"finalizers": None}},
+            field_manager=c.FIELD_MANAGER_TERRAFORM,
+        )

@@ -1,0 +1,670 @@
+"""`resource "liqo_install"`: installs, upgrades in place and uninstalls the Liqo runtime in the cluster the
+provider points at.
+
+The objects are `runtime.forge.install.install_manifests()` (see `installer.py` for the
+cluster work); this module maps Terraform's lifecycle onto it:
+
+- plan: defaults, the provider's host as `api_server_url`, the package version, and on
+  create the CIDRs the cluster tells (so a plan shows them) and the cluster id it
+  already has (an identity ConfigMap left by an earlier install is reused, so the id
+  stays stable); values `InstallOptions.validate` rejects are errors on their attribute;
+- create/update: server-side apply, then a wait bounded by `timeouts` until the three
+  Deployments are rolled out, the webhook is patched and the auth service published its
+  URL. An interrupted or timed-out create is recorded (tainted): what exists is in state;
+- read: namespace or identity gone means the installation is gone; the attributes are
+  read back from the identity ConfigMap and the Deployments, and objects found missing
+  are listed in `missing_objects`, which plans an update that re-creates them;
+- destroy: refused (at plan time already) while ForeignClusters or NamespaceOffloadings
+  exist, unless `force`; `purge` also removes the namespace, CRDs and cluster identity;
+- import: by namespace name.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, ClassVar, Final
+
+from tf.iface import ImportContext, ReadContext, UpgradeContext
+from tf.schema import Schema
+from tf.types import Bool, List, Map, Number, String, Unknown
+from tf.utils import Diagnostics
+
+from runtime.api import constants as c
+
+from ..framework.plan import is_known
+from ..framework.resource import ApplyContext, PlanContext, Resource, State, call
+from ..framework.schema import Attribute
+from ..framework.timeouts import block as timeouts_block
+from . import checks
+
+if TYPE_CHECKING:
+    from runtime.core import Client
+    from runtime.forge.install import InstallOptions
+
+    from .installer import Cidrs, Observed, Ready
+
+logger = logging.getLogger(__name__)
+
+WEBHOOK_MODES: Final = ("service", "url")
+#: default bounds of each operation, in seconds
+TIMEOUTS: Final = {"create": 600.0, "update": 600.0, "delete": 300.0}
+#: the bound of the cluster reads done while planning
+PLAN_SECONDS: Final = 60.0
+#: attributes `InstallOptions.validate` checks, each alone, at validate time
+_OPTIONS: Final = (
+    "cluster_name",
+    "namespace",
+    "pod_cidr",
+    "service_cidr",
+    "sharing_percentage",
+    "api_server_url",
+    "auth_url",
+    "cluster_labels",
+)
+#: a valid value for each option, to check one configured value at a time
+_VALID: Final[dict[str, Any]] = {
+    "cluster_id": str(uuid.UUID(int=0)),
+    "cluster_name": "valid",
+    "api_server_url": "https://valid.invalid",
+    "pod_cidr": "10.0.0.0/16",
+    "service_cidr": "10.1.0.0/16",
+}
+#: attributes whose change restarts the auth service (so its published URL may change)
+_AUTH_INPUTS: Final = ("namespace", "image", "api_server_url", "auth_url")
+
+
+def _defaults() -> dict[str, Any]:
+    from runtime.api.image import runtime_image
+
+    return {
+        "namespace": c.DEFAULT_NAMESPACE,
+        "sharing_percentage": 90,
+        "image": runtime_image(),
+        "webhook_mode": "service",
+        "force": False,
+        "purge": False,
+    }
+
+
+def _version() -> str:
+    """The runtime version this provider installs (its own: `runtime.api.image` reads package metadata)."""
+    from runtime.api.image import package_version
+
+    return package_version()
+
+
+class InstallResource(Resource):
+    name: ClassVar[str] = "install"
+    timeouts: ClassVar[Mapping[str, float]] = TIMEOUTS
+    schema: ClassVar[Schema] = Schema(
+        description=(
+            "Installs the Liqo runtime (CRDs, controller manager, authentication service, webhook) in the "
+            "cluster the provider points at, upgrades it in place and uninstalls it."
+        ),
+        attributes=[
+            Attribute(
+                "id",
+                String(),
+                computed=True,
+                use_state_for_unknown=True,
+                description="The namespace of the installation (the import ID).",
+            ),
+            Attribute(
+                "cluster_name",
+                String(),
+                required=True,
+                description=(
+                    "Name of this cluster, as its peers know it: a DNS label of at most 58 characters (the "
+                    "virtual node standing for it in a consumer is `liqo-<cluster_name>`)."
+                ),
+            ),
+            Attribute(
+                "cluster_labels",
+                Map(String()),
+                optional=True,
+                description="Labels this cluster suggests for the virtual nodes that stand for it in its consumers.",
+            ),
+            Attribute(
+                "namespace",
+                String(),
+                optional=True,
+                computed=True,
+                requires_replace=True,
+                default=c.DEFAULT_NAMESPACE,
+                description=f"Namespace of the runtime (default `{c.DEFAULT_NAMESPACE}`). Changing it reinstalls.",
+            ),
+            Attribute(
+                "pod_cidr",
+                String(),
+                optional=True,
+                computed=True,
+                use_state_for_unknown=True,
+                description=(
+                    "The cluster's pod CIDR. Default: what the cluster tells (kubeadm's `kubeadm-config`, or the "
+                    "kube-controller-manager's `--cluster-cidr`); set it when the cluster tells neither."
+                ),
+            ),
+            Attribute(
+                "service_cidr",
+                String(),
+                optional=True,
+                computed=True,
+                use_state_for_unknown=True,
+                description=(
+                    "The cluster's Service CIDR. Default: what the cluster tells (kubeadm's `kubeadm-config`, "
+                    "or the API server's valid Service range)."
+                ),
+            ),
+            Attribute(
+                "sharing_percentage",
+                Number(),
+                optional=True,
+                computed=True,
+                default=90,
+                description=(
+                    "Percentage (1-100) of this cluster's free resources a consumer gets when it asks for no "
+                    "specific amount (default 90)."
+                ),
+            ),
+            Attribute(
+                "image",
+                String(),
+                optional=True,
+                computed=True,
+                description="Image of the runtime's components (default: the runtime image of this provider's version).",
+            ),
+            Attribute(
+                "webhook_mode",
+                String(),
+                optional=True,
+                computed=True,
+                default="service",
+                description=(
+                    'How the API server reaches the runtime\'s webhook: `"service"` (its Service, default) or '
+                    '`"url"` (its pod address; the playground needs `"url"`, as it has no Service network).'
+                ),
+            ),
+            Attribute(
+                "api_server_url",
+                String(),
+                optional=True,
+                computed=True,
+                description=(
+                    "URL other clusters reach this cluster's API server at (consumers' credentials point "
+                    "there). Default: the host the provider is configured with."
+                ),
+            ),
+            Attribute(
+                "auth_url",
+                String(),
+                optional=True,
+                computed=True,
+                description=(
+                    "URL other clusters reach the authentication service at. Default: the address the service "
+                    "publishes itself (read back once it runs)."
+                ),
+            ),
+            Attribute(
+                "force",
+                Bool(),
+                optional=True,
+                computed=True,
+                default=False,
+                description=(
+                    "Let destroy proceed while peerings (ForeignClusters) or offloaded namespaces exist: they "
+                    "are deleted first. Apply it before the destroy (destroy uses the stored value)."
+                ),
+            ),
+            Attribute(
+                "purge",
+                Bool(),
+                optional=True,
+                computed=True,
+                default=False,
+                description=(
+                    "On destroy, also delete the namespace, the CRDs and the cluster identity (the next install "
+                    "gets a new cluster ID). Apply it before the destroy."
+                ),
+            ),
+            Attribute(
+                "cluster_id",
+                String(),
+                computed=True,
+                use_state_for_unknown=True,
+                description="The cluster ID, kept across reinstalls unless purged.",
+            ),
+            Attribute(
+                "version",
+                String(),
+                computed=True,
+                description="Version of the installed runtime (this provider's version: applying upgrades it).",
+            ),
+            Attribute(
+                "missing_objects",
+                List(String()),
+                computed=True,
+                description=(
+                    "Objects of the installation found missing at the last refresh; a non-empty list plans an "
+                    "update that re-creates them."
+                ),
+            ),
+        ],
+        block_types=[timeouts_block(TIMEOUTS)],
+    )
+
+    # validate and plan
+
+    def upgrade(self, ctx: UpgradeContext, version: int, old: State) -> State:
+        """Schema version 0 is the only one: a stored state needs no upgrade."""
+        return old
+
+    def check(self, diags: Diagnostics, config: State) -> None:
+        for attribute in _OPTIONS:
+            _check_option(diags, attribute, config.get(attribute))
+        mode = config.get("webhook_mode")
+        if checks.known(mode) and mode not in WEBHOOK_MODES:
+            diags.add_error(
+                "Invalid webhook_mode",
+                f'"{mode}" is not a webhook mode: use "service" (the API server calls the webhook through its '
+                'Service) or "url" (by pod address, as the playground needs).',
+                path=["webhook_mode"],
+            )
+        image = config.get("image")
+        if checks.known(image) and not str(image).strip():
+            diags.add_error(
+                "Invalid image", "The image cannot be empty; omit it for the default.", path=["image"]
+            )
+
+    def plan(self, ctx: PlanContext, current: State | None, planned: State) -> State:  # type: ignore[override]
+        config = ctx.config
+        planned = dict(planned)
+        for name, default in _defaults().items():
+            if config.get(name) is None:
+                planned[name] = default
+        planned["id"] = planned["namespace"]
+        planned["version"] = _version()
+        planned["missing_objects"] = []
+        kube = self.provider.kube
+        if config.get("api_server_url") is None:
+            planned["api_server_url"] = kube.host if kube.config is not None else Unknown
+        if current is not None:
+            if config.get("auth_url") is None and any(
+                not _same(current.get(name), planned.get(name)) for name in _AUTH_INPUTS
+            ):
+                planned["auth_url"] = Unknown
+            return planned
+        if kube.config is None or not is_known(planned["namespace"]):
+            return planned
+        self._plan_create(ctx.diagnostics, planned, config)
+        return planned
+
+    def _plan_create(self, diags: Diagnostics, planned: State, config: State) -> None:
+        """Fill in what the cluster tells on create: the CIDRs not configured, and an existing cluster id."""
+        from .installer import discover_cidrs
+
+        namespace = planned["namespace"]
+
+        async def look(client: Client) -> tuple[Cidrs | None, str | None]:
+            from ..datasources.cluster import IdentityError, cluster_identity
+
+            wants_cidrs = config.get("pod_cidr") is None or config.get("service_cidr") is None
+            cidrs = await discover_cidrs(client) if wants_cidrs else None
+            try:
+                identity = await cluster_identity(client, namespace=namespace)
+            except IdentityError:
+                identity = None
+            return cidrs, identity.cluster_id if identity is not None else None
+
+        found = call(
+            diags,
+            self.provider.kube,
+            look,
+            what=f"read the cluster's CIDRs and Liqo identity (namespace {namespace})",
+            seconds=PLAN_SECONDS,
+        )
+        if found is None:
+            return
+        cidrs, cluster_id = found
+        if cluster_id is not None:
+            planned["cluster_id"] = cluster_id
+        if cidrs is not None:
+            _plan_cidrs(diags, planned, config, cidrs)
+
+    def plan_destroy(self, ctx: PlanContext, prior: State) -> None:
+        if prior.get("force") or self.provider.kube.config is None:
+            return
+        from .installer import blockers
+
+        found = call(
+            Diagnostics(),  # a cluster that cannot be read now is checked again by the destroy itself
+            self.provider.kube,
+            blockers,
+            what="list the peerings and offloaded namespaces",
+            seconds=PLAN_SECONDS,
+        )
+        if found:
+            _refuse(ctx.diagnostics, found)
+
+    # apply
+
+    def create(self, ctx: ApplyContext, planned: State) -> State | None:  # type: ignore[override]
+        return self._apply(ctx, planned, prior=None)
+
+    def update(self, ctx: ApplyContext, current: State, planned: State) -> State | None:  # type: ignore[override]
+        return self._apply(ctx, planned, prior=current)
+
+    def _apply(self, ctx: ApplyContext, planned: State, *, prior: State | None) -> State | None:
+        from runtime.forge.install import InstallOptionsError
+
+        from .installer import Cidrs, Progress, apply, discover_cidrs, wait_ready
+
+        operation = "create" if prior is None else "update"
+        seconds = self.seconds(ctx.config, operation)
+        kube = self.provider.kube
+        namespace = planned["namespace"]
+
+        async def resolve(client: Client) -> InstallOptions:
+            from ..datasources.cluster import IdentityError, cluster_identity
+
+            cluster_id = planned.get("cluster_id")
+            if not is_known(cluster_id) or not cluster_id:
+                try:
+                    identity = await cluster_identity(client, namespace=namespace)
+                except IdentityError:
+                    identity = None  # unreadable: the install writes a whole new identity
+                cluster_id = identity.cluster_id if identity is not None else str(uuid.uuid4())
+            options = _options(planned, cluster_id=str(cluster_id), host=kube.host)
+            if not options.pod_cidr or not options.service_cidr:
+                cidrs = await discover_cidrs(client)
+                options = replace(
+                    options,
+                    pod_cidr=options.pod_cidr or cidrs.pod_cidr or "",
+                    service_cidr=options.service_cidr or cidrs.service_cidr or "",
+                )
+            return options
+
+        options = call(
+            ctx.diagnostics, kube, resolve, what=f"prepare the installation in {namespace}", seconds=seconds
+        )
+        if options is None:
+            return prior
+        if not options.pod_cidr or not options.service_cidr:
+            cidrs = Cidrs(options.pod_cidr or None, options.service_cidr or None)
+            _plan_cidrs(ctx.diagnostics, {}, {}, cidrs)
+            return prior
+        try:
+            options.validate()
+        except InstallOptionsError as exc:
+            _option_error(ctx.diagnostics, exc)
+            return prior
+        progress = Progress()
+        started = time.monotonic()
+        call(
+            ctx.diagnostics,
+            kube,
+            lambda client: apply(client, options, progress=progress),
+            what=f"apply the Liqo runtime's objects in namespace {namespace}",
+            seconds=seconds,
+        )
+        state = _state(planned, options, identity={})
+        if ctx.diagnostics.has_errors():
+            return state if progress.applied or prior is not None else None
+        left = max(seconds - (time.monotonic() - started), 0.0)
+        ready: Ready | None = call(
+            ctx.diagnostics,
+            kube,
+            lambda client: wait_ready(client, options, seconds=left, stop=ctx.stop),
+            what=f"the {operation} of the Liqo runtime in namespace {namespace}",
+            seconds=left + 10,
+        )
+        return _state(planned, options, identity=ready.identity if ready is not None else {})
+
+    # read, delete, import
+
+    def read(self, ctx: ReadContext, current: State) -> State | None:
+        from .installer import observe
+
+        namespace = current.get("namespace") or current.get("id") or c.DEFAULT_NAMESPACE
+        observed = call(
+            ctx.diagnostics,
+            self.provider.kube,
+            lambda client: observe(client, namespace),
+            what=f"read the Liqo installation in namespace {namespace}",
+            seconds=PLAN_SECONDS,
+        )
+        if ctx.diagnostics.has_errors():
+            return current
+        if observed is None:
+            logger.info("liqo_install %s: gone from the cluster; removing it from the state", namespace)
+            return None
+        return _observed_state(current, namespace, observed)
+
+    def delete(self, ctx: ApplyContext, current: State) -> None:  # type: ignore[override]
+        from runtime.core import APIConnectionError
+
+        from .installer import blockers, uninstall
+
+        namespace = current.get("namespace") or c.DEFAULT_NAMESPACE
+        force, purge = bool(current.get("force")), bool(current.get("purge"))
+        seconds = self.seconds(current, "delete")
+
+        async def remove(client: Client) -> list[str] | _Refused | _Unreachable:
+            try:
+                if not force:
+                    found = await blockers(client)
+                    if found:
+                        return _Refused(found)
+                return await uninstall(
+                    client, namespace, force=force, purge=purge, seconds=seconds, stop=ctx.stop
+                )
+            except APIConnectionError as exc:
+                return _Unreachable(str(exc))
+
+        outcome = call(
+            ctx.diagnostics,
+            self.provider.kube,
+            remove,
+            what=f"uninstall the Liqo runtime from namespace {namespace}",
+            seconds=seconds + 10,
+        )
+        if isinstance(outcome, _Refused):
+            _refuse(ctx.diagnostics, outcome.found)
+        elif isinstance(outcome, _Unreachable):
+            _unreachable(
+                ctx.diagnostics, host=self.provider.kube.host, namespace=namespace, error=outcome.error
+            )
+        elif outcome is not None:
+            for warning in outcome:
+                ctx.diagnostics.add_warning("Peering removed by force", warning)
+
+    def import_(self, ctx: ImportContext, id: str) -> State | None:
+        from .installer import observe
+
+        checks.namespace(ctx.diagnostics, id, path=["namespace"])
+        if ctx.diagnostics.has_errors():
+            return None
+        observed = call(
+            ctx.diagnostics,
+            self.provider.kube,
+            lambda client: observe(client, id),
+            what=f"read the Liqo installation in namespace {id}",
+            seconds=PLAN_SECONDS,
+        )
+        if ctx.diagnostics.has_errors():
+            return None
+        if observed is None:
+            ctx.diagnostics.add_error(
+                "Cannot import liqo_install",
+                f"There is no Liqo installation in namespace {id} of the cluster at {self.provider.kube.host} "
+                "(the namespace or its liqo-cluster-identity ConfigMap is missing). The import ID is the "
+                "namespace the runtime is installed in, e.g. `terraform import liqo_install.this liqo`.",
+            )
+            return None
+        empty: State = {attribute.name: None for attribute in self.schema.attributes}
+        return _observed_state({**empty, "timeouts": None}, id, observed)
+
+
+# state
+
+
+def _options(planned: State, *, cluster_id: str, host: str) -> InstallOptions:
+    from runtime.forge.install import InstallOptions
+
+    def text(name: str, default: str = "") -> str:
+        value = planned.get(name)
+        return str(value) if is_known(value) and value is not None else default
+
+    sharing = planned.get("sharing_percentage")
+    return InstallOptions(
+        cluster_id=cluster_id,
+        cluster_name=text("cluster_name"),
+        api_server_url=text("api_server_url", host),
+        pod_cidr=text("pod_cidr"),
+        service_cidr=text("service_cidr"),
+        cluster_labels=dict(planned.get("cluster_labels") or {}),
+        namespace=text("namespace", c.DEFAULT_NAMESPACE),
+        sharing_percentage=int(sharing) if is_known(sharing) and sharing is not None else 90,
+        image=text("image") or _defaults()["image"],
+        webhook_mode="url" if planned.get("webhook_mode") == "url" else "service",
+        auth_url=text("auth_url"),
+    )
+
+
+def _state(planned: State, options: InstallOptions, *, identity: Mapping[str, str]) -> State:
+    """The state after an apply: the options applied, and what the running runtime published."""
+    return {
+        **planned,
+        "id": options.namespace,
+        "namespace": options.namespace,
+        "pod_cidr": options.pod_cidr,
+        "service_cidr": options.service_cidr,
+        "api_server_url": options.api_server_url,
+        "image": options.image,
+        "auth_url": identity.get(c.IDENTITY_AUTH_URL) or _known_text(planned.get("auth_url")),
+        "cluster_id": options.cluster_id,
+        "version": identity.get(c.IDENTITY_VERSION) or _version(),
+        "missing_objects": [],
+    }
+
+
+def _known_text(value: Any) -> str:
+    return str(value) if is_known(value) and value is not None else ""
+
+
+def _observed_state(current: State, namespace: str, observed: Observed) -> State:
+    from .installer import identity_labels
+
+    identity = observed.identity
+    labels = identity_labels(identity)
+    sharing = identity.get(c.IDENTITY_SHARING_PERCENTAGE) or ""
+    return {
+        **current,
+        "id": namespace,
+        "namespace": namespace,
+        "cluster_name": identity.get(c.IDENTITY_CLUSTER_NAME) or "",
+        # an empty map and no map are the same installation: keep what the configuration says
+        "cluster_labels": labels if labels or current.get("cluster_labels") is not None else None,
+        "pod_cidr": identity.get(c.IDENTITY_POD_CIDR) or "",
+        "service_cidr": identity.get(c.IDENTITY_SERVICE_CIDR) or "",
+        "sharing_percentage": int(sharing) if sharing.isdigit() else 0,
+        "image": observed.image,
+        "webhook_mode": observed.webhook_mode,
+        "api_server_url": observed.api_server_url,
+        "auth_url": identity.get(c.IDENTITY_AUTH_URL) or "",
+        "force": bool(current.get("force")),
+        "purge": bool(current.get("purge")),
+        "cluster_id": identity.get(c.IDENTITY_CLUSTER_ID) or "",
+        "version": identity.get(c.IDENTITY_VERSION) or "",
+        "missing_objects": observed.missing,
+    }
+
+
+# diagnostics
+
+
+def _check_option(diags: Diagnostics, attribute: str, value: Any) -> None:
+    """`InstallOptions.validate` on one configured value (the others valid), as an error on its attribute."""
+    from runtime.forge.install import InstallOptions, InstallOptionsError
+
+    if value is None or not is_known(value):
+        return
+    if attribute == "sharing_percentage" and (not isinstance(value, int | float) or value != int(value)):
+        diags.add_error(
+            "Invalid sharing_percentage", f"{value} is not a whole percentage (1-100).", path=[attribute]
+        )
+        return
+    value = int(value) if attribute == "sharing_percentage" else value
+    try:
+        InstallOptions(**{**_VALID, attribute: value}).validate()
+    except InstallOptionsError as exc:
+        _option_error(diags, exc)
+
+
+def _option_error(diags: Diagnostics, exc: Exception) -> None:
+    attribute = getattr(exc, "attribute", "")
+    message = str(exc).removeprefix(f"{attribute}: ")
+    diags.add_error(f"Invalid {attribute}", message[:1].upper() + message[1:] + ".", path=[attribute])
+
+
+def _plan_cidrs(diags: Diagnostics, planned: State, config: State, cidrs: Cidrs) -> None:
+    for attribute, value, source in (
+        (
+            "pod_cidr",
+            cidrs.pod_cidr,
+            "kube-system/kubeadm-config, nor a kube-controller-manager pod's --cluster-cidr",
+        ),
+        (
+            "service_cidr",
+            cidrs.service_cidr,
+            "kube-system/kubeadm-config, nor the API server's Service range",
+        ),
+    ):
+        if config.get(attribute) is not None:
+            continue
+        if value is None:
+            diags.add_error(
+                f"Cannot discover {attribute}",
+                f"The cluster does not tell its {attribute.replace('_', ' ').replace('cidr', 'CIDR')} (neither "
+                f"{source}): set {attribute} in the liqo_install resource.",
+                path=[attribute],
+            )
+        else:
+            planned[attribute] = value
+
+
+def _refuse(diags: Diagnostics, found: list[str]) -> None:
+    diags.add_error(
+        "Liqo is still in use",
+        "The runtime cannot be uninstalled while these exist:\n  "
+        + "\n  ".join(found)
+        + "\nDestroy the liqo_peer resources (and offloaded namespaces) first, or set force = true on the "
+        "liqo_install resource and apply, then destroy: forcing deletes them.",
+        path=["force"],
+    )
+
+
+def _unreachable(diags: Diagnostics, *, host: str, namespace: str, error: str) -> None:
+    diags.add_warning(
+        "Cluster unreachable: installation dropped from the state",
+        f"The cluster at {host} cannot be reached ({error}), so the Liqo runtime in namespace {namespace} was "
+        "not uninstalled; it is removed from the state as the cluster is gone. If the cluster comes back, "
+        "uninstall it there by hand or import it again.",
+    )
+
+
+@dataclass(frozen=True)
+class _Refused:
+    found: list[str]
+
+
+@dataclass(frozen=True)
+class _Unreachable:
+    error: str
+
+
+def _same(a: Any, b: Any) -> bool:
+    return a is not Unknown and b is not Unknown and a == b

@@ -1,0 +1,522 @@
+"""The cluster work behind `liqo_install`: discover the CIDRs, apply the runtime's manifests, wait until
+it runs, read it back, and uninstall it.
+
+The objects are always `runtime.forge.install.install_manifests()`, applied with
+server-side apply under the `liqo-terraform` field manager, in the builder's order;
+uninstall deletes them in reverse. What the runtime writes into those objects itself
+(the webhook's address and CA bundle, the auth service's `authURL` in the identity
+ConfigMap) is owned by the runtime's own field managers, and a re-apply carries the
+webhook's values over, so an upgrade never undoes them. All of it is async on
+`runtime.core.Client`; the resource module turns outcomes into Terraform state and
+diagnostics.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ipaddress
+import json
+import logging
+import re
+import threading
+import uuid
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from runtime.api import constants as c
+from runtime.api import crds, kinds
+from runtime.api.resource import Resource
+from runtime.core import APIStatusError, Client, InvalidError, NotFoundError
+from runtime.forge.install import (
+    COMPONENTS,
+    VALIDATING_WEBHOOK,
+    InstallOptions,
+    install_manifests,
+)
+
+from ..framework.waits import wait_until
+
+logger = logging.getLogger(__name__)
+
+JSON = dict[str, Any]
+
+#: every kind the install manifests hold, by (apiVersion, kind)
+RESOURCES: Final[dict[tuple[str, str], Resource]] = {
+    (resource.api_version, resource.kind): resource
+    for resource in (
+        *(value for value in vars(kinds).values() if isinstance(value, Resource)),
+        *(kind.resource for kind in crds.KINDS),
+    )
+}
+#: the address of a Service no cluster can allocate: a dry-run create with it answers with the valid range
+_PROBE_IP: Final = "0.0.0.0"
+_VALID_RANGE: Final = re.compile(r"The range of valid IPs is ([0-9a-fA-F.:/]+)")
+_CLUSTER_CIDR_FLAG: Final = "--cluster-cidr="
+
+
+@dataclass(frozen=True)
+class Ref:
+    """One object of the installation, as `kind namespace/name` in messages."""
+
+    resource: Resource
+    name: str
+    namespace: str | None = None
+
+    def __str__(self) -> str:
+        where = f"{self.namespace}/{self.name}" if self.namespace else self.name
+        return f"{self.resource.kind} {where}"
+
+
+def ref(obj: Mapping[str, Any]) -> Ref:
+    metadata = obj["metadata"]
+    return Ref(RESOURCES[(obj["apiVersion"], obj["kind"])], metadata["name"], metadata.get("namespace"))
+
+
+def object_refs(namespace: str) -> list[Ref]:
+    """The objects of an installation in `namespace`, in apply order."""
+    # which objects an installation holds depends only on its namespace: the other options are placeholders
+    options = InstallOptions(
+        cluster_id=str(uuid.UUID(int=0)),
+        cluster_name="placeholder",
+        api_server_url="https://placeholder.invalid",
+        pod_cidr="10.0.0.0/16",
+        service_cidr="10.1.0.0/16",
+        namespace=namespace,
+    )
+    return [ref(obj) for obj in install_manifests(options)]
+
+
+# discovery
+
+
+@dataclass(frozen=True)
+class Cidrs:
+    pod_cidr: str | None
+    service_cidr: str | None
+
+
+async def discover_cidrs(client: Client) -> Cidrs:
+    """The cluster's pod and Service CIDRs where the cluster tells them (None: it does not).
+
+    In order: kubeadm's `kube-system/kubeadm-config` (kind and kubeadm clusters), the
+    kube-controller-manager pod's `--cluster-cidr`, and for Services the API server's
+    answer to a dry-run Service with an address outside every range (as liqoctl does).
+    """
+    pod_cidr, service_cidr = await _kubeadm_networking(client)
+    if pod_cidr is None:
+        pod_cidr = await _controller_manager_cluster_cidr(client)
+    if service_cidr is None:
+        service_cidr = await _service_range(client)
+    return Cidrs(pod_cidr, service_cidr)
+
+
+async def _kubeadm_networking(client: Client) -> tuple[str | None, str | None]:
+    import yaml
+
+    try:
+        configmap = await client.get(kinds.CONFIGMAPS, "kubeadm-config", namespace="kube-system")
+    except NotFoundError:
+        return None, None
+    try:
+        configuration = yaml.safe_load((configmap.get("data") or {}).get("ClusterConfiguration") or "")
+    except yaml.YAMLError:
+        logger.warning("kube-system/kubeadm-config: ClusterConfiguration is not YAML; ignoring it")
+        return None, None
+    networking = configuration.get("networking") if isinstance(configuration, dict) else None
+    if not isinstance(networking, dict):
+        return None, None
+    return _cidr(networking.get("podSubnet")), _cidr(networking.get("serviceSubnet"))
+
+
+async def _controller_manager_cluster_cidr(client: Client) -> str | None:
+    pods = await client.list(
+        kinds.PODS, namespace="kube-system", label_selector="component=kube-controller-manager"
+    )
+    for pod in pods.items:
+        for container in (pod.get("spec") or {}).get("containers") or []:
+            for argument in [*(container.get("command") or []), *(container.get("args") or [])]:
+                if isinstance(argument, str) and argument.startswith(_CLUSTER_CIDR_FLAG):
+                    return _cidr(argument.removeprefix(_CLUSTER_CIDR_FLAG))
+    return None
+
+
+async def _service_range(client: Client) -> str | None:
+    probe = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "liqo-service-cidr-probe", "namespace": "default"},
+        "spec": {"clusterIP": _PROBE_IP, "ports": [{"port": 443}]},
+    }
+    try:
+        await client.create(kinds.SERVICES, probe, namespace="default", dry_run=True)
+    except InvalidError as exc:
+        match = _VALID_RANGE.search(exc.message)
+        return _cidr(match.group(1)) if match else None
+    except APIStatusError as exc:
+        logger.info("default/liqo-service-cidr-probe: no Service range from the API server: %s", exc)
+    return None
+
+
+def _cidr(value: Any) -> str | None:
+    """The first network of a (comma-separated) CIDR value, normalised; None when it is not one."""
+    if not isinstance(value, str) or not value.strip():
+        return None
+    try:
+        return str(ipaddress.ip_network(value.split(",")[0].strip(), strict=False))
+    except ValueError:
+        return None
+
+
+# apply and wait
+
+
+@dataclass
+class Progress:
+    """How far an apply got (so a failed create knows whether anything exists to record)."""
+
+    applied: int = 0
+
+
+async def apply(client: Client, options: InstallOptions, *, progress: Progress) -> None:
+    """Server-side apply every object of the installation, in order."""
+    objects = install_manifests(options)
+    await _prepare_webhooks(client, objects)
+    for obj in objects:
+        target = ref(obj)
+        await client.apply(
+            target.resource,
+            obj,
+            namespace=target.namespace,
+            field_manager=c.FIELD_MANAGER_TERRAFORM,
+            force=True,
+        )
+        progress.applied += 1
+
+
+async def _prepare_webhooks(client: Client, objects: list[JSON]) -> None:
+    """Carry what the webhook patched into its configuration over into our intent (an upgrade keeps it).
+
+    When the webhook mode changes (service <-> url), the old configuration is deleted instead:
+    the webhook owns the address it patched, which would stay beside the new one.
+    """
+    for obj in objects:
+        target = ref(obj)
+        if target.resource != kinds.VALIDATINGWEBHOOKS:
+            continue
+        try:
+            live = await client.get(target.resource, target.name)
+        except NotFoundError:
+            continue
+        patched = {hook.get("name"): hook.get("clientConfig") or {} for hook in live.get("webhooks") or []}
+        for hook in obj["webhooks"]:
+            config = hook["clientConfig"]
+            current = patched.get(hook["name"])
+            if current is None:
+                continue
+            if ("url" in current) != ("url" in config):
+                logger.info("%s: the webhook mode changes; replacing it", target)
+                await client.delete(target.resource, target.name)
+                break
+            if current.get("url"):
+                config["url"] = current["url"]
+            if current.get("caBundle"):
+                config["caBundle"] = current["caBundle"]
+
+
+@dataclass(frozen=True)
+class Ready:
+    """The installation as it runs: its identity's values (the auth service's URL among them)."""
+
+    identity: dict[str, str]
+
+
+async def wait_ready(
+    client: Client, options: InstallOptions, *, seconds: float, stop: threading.Event
+) -> Ready:
+    """Until the components' Deployments are rolled out, the webhook is patched and `authURL` is published."""
+
+    async def check() -> tuple[Ready | None, str]:
+        pending = await _pending(client, options)
+        if pending:
+            return None, "; ".join(pending)
+        identity = await client.get(
+            kinds.CONFIGMAPS, c.CLUSTER_IDENTITY_CONFIGMAP, namespace=options.namespace
+        )
+        return Ready(dict(identity.get("data") or {})), "ready"
+
+    return await wait_until(
+        check,
+        what=f"the Liqo runtime in namespace {options.namespace} to become ready",
+        seconds=seconds,
+        stop=stop,
+    )
+
+
+async def _pending(client: Client, options: InstallOptions) -> list[str]:
+    """What the installation still waits for, one phrase each (empty: ready)."""
+    ns = options.namespace
+    pending: list[str] = []
+    for component in COMPONENTS:
+        name = f"liqo-{component}"
+        try:
+            deployment = await client.get(kinds.DEPLOYMENTS, name, namespace=ns)
+        except NotFoundError:
+            pending.append(f"Deployment {ns}/{name} is missing")
+            continue
+        if not rolled_out(deployment):
+            status = deployment.get("status") or {}
+            wanted = (deployment.get("spec") or {}).get("replicas", 1)
+            pods = await _pod_summary(client, ns, name)
+            pending.append(
+                f"Deployment {ns}/{name}: {status.get('availableReplicas') or 0}/{wanted} available{pods}"
+            )
+    try:
+        webhook = await client.get(kinds.VALIDATINGWEBHOOKS, VALIDATING_WEBHOOK)
+    except NotFoundError:
+        pending.append(f"ValidatingWebhookConfiguration {VALIDATING_WEBHOOK} is missing")
+    else:
+        if not all(
+            (hook.get("clientConfig") or {}).get("caBundle") for hook in webhook.get("webhooks") or []
+        ):
+            pending.append(
+                f"ValidatingWebhookConfiguration {VALIDATING_WEBHOOK} has no CA bundle yet "
+                "(the webhook sets it when it starts)"
+            )
+    try:
+        identity = await client.get(kinds.CONFIGMAPS, c.CLUSTER_IDENTITY_CONFIGMAP, namespace=ns)
+    except NotFoundError:
+        pending.append(f"ConfigMap {ns}/{c.CLUSTER_IDENTITY_CONFIGMAP} is missing")
+    else:
+        auth_url = (identity.get("data") or {}).get(c.IDENTITY_AUTH_URL) or ""
+        if not auth_url:
+            pending.append("the auth service has not published its URL yet")
+        elif options.auth_url and auth_url != options.auth_url:
+            pending.append(f"the auth service publishes {auth_url}, not {options.auth_url} yet")
+    return pending
+
+
+def rolled_out(deployment: Mapping[str, Any]) -> bool:
+    """Whether a Deployment's latest generation is fully rolled out and available (`kubectl rollout status`)."""
+    wanted = int((deployment.get("spec") or {}).get("replicas", 1))
+    status = deployment.get("status") or {}
+    generation = int((deployment.get("metadata") or {}).get("generation") or 0)
+    return (
+        int(status.get("observedGeneration") or 0) >= generation
+        and int(status.get("updatedReplicas") or 0) == wanted
+        and int(status.get("replicas") or 0) == wanted
+        and int(status.get("availableReplicas") or 0) == wanted
+    )
+
+
+async def _pod_summary(client: Client, namespace: str, name: str) -> str:
+    """` (pod x: Pending, CrashLoopBackOff)` for the Deployment's pods, to say why it is not available."""
+    pods = await client.list(kinds.PODS, namespace=namespace, label_selector=f"{c.LABEL_NAME}={name}")
+    notes = []
+    for pod in pods.items:
+        status = pod.get("status") or {}
+        reasons = [
+            str((state.get("waiting") or state.get("terminated") or {}).get("reason") or "")
+            for state in (entry.get("state") or {} for entry in status.get("containerStatuses") or [])
+        ]
+        detail = ", ".join(filter(None, [str(status.get("phase") or "Pending"), *reasons]))
+        notes.append(f"pod {pod['metadata']['name']}: {detail}")
+    return f" ({'; '.join(notes)})" if notes else " (no pods yet)"
+
+
+# read
+
+
+@dataclass(frozen=True)
+class Observed:
+    """An installation as the cluster shows it; empty strings for what is missing."""
+
+    identity: dict[str, str]
+    image: str
+    webhook_mode: str
+    api_server_url: str
+    missing: list[str] = field(default_factory=list)
+
+
+async def observe(client: Client, namespace: str) -> Observed | None:
+    """The installation in `namespace`, or None when there is none (namespace or identity gone)."""
+    refs = object_refs(namespace)
+    found = await asyncio.gather(*(_get(client, target) for target in refs))
+    live = dict(zip(refs, found, strict=True))
+    namespace_object = live[refs[0]]
+    identity = next(
+        (obj for target, obj in live.items() if target.name == c.CLUSTER_IDENTITY_CONFIGMAP and obj), None
+    )
+    if namespace_object is None or (namespace_object.get("metadata") or {}).get("deletionTimestamp"):
+        return None
+    if identity is None:
+        return None
+    deployments = {
+        target.name: obj for target, obj in live.items() if target.resource == kinds.DEPLOYMENTS and obj
+    }
+    return Observed(
+        identity=dict(identity.get("data") or {}),
+        image=_container(deployments.get("liqo-controller-manager")).get("image") or "",
+        webhook_mode=_flag(deployments.get("liqo-webhook"), "--mode="),
+        api_server_url=_flag(deployments.get("liqo-auth"), "--api-server-url="),
+        missing=[str(target) for target, obj in live.items() if obj is None],
+    )
+
+
+async def _get(client: Client, target: Ref) -> JSON | None:
+    try:
+        return await client.get(target.resource, target.name, namespace=target.namespace)
+    except NotFoundError:
+        return None
+
+
+def _container(deployment: JSON | None) -> JSON:
+    containers = (
+        (((deployment or {}).get("spec") or {}).get("template") or {}).get("spec", {}).get("containers")
+    )
+    return dict(containers[0]) if containers else {}
+
+
+def _flag(deployment: JSON | None, prefix: str) -> str:
+    container = _container(deployment)
+    for argument in [*(container.get("command") or []), *(container.get("args") or [])]:
+        if isinstance(argument, str) and argument.startswith(prefix):
+            return argument.removeprefix(prefix)
+    return ""
+
+
+def identity_labels(identity: Mapping[str, str]) -> dict[str, str]:
+    """The cluster labels the identity ConfigMap holds (a JSON object; anything else reads as none)."""
+    try:
+        labels = json.loads(identity.get(c.IDENTITY_CLUSTER_LABELS) or "{}")
+    except ValueError:
+        return {}
+    return {str(k): str(v) for k, v in labels.items()} if isinstance(labels, dict) else {}
+
+
+# uninstall
+
+
+async def blockers(client: Client) -> list[str]:
+    """The peerings and offloaded namespaces that hold the runtime (empty: it may go)."""
+    found: list[str] = []
+    for resource in (crds.FOREIGNCLUSTERS, crds.NAMESPACEOFFLOADINGS):
+        try:
+            listed = await client.list(resource)
+        except NotFoundError:
+            continue
+        for obj in listed.items:
+            meta = obj["metadata"]
+            where = f"{meta['namespace']}/{meta['name']}" if meta.get("namespace") else meta["name"]
+            found.append(f"{resource.kind} {where}")
+    return found
+
+
+async def uninstall(
+    client: Client, namespace: str, *, force: bool, purge: bool, seconds: float, stop: threading.Event
+) -> list[str]:
+    """Delete the installation in reverse order; the warnings worth showing (what was forced).
+
+    Peerings and offloaded namespaces are deleted first when `force` (their finalizers get
+    half of the time, then are removed). Without `purge`, the namespace, the CRDs and the
+    identity ConfigMap stay, so a reinstall keeps the cluster id.
+    """
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + seconds
+    warnings: list[str] = []
+    if force:
+        warnings += await _remove_blockers(client, seconds=seconds / 2, stop=stop)
+    kept = {kinds.NAMESPACES, kinds.CRDS} if not purge else set()
+    for target in reversed(object_refs(namespace)):
+        if target.resource in kept or (not purge and target.name == c.CLUSTER_IDENTITY_CONFIGMAP):
+            continue
+        if target.resource == kinds.CRDS:
+            await _strip_finalizers(client, target.name)
+        with contextlib.suppress(NotFoundError):
+            await client.delete(
+                target.resource, target.name, namespace=target.namespace, propagation_policy="Background"
+            )
+    if purge:
+        await _wait_gone(
+            client,
+            [
+                target
+                for target in object_refs(namespace)
+                if target.resource in (kinds.NAMESPACES, kinds.CRDS)
+            ],
+            what=f"namespace {namespace} and the runtime's CRDs to be deleted",
+            seconds=max(deadline - loop.time(), 1.0),
+            stop=stop,
+        )
+    return warnings
+
+
+async def _remove_blockers(client: Client, *, seconds: float, stop: threading.Event) -> list[str]:
+    """Delete peerings and offloadings while the runtime still runs to clean up after them; force what lingers."""
+    targets: list[Ref] = []
+    for resource in (crds.NAMESPACEOFFLOADINGS, crds.FOREIGNCLUSTERS):
+        try:
+            listed = await client.list(resource)
+        except NotFoundError:
+            continue
+        targets += [
+            Ref(resource, obj["metadata"]["name"], obj["metadata"].get("namespace")) for obj in listed.items
+        ]
+    for target in targets:
+        with contextlib.suppress(NotFoundError):
+            await client.delete(target.resource, target.name, namespace=target.namespace)
+    try:
+        await _wait_gone(
+            client, targets, what="peerings and offloadings to be removed", seconds=seconds, stop=stop
+        )
+        return []
+    except TimeoutError:
+        lingering = [target for target in targets if await _get(client, target) is not None]
+        for target in lingering:
+            await _clear_finalizers(client, target)
+        return [
+            f"{target} did not finish its clean-up in time; its finalizers were removed "
+            "(objects it created on the remote cluster may be left there)"
+            for target in lingering
+        ]
+
+
+async def _strip_finalizers(client: Client, crd_name: str) -> None:
+    """Remove finalizers from every object of a runtime kind about to lose its CRD (its controller is gone)."""
+    kind = next((kind for kind in crds.KINDS if kind.name == crd_name), None)
+    if kind is None:
+        return
+    try:
+        listed = await client.list(kind.resource)
+    except NotFoundError:
+        return
+    for obj in listed.items:
+        meta = obj["metadata"]
+        if meta.get("finalizers"):
+            await _clear_finalizers(client, Ref(kind.resource, meta["name"], meta.get("namespace")))
+
+
+async def _clear_finalizers(client: Client, target: Ref) -> None:
+    with contextlib.suppress(NotFoundError):
+        await client.patch(
+            target.resource,
+            target.name,
+            {"metadata": {"finalizers": None}},
+            namespace=target.namespace,
+            field_manager=c.FIELD_MANAGER_TERRAFORM,
+        )
+
+
+async def _wait_gone(
+    client: Client, targets: Iterable[Ref], *, what: str, seconds: float, stop: threading.Event
+) -> None:
+    remaining = list(targets)
+
+    async def check() -> tuple[bool | None, str]:
+        nonlocal remaining
+        remaining = [target for target in remaining if await _get(client, target) is not None]
+        return (True if not remaining else None), ", ".join(map(str, remaining)) + " still there"
+
+    if remaining:
+        await wait_until(check, what=what, seconds=seconds, stop=stop)

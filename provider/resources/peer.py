@@ -1,0 +1,638 @@
+"""`resource "liqo_peer"`: on the consumer, an out-of-band peering with a provider, up to a Ready virtual node.
+
+It writes the token Secret and the ForeignCluster (`foreigncluster.py`); the runtime's
+controller does the peering. The lifecycle:
+
+- create: refuses a cluster without the runtime, a peering with itself, and a name
+  already peered (import that one instead); then waits, bounded by `timeouts.create`,
+  until the virtual node is Ready with the capacity asked for. A failure the wait cannot
+  fix (refused token, wrong cluster id, denied resources) ends it early; either way the
+  diagnostic carries the ForeignCluster's conditions, and the objects are recorded
+  (tainted), so the next apply starts over cleanly;
+- update: requested resources and node labels in place (the controller renegotiates
+  the ResourceSlice), the token by rewriting its Secret; the provider's id, name and
+  auth URL force a new peering;
+- read: the ForeignCluster gone (or being deleted) removes the peering from the state;
+  spec, token and status are read back;
+- delete: the ForeignCluster is deleted and waited for (the controller unpeers, and
+  gives up on an unreachable provider after its own bound); past `timeouts.delete` its
+  finalizer is removed, so a destroy never hangs;
+- import: by the ForeignCluster's name (the provider's cluster name).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, Final
+
+from tf.iface import ImportContext, ReadContext, UpgradeContext
+from tf.schema import Schema
+from tf.types import Map, String
+from tf.utils import Diagnostics
+
+from runtime.api import constants as c
+
+from ..framework.plan import is_known
+from ..framework.resource import ApplyContext, PlanContext, Resource, State, call
+from ..framework.schema import Attribute
+from ..framework.timeouts import block as timeouts_block
+from . import checks
+
+if TYPE_CHECKING:
+    from runtime.core import Client
+
+    from .foreigncluster import Established, Peering
+
+logger = logging.getLogger(__name__)
+
+TIMEOUTS: Final = {"create": 300.0, "update": 300.0, "delete": 180.0}
+#: the bound of reads
+READ_SECONDS: Final = 60.0
+#: how long a forced delete waits for the ForeignCluster to go once its finalizer is removed
+ORPHAN_SECONDS: Final = 15.0
+#: attribute -> the ForeignCluster resource it requests
+RESOURCE_ATTRIBUTES: Final = {
+    "cpu": "cpu",
+    "memory": "memory",
+    "pods": "pods",
+    "ephemeral_storage": "ephemeral-storage",
+}
+_IDENTITY: Final = ("cluster_id", "cluster_name", "cluster_authurl")
+
+
+def _quantity_attribute(name: str, what: str) -> Attribute:
+    return Attribute(
+        name,
+        String(),
+        optional=True,
+        description=(
+            f"{what} to ask the provider for, as a Kubernetes quantity. Omitted (with every other amount): the "
+            "provider's default share of its free resources. Changes renegotiate in place."
+        ),
+    )
+
+
+class PeerResource(Resource):
+    name: ClassVar[str] = "peer"
+    timeouts: ClassVar[Mapping[str, float]] = TIMEOUTS
+    schema: ClassVar[Schema] = Schema(
+        description=(
+            "On the consumer cluster: an out-of-band peering with a provider cluster (its identity from "
+            "`liqo_generate` there), up to a Ready virtual node standing for the provider."
+        ),
+        attributes=[
+            Attribute(
+                "id",
+                String(),
+                computed=True,
+                use_state_for_unknown=True,
+                description="The ForeignCluster's name, that is the provider's cluster name (the import ID).",
+            ),
+            Attribute(
+                "cluster_id",
+                String(),
+                required=True,
+                requires_replace=True,
+                description="The provider's cluster ID (`liqo_generate.cluster_id`).",
+            ),
+            Attribute(
+                "cluster_name",
+                String(),
+                required=True,
+                requires_replace=True,
+                description=(
+                    "The provider's cluster name (`liqo_generate.cluster_name`); the virtual node is "
+                    "`liqo-<cluster_name>`."
+                ),
+            ),
+            Attribute(
+                "cluster_authurl",
+                String(),
+                required=True,
+                requires_replace=True,
+                description="URL of the provider's authentication service (`liqo_generate.auth_ep`).",
+            ),
+            Attribute(
+                "cluster_token",
+                String(),
+                required=True,
+                sensitive=True,
+                description=(
+                    "The peering token the provider issued (`liqo_generate.local_token`). A new token updates "
+                    "its Secret in place."
+                ),
+            ),
+            _quantity_attribute("cpu", "CPU"),
+            _quantity_attribute("memory", "Memory"),
+            _quantity_attribute("pods", "Number of pods"),
+            _quantity_attribute("ephemeral_storage", "Ephemeral storage"),
+            Attribute(
+                "extended_resources",
+                Map(String()),
+                optional=True,
+                description=(
+                    "Other resources to ask for (such as `nvidia.com/gpu`), name to quantity. Changes "
+                    "renegotiate in place."
+                ),
+            ),
+            Attribute(
+                "node_labels",
+                Map(String()),
+                optional=True,
+                description="Extra labels of the virtual node. Changes apply in place.",
+            ),
+            Attribute(
+                "namespace",
+                String(),
+                optional=True,
+                computed=True,
+                requires_replace=True,
+                default=c.DEFAULT_NAMESPACE,
+                description=(
+                    f"Namespace of the Liqo runtime on this cluster, where the token Secret is kept (default "
+                    f"`{c.DEFAULT_NAMESPACE}`)."
+                ),
+            ),
+            Attribute(
+                "virtual_node",
+                String(),
+                computed=True,
+                use_state_for_unknown=True,
+                description="Name of the virtual node standing for the provider.",
+            ),
+            Attribute(
+                "authentication_status",
+                String(),
+                computed=True,
+                description="Phase of the authentication with the provider (None, Pending, Established, Error).",
+            ),
+            Attribute(
+                "offloading_status",
+                String(),
+                computed=True,
+                description=(
+                    "Phase of the outgoing peering: resources and virtual node (None, Pending, Established, "
+                    "Disconnecting, Error)."
+                ),
+            ),
+            Attribute(
+                "networking_status",
+                String(),
+                computed=True,
+                description="Phase of the network fabric towards the provider (None until it exists).",
+            ),
+            Attribute(
+                "remote_version",
+                String(),
+                computed=True,
+                description="Version of the Liqo runtime on the provider.",
+            ),
+        ],
+        block_types=[timeouts_block(TIMEOUTS)],
+    )
+
+    # validate and plan
+
+    def upgrade(self, ctx: UpgradeContext, version: int, old: State) -> State:
+        """Schema version 0 is the only one: a stored state needs no upgrade."""
+        return old
+
+    def check(self, diags: Diagnostics, config: State) -> None:
+        cluster_id = config.get("cluster_id")
+        if checks.known(cluster_id) and not _is_uuid(cluster_id):
+            diags.add_error(
+                "Invalid cluster_id",
+                f"{cluster_id!r} is not a cluster ID: cluster IDs are UUIDs; take it from liqo_generate.cluster_id "
+                "(or data.liqo_cluster.id) on the provider.",
+                path=["cluster_id"],
+            )
+        checks.cluster_name(diags, config.get("cluster_name"), path=["cluster_name"])
+        checks.https_url(
+            diags, config.get("cluster_authurl"), path=["cluster_authurl"], what="authentication URL"
+        )
+        token = config.get("cluster_token")
+        if checks.known(token):
+            from runtime.forge.tokens import is_token
+
+            if not is_token(str(token).strip()):
+                diags.add_error(
+                    "Invalid cluster_token",
+                    "The value is not a peering token (64 hexadecimal digits): use liqo_generate.local_token of "
+                    "the provider.",
+                    path=["cluster_token"],
+                )
+        for attribute, resource in RESOURCE_ATTRIBUTES.items():
+            checks.quantity(diags, config.get(attribute), path=[attribute], what=resource)
+        extended = config.get("extended_resources")
+        if isinstance(extended, Mapping):
+            for key, value in extended.items():
+                _check_extended(diags, key, value)
+        checks.labels(diags, config.get("node_labels"), path=["node_labels"])
+        checks.namespace(diags, config.get("namespace"), path=["namespace"])
+
+    def plan(self, ctx: PlanContext, current: State | None, planned: State) -> State:  # type: ignore[override]
+        from runtime.forge.virtualnode import node_name_for
+
+        planned = dict(planned)
+        if ctx.config.get("namespace") is None:
+            planned["namespace"] = c.DEFAULT_NAMESPACE
+        name = planned.get("cluster_name")
+        if is_known(name) and name is not None:
+            planned["id"] = name
+            if current is None or current.get("cluster_name") != name:
+                planned["virtual_node"] = node_name_for(str(name))
+        return planned
+
+    # apply
+
+    def create(self, ctx: ApplyContext, planned: State) -> State | None:  # type: ignore[override]
+        from .foreigncluster import get, wait_gone
+
+        name = str(planned["cluster_name"])
+        namespace = str(planned["namespace"])
+        seconds = self.seconds(ctx.config, "create")
+
+        async def precheck(client: Client) -> str:
+            """Why the peering cannot be created ("" when it can); waits out a ForeignCluster being deleted."""
+            from ..datasources.cluster import cluster_identity
+
+            local = await cluster_identity(client, namespace=namespace)
+            if local is None:
+                return "not-installed"
+            if local.cluster_id == planned["cluster_id"]:
+                return "self"
+            existing = await get(client, name)
+            if existing is not None and existing.terminating:
+                await wait_gone(client, name, seconds=seconds / 2, stop=ctx.stop)
+            elif existing is not None:
+                return "exists"
+            return ""
+
+        blocked = call(
+            ctx.diagnostics,
+            self.provider.kube,
+            precheck,
+            what=f"prepare the peering with {name}",
+            seconds=seconds,
+        )
+        if blocked is None:
+            return None
+        if blocked:
+            _blocked(ctx.diagnostics, blocked, name=name, namespace=namespace, host=self.provider.kube.host)
+            return None
+        return self._write(ctx, planned, prior=None)
+
+    def update(self, ctx: ApplyContext, current: State, planned: State) -> State | None:  # type: ignore[override]
+        if _spec_inputs(current) == _spec_inputs(planned) and current.get("cluster_token") == planned.get(
+            "cluster_token"
+        ):
+            return {**current, "timeouts": planned.get("timeouts")}
+        return self._write(ctx, planned, prior=current)
+
+    def _write(self, ctx: ApplyContext, planned: State, *, prior: State | None) -> State | None:
+        """Apply the token Secret and the ForeignCluster, then wait for the peering."""
+        from .foreigncluster import PeeringFailedError, foreign_cluster, token_secret, wait_established
+
+        name = str(planned["cluster_name"])
+        namespace = str(planned["namespace"])
+        operation = "create" if prior is None else "update"
+        seconds = self.seconds(ctx.config, operation)
+        requested = _requested(planned)
+        kube = self.provider.kube
+
+        async def write(client: Client) -> None:
+            from runtime.api.crds import FOREIGNCLUSTERS
+            from runtime.api.kinds import SECRETS
+
+            secret = token_secret(name, str(planned["cluster_token"]).strip(), namespace=namespace)
+            await client.apply(
+                SECRETS, secret, namespace=namespace, field_manager=c.FIELD_MANAGER_TERRAFORM, force=True
+            )
+            fc = foreign_cluster(
+                name,
+                cluster_id=str(planned["cluster_id"]),
+                auth_url=str(planned["cluster_authurl"]),
+                namespace=namespace,
+                resources=requested,
+                node_labels=dict(planned.get("node_labels") or {}),
+            )
+            await client.apply(FOREIGNCLUSTERS, fc, field_manager=c.FIELD_MANAGER_TERRAFORM, force=True)
+
+        call(ctx.diagnostics, kube, write, what=f"write the ForeignCluster {name}", seconds=seconds)
+        if ctx.diagnostics.has_errors():
+            return prior
+
+        async def wait(client: Client) -> Established | PeeringFailedError:
+            try:
+                return await wait_established(
+                    client, name, requested=requested, seconds=seconds, stop=ctx.stop
+                )
+            except PeeringFailedError as exc:
+                return exc
+
+        outcome = call(
+            ctx.diagnostics,
+            kube,
+            wait,
+            what=f"the {operation} of the peering with {name}",
+            seconds=seconds + 10,
+        )
+        if isinstance(outcome, PeeringFailedError):
+            _failed(ctx.diagnostics, outcome.peering)
+            return _state(planned, outcome.peering)
+        if outcome is None:
+            return _state(planned, _explain_timeout(ctx.diagnostics, kube, name))
+        if outcome.resized:
+            ctx.diagnostics.add_warning(
+                f"The provider {name} granted less than asked",
+                f"{outcome.resized}. The virtual node advertises what was granted; the grant grows towards the "
+                "request when the provider has room.",
+            )
+        return _state(planned, outcome.peering)
+
+    # read, delete, import
+
+    def read(self, ctx: ReadContext, current: State) -> State | None:
+        from .foreigncluster import get, token
+
+        name = str(current.get("id") or current.get("cluster_name"))
+        namespace = str(current.get("namespace") or c.DEFAULT_NAMESPACE)
+
+        async def observe(client: Client) -> tuple[Peering | None, str]:
+            peering = await get(client, name)
+            if peering is None or peering.terminating:
+                return None, ""
+            return peering, await token(client, name, namespace=namespace)
+
+        found = call(
+            ctx.diagnostics,
+            self.provider.kube,
+            observe,
+            what=f"read the peering with {name}",
+            seconds=READ_SECONDS,
+        )
+        if found is None:
+            return current
+        peering, secret_token = found
+        if peering is None:
+            logger.info("liqo_peer %s: the ForeignCluster is gone; removing it from the state", name)
+            return None
+        return _observed_state(current, peering, token=secret_token, namespace=namespace)
+
+    def delete(self, ctx: ApplyContext, current: State) -> None:  # type: ignore[override]
+        from runtime.core import APIConnectionError
+
+        from .foreigncluster import orphan, token_secret_name, wait_gone
+
+        name = str(current.get("id") or current.get("cluster_name"))
+        namespace = str(current.get("namespace") or c.DEFAULT_NAMESPACE)
+        seconds = self.seconds(current, "delete")
+
+        async def remove(client: Client) -> _Deleted:
+            from runtime.api.crds import FOREIGNCLUSTERS
+            from runtime.api.kinds import SECRETS
+            from runtime.core import NotFoundError
+
+            from ..framework.waits import WaitTimeoutError
+
+            outcome = _Deleted()
+            try:
+                try:
+                    await client.delete(FOREIGNCLUSTERS, name)
+                    await wait_gone(client, name, seconds=seconds, stop=ctx.stop)
+                except NotFoundError:
+                    pass
+                except WaitTimeoutError as exc:
+                    outcome.orphaned = exc.last
+                    await orphan(client, name)
+                    await wait_gone(client, name, seconds=ORPHAN_SECONDS, stop=ctx.stop)
+                with contextlib.suppress(NotFoundError):
+                    await client.delete(SECRETS, token_secret_name(name), namespace=namespace)
+            except APIConnectionError as exc:
+                outcome.unreachable = str(exc)
+            return outcome
+
+        outcome = call(
+            ctx.diagnostics,
+            self.provider.kube,
+            remove,
+            what=f"delete the peering with {name}",
+            seconds=seconds + ORPHAN_SECONDS + 10,
+        )
+        if outcome is None:
+            return
+        if outcome.orphaned:
+            ctx.diagnostics.add_warning(
+                f"The peering with {name} was removed without its clean-up",
+                f"The runtime did not finish unpeering within {seconds:g}s (last seen: {outcome.orphaned}), so "
+                "the ForeignCluster's finalizer was removed. Objects of the peering may be left on either "
+                "cluster (the tenant namespaces liqo-tenant-*); check that the runtime's controller manager runs.",
+            )
+        if outcome.unreachable:
+            ctx.diagnostics.add_warning(
+                "Cluster unreachable: peering dropped from the state",
+                f"The cluster at {self.provider.kube.host} cannot be reached ({outcome.unreachable}), so the "
+                f"ForeignCluster {name} was not deleted; it is removed from the state as the cluster is gone. If "
+                "the cluster comes back, delete the ForeignCluster there.",
+            )
+
+    def import_(self, ctx: ImportContext, id: str) -> State | None:
+        from .foreigncluster import get, token
+
+        checks.cluster_name(ctx.diagnostics, id, path=["cluster_name"])
+        if ctx.diagnostics.has_errors():
+            return None
+
+        async def observe(client: Client) -> tuple[Peering | None, str]:
+            peering = await get(client, id)
+            if peering is None:
+                return None, ""
+            namespace = str(
+                (peering.spec.get("tokenSecretRef") or {}).get("namespace") or c.DEFAULT_NAMESPACE
+            )
+            return peering, await token(client, id, namespace=namespace)
+
+        found = call(
+            ctx.diagnostics,
+            self.provider.kube,
+            observe,
+            what=f"read the peering with {id}",
+            seconds=READ_SECONDS,
+        )
+        if found is None:
+            return None
+        peering, secret_token = found
+        if peering is None:
+            ctx.diagnostics.add_error(
+                "Cannot import liqo_peer",
+                f"There is no ForeignCluster {id} on the cluster at {self.provider.kube.host}. The import ID is the "
+                "ForeignCluster's name, the provider's cluster name (`kubectl get foreignclusters`).",
+            )
+            return None
+        namespace = str((peering.spec.get("tokenSecretRef") or {}).get("namespace") or c.DEFAULT_NAMESPACE)
+        empty: State = {attribute.name: None for attribute in self.schema.attributes}
+        return _observed_state({**empty, "timeouts": None}, peering, token=secret_token, namespace=namespace)
+
+
+# state
+
+
+@dataclass
+class _Deleted:
+    orphaned: str = ""
+    unreachable: str = ""
+
+
+def _requested(state: State) -> dict[str, str]:
+    """The ForeignCluster's `spec.resources` for a state: the dedicated attributes and the extended ones."""
+    requested = {
+        resource: str(state[attribute])
+        for attribute, resource in RESOURCE_ATTRIBUTES.items()
+        if state.get(attribute) is not None
+    }
+    requested.update({str(k): str(v) for k, v in (state.get("extended_resources") or {}).items()})
+    return requested
+
+
+def _spec_inputs(state: State) -> tuple[Any, ...]:
+    return (
+        *(state.get(name) for name in _IDENTITY),
+        _requested(state),
+        dict(state.get("node_labels") or {}),
+    )
+
+
+def _state(planned: State, peering: Peering | None) -> State:
+    """The state after a write: the planned inputs and the status as last seen."""
+    status = peering.status if peering is not None else {}
+    return {
+        **planned,
+        "id": planned["cluster_name"],
+        "virtual_node": peering.virtual_node if peering is not None else planned.get("virtual_node"),
+        "authentication_status": status.get("authentication") or "None",
+        "offloading_status": status.get("outgoingPeering") or "None",
+        "networking_status": status.get("networking") or "None",
+        "remote_version": status.get("remoteVersion") or "",
+    }
+
+
+def _observed_state(current: State, peering: Peering, *, token: str, namespace: str) -> State:
+    from .foreigncluster import split_resources
+
+    spec = peering.spec
+    standard, extended = split_resources(spec.get("resources") or {})
+    state = {
+        **current,
+        "id": peering.name,
+        "cluster_id": str(spec.get("clusterID") or ""),
+        "cluster_name": str(spec.get("clusterName") or peering.name),
+        "cluster_authurl": str(spec.get("authURL") or ""),
+        "cluster_token": token,
+        "namespace": namespace,
+    }
+    for attribute, resource in RESOURCE_ATTRIBUTES.items():
+        state[attribute] = _same_amount(current.get(attribute), standard.get(resource))
+    state["extended_resources"] = _map(
+        current.get("extended_resources"),
+        {
+            key: _same_amount((current.get("extended_resources") or {}).get(key), value)
+            for key, value in extended.items()
+        },
+    )
+    state["node_labels"] = _map(current.get("node_labels"), dict(spec.get("nodeLabels") or {}))
+    return _state(state, peering)
+
+
+def _same_amount(known: Any, live: str | None) -> str | None:
+    """The live amount, written as the state has it when both are the same quantity (`1` and `1000m`)."""
+    from runtime.api.quantity import parse_quantity
+
+    if live is None or not isinstance(known, str):
+        return live
+    try:
+        return known if parse_quantity(known).value == parse_quantity(live).value else live
+    except ValueError:
+        return live
+
+
+def _map(known: Any, live: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A map read back: an empty one is no map when the state has none (they ask for the same)."""
+    return dict(live) if live or known is not None else None
+
+
+def _is_uuid(value: Any) -> bool:
+    try:
+        return str(uuid.UUID(str(value))) == str(value).lower()
+    except ValueError:
+        return False
+
+
+def _check_extended(diags: Diagnostics, key: str, value: Any) -> None:
+    path: list[Any] = ["extended_resources", key]
+    if key in RESOURCE_ATTRIBUTES.values():
+        attribute = next(a for a, r in RESOURCE_ATTRIBUTES.items() if r == key)
+        diags.add_error(
+            "Use the dedicated attribute",
+            f"{key!r} has its own attribute: set {attribute} instead of extended_resources[{key!r}].",
+            path=path,
+        )
+        return
+    problem = checks.label_key_problem(key)
+    if problem:
+        diags.add_error("Invalid resource name", f"{key!r} is not a resource name: {problem}.", path=path)
+    checks.quantity(diags, value, path=path, what=key)
+
+
+# diagnostics
+
+
+def _blocked(diags: Diagnostics, why: str, *, name: str, namespace: str, host: str) -> None:
+    if why == "not-installed":
+        diags.add_error(
+            "Liqo runtime not installed",
+            f"The Liqo runtime is not installed in the cluster at {host} (namespace {namespace}): apply a "
+            "liqo_install resource on this (consumer) cluster first, and make liqo_peer depend on it.",
+        )
+    elif why == "self":
+        diags.add_error(
+            "A cluster cannot peer with itself",
+            f"cluster_id is the ID of the cluster at {host} itself: take cluster_id, cluster_name, "
+            "cluster_authurl and cluster_token from liqo_generate on the provider cluster.",
+            path=["cluster_id"],
+        )
+    else:
+        diags.add_error(
+            "Peering already exists",
+            f"The cluster at {host} already has a ForeignCluster {name}. Import it instead of creating it: "
+            f"terraform import <address of this liqo_peer> {name}",
+            path=["cluster_name"],
+        )
+
+
+def _failed(diags: Diagnostics, peering: Peering) -> None:
+    diags.add_error(
+        f"Peering with {peering.name} failed",
+        "The runtime reports a failure that waiting will not fix:\n  "
+        + "\n  ".join(peering.problems())
+        + "\nFix the cause (a refused token needs a new liqo_generate token; a wrong cluster_id or auth URL needs "
+        "the provider's values) and apply again.",
+    )
+
+
+def _explain_timeout(diags: Diagnostics, kube: Any, name: str) -> Peering | None:
+    """Add the ForeignCluster's conditions to a wait that failed, so the error says why the peering is stuck."""
+    from .foreigncluster import get
+
+    found = call(
+        Diagnostics(), kube, lambda client: get(client, name), what=f"read {name}", seconds=READ_SECONDS
+    )
+    if found is not None and found.problems():
+        diags.add_error(
+            f"The peering with {name} is not established",
+            "The ForeignCluster reports:\n  " + "\n  ".join(found.problems()),
+        )
+    return found

@@ -1,0 +1,1 @@
+"""Controllers of the authentication module: on a provider, the Tenant of each consumer."""

@@ -1,0 +1,158 @@
+"""A ForeignCluster's status, as a pure function of what the reconcile observed.
+
+The peering is three steps, each a condition with a reason a user can act on:
+authentication (`Authenticated`, in `modules.authentication`), the provider's answer to
+the ResourceSlice (`ResourcesGranted`) and the virtual node (`VirtualNodeReady`), both in
+`modules.offloading`. The one-word phases behind `kubectl get foreignclusters`' columns
+and the top-level `Ready` condition are derived from them:
+
+- `authentication`: Established once a credential is held, Error when the last attempt
+  failed, Pending before;
+- `outgoingPeering`: Established when every step is done, Error when one failed (a refused
+  token, an unreachable provider, denied resources, a virtual node reported NotReady),
+  Pending while one is in progress, None when outgoing peering is disabled;
+- `incomingPeering`: Established when the remote cluster is also our consumer (a Tenant of
+  its cluster id exists here), else None; `role` follows from both directions;
+- `networking` stays None until the network fabric exists.
+
+Condition transition times move only when a condition's status does (`forge.conditions`),
+so a reconcile that finds nothing new computes the very status the object already has and
+writes nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from runtime.api import constants as c
+from runtime.forge import conditions
+
+JSON = dict[str, Any]
+
+NONE = "None"
+PENDING = "Pending"
+ESTABLISHED = "Established"
+DISCONNECTING = "Disconnecting"
+ERROR = "Error"
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of the peering: done or not, why, and whether it failed (Error) or is in progress (Pending)."""
+
+    done: bool
+    reason: str
+    message: str
+    failed: bool = False
+
+    def condition(self, type: str, *, generation: int | None) -> JSON:
+        return conditions.condition(
+            type, self.done, reason=self.reason, message=self.message, observed_generation=generation
+        )
+
+
+def waiting(reason: str, message: str) -> Step:
+    return Step(False, reason, message)
+
+
+def failed(reason: str, message: str) -> Step:
+    return Step(False, reason, message, failed=True)
+
+
+def done(reason: str, message: str) -> Step:
+    return Step(True, reason, message)
+
+
+@dataclass(frozen=True)
+class Observed:
+    """What one reconcile found out about the peering."""
+
+    generation: int | None
+    authentication: Step
+    resources: Step
+    virtual_node: Step
+    outgoing_enabled: bool = True
+    #: the remote cluster also consumes from us (a Tenant of its cluster id exists here)
+    incoming: bool = False
+    local_tenant_namespace: str = ""
+    remote_tenant_namespace: str = ""
+    remote_version: str = ""
+    api_server_url: str = ""
+    virtual_nodes: list[str] = field(default_factory=list)
+
+
+def _phase(steps: list[Step]) -> str:
+    if all(step.done for step in steps):
+        return ESTABLISHED
+    return ERROR if any(step.failed for step in steps) else PENDING
+
+
+def _role(outgoing: bool, incoming: bool) -> str:
+    if outgoing and incoming:
+        return "ConsumerAndProvider"
+    if outgoing:
+        return "Consumer"
+    return "Provider" if incoming else NONE
+
+
+def foreign_cluster_status(current: JSON | None, observed: Observed, *, at: str) -> JSON:
+    """The status to write, given the current one (for transition times) and what was observed."""
+    current = current or {}
+    gen = observed.generation
+    auth = observed.authentication.condition(c.CONDITION_AUTHENTICATED, generation=gen)
+    offloading_steps = [observed.resources, observed.virtual_node] if observed.outgoing_enabled else []
+    offloading = (
+        [
+            observed.resources.condition(c.CONDITION_RESOURCES_GRANTED, generation=gen),
+            observed.virtual_node.condition(c.CONDITION_VIRTUAL_NODE_READY, generation=gen),
+        ]
+        if observed.outgoing_enabled
+        else []
+    )
+    steps = [observed.authentication, *offloading_steps]
+    blocking = next((step for step in steps if not step.done), None)
+    ready = (
+        done(c.REASON_PEERING_ESTABLISHED, "the virtual node stands for the remote cluster and is Ready")
+        if blocking is None
+        else blocking
+    ).condition(c.CONDITION_READY, generation=gen)
+    modules = current.get("modules") or {}
+    status: JSON = {
+        "role": _role(observed.outgoing_enabled, observed.incoming),
+        "outgoingPeering": _phase(steps) if observed.outgoing_enabled else NONE,
+        "incomingPeering": ESTABLISHED if observed.incoming else NONE,
+        "networking": NONE,
+        "authentication": _phase([observed.authentication]),
+        "modules": {
+            "authentication": {
+                "enabled": True,
+                "conditions": conditions.merged(
+                    (modules.get("authentication") or {}).get("conditions"), [auth], at=at
+                ),
+            },
+            "offloading": {
+                "enabled": observed.outgoing_enabled,
+                "conditions": conditions.merged(
+                    (modules.get("offloading") or {}).get("conditions"), offloading, at=at
+                ),
+            },
+            "networking": {"enabled": False, "conditions": []},
+        },
+        "tenantNamespace": {
+            "local": observed.local_tenant_namespace,
+            "remote": observed.remote_tenant_namespace,
+        },
+        "remoteVersion": observed.remote_version,
+        "apiServerURL": observed.api_server_url,
+        "virtualNodes": list(observed.virtual_nodes),
+        "conditions": conditions.merged(current.get("conditions"), [ready], at=at),
+    }
+    if gen is not None:
+        status["observedGeneration"] = gen
+    return status
+
+
+def disconnecting_status(current: JSON | None) -> JSON:
+    """The status while unpeering: outgoing Disconnecting, the rest as it was."""
+    return {**(current or {}), "outgoingPeering": DISCONNECTING}

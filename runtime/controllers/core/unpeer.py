@@ -1,0 +1,191 @@
+"""Unpeer: what a deleted ForeignCluster's finalizer does, in order, never blocking for longer than a bound.
+
+1. delete the VirtualNode (its controller removes the virtual kubelet and the Node) and
+   wait for it to go;
+2. on the provider: delete the ResourceSlice (with the credential), then ask the auth
+   service to revoke the identity (signed with the key pair), upon which the provider
+   deletes the tenant namespace and everything in it;
+3. here: delete the Identity, the credential and key Secrets and the local tenant
+   namespace (kept when this cluster is also the provider's provider: the Tenant of the
+   other direction lives there too);
+4. remove the finalizer.
+
+The bound (`unpeer_timeout`, counted from the deletion timestamp, so a restart does not
+reset it) covers the waits of steps 1 and 2: once it has passed, the VirtualNode is no
+longer waited for, an unreachable provider is given up on with a Warning event that says
+what was left there, and the finalizer goes. Every request to the provider is limited to
+the time left.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from datetime import UTC, datetime
+from typing import Any
+
+from runtime.api import constants as c
+from runtime.api.crds import FOREIGNCLUSTERS, IDENTITIES, VIRTUALNODES
+from runtime.api.kinds import NAMESPACES, SECRETS
+from runtime.controllers.options import ControllerOptions
+from runtime.core import APIError, Client, EventRecorder, NotFoundError, Result, TemporaryError
+from runtime.forge.credential import parse_rfc3339
+from runtime.forge.tenant import tenant_namespace_name
+
+from . import authclient, keys, negotiate, objects
+from .peering import Caches, LocalCluster, PeeringSpec
+
+logger = logging.getLogger(__name__)
+
+JSON = dict[str, Any]
+
+#: how soon the VirtualNode's deletion is checked again (its informer event usually comes first)
+VIRTUAL_NODE_RECHECK = 0.5
+#: how soon an unreachable provider is tried again within the bound
+REMOTE_RETRY = 0.5
+#: the shortest limit given to a request to the provider
+MIN_REQUEST_TIMEOUT = 0.5
+
+
+class Unpeering:
+    """The deletion branch of the ForeignCluster reconciler."""
+
+    def __init__(
+        self, client: Client, caches: Caches, *, options: ControllerOptions, recorder: EventRecorder
+    ) -> None:
+        self._client = client
+        self._caches = caches
+        self._options = options
+        self._recorder = recorder
+        #: ForeignCluster uids whose provider side is done (revoked, or given up on)
+        self._remote_done: set[str] = set()
+
+    async def run(self, foreign_cluster: JSON, local: LocalCluster | None) -> Result | None:
+        meta = foreign_cluster["metadata"]
+        name = str(meta["name"])
+        if c.FINALIZER_FOREIGNCLUSTER not in (meta.get("finalizers") or []):
+            return None
+        left = self._time_left(meta)
+        if not await self._virtual_node_gone(name, forced=left <= 0):
+            return Result(requeue_after=min(VIRTUAL_NODE_RECHECK, max(left, 0.05)))
+        uid = str(meta.get("uid") or name)
+        if uid not in self._remote_done:
+            await self._remote(foreign_cluster, local, left=left)
+            self._remote_done.add(uid)
+        await self._local(name, str((foreign_cluster.get("spec") or {}).get("clusterID") or ""))
+        await self._remove_finalizer(foreign_cluster)
+        self._remote_done.discard(uid)
+        logger.info("%s: unpeered", name)
+        return None
+
+    def _time_left(self, meta: JSON) -> float:
+        try:
+            deleted_at = parse_rfc3339(str(meta.get("deletionTimestamp")))
+        except ValueError:
+            return 0.0
+        elapsed = (datetime.now(UTC) - deleted_at).total_seconds()
+        return self._options.unpeer_timeout - elapsed
+
+    async def _virtual_node_gone(self, name: str, *, forced: bool) -> bool:
+        namespace = tenant_namespace_name(name)
+        virtual_node = self._caches.virtual_nodes.get(name, namespace=namespace)
+        if virtual_node is None:
+            return True
+        if not (virtual_node.get("metadata") or {}).get("deletionTimestamp"):
+            with contextlib.suppress(NotFoundError):
+                await self._client.delete(VIRTUALNODES, name, namespace=namespace)
+                logger.info("%s: deleting the VirtualNode %s/%s", name, namespace, name)
+        if forced:
+            logger.warning(
+                "%s: the VirtualNode %s/%s is still being deleted; not waiting any longer",
+                name,
+                namespace,
+                name,
+            )
+        return forced
+
+    async def _remote(self, foreign_cluster: JSON, local: LocalCluster | None, *, left: float) -> None:
+        """The provider side: delete the ResourceSlice and revoke; TemporaryError to retry within the bound."""
+        name = str(foreign_cluster["metadata"]["name"])
+        namespace = tenant_namespace_name(name)
+        kubeconfig = objects.kubeconfig_of(
+            self._caches.peering_secrets.get(objects.credential_secret_name(name), namespace=namespace)
+        )
+        key = keys.private_key(
+            self._caches.peering_secrets.get(keys.keys_secret_name(name), namespace=namespace)
+        )
+        if local is None or kubeconfig is None:
+            # never authenticated (or the credential is gone): nothing of ours to remove on the provider
+            return
+        try:
+            spec = PeeringSpec.parse(foreign_cluster, default_namespace=self._options.namespace)
+        except ValueError:
+            logger.warning("%s: the spec is invalid: nothing can be removed on the provider", name)
+            return
+        timeout = max(MIN_REQUEST_TIMEOUT, min(self._options.remote_timeout, left))
+        problems: list[str] = []
+        try:
+            async with negotiate.remote_client(kubeconfig, request_timeout=timeout) as remote:
+                await negotiate.withdraw(remote, spec, local)
+        except negotiate.CredentialRejectedError as exc:
+            logger.info("%s: the provider no longer accepts the credential (%s); only revoking", name, exc)
+        except APIError as exc:
+            problems.append(f"the ResourceSlice could not be deleted ({exc})")
+        if key is None:
+            problems.append("the key pair is gone, so the identity cannot be revoked")
+        else:
+            service = authclient.AuthClient(spec.auth_url, timeout=min(timeout, self._options.auth_timeout))
+            try:
+                await service.revoke(cluster_id=local.cluster_id, sign=key.sign)
+                logger.info("%s: the provider revoked this cluster's identity", name)
+            except (authclient.AuthenticationFailedError, authclient.RequestRefusedError) as exc:
+                logger.info("%s: nothing to revoke on the provider (%s)", name, exc)
+            except authclient.AuthServiceError as exc:
+                problems.append(f"the identity could not be revoked ({exc})")
+        if not problems:
+            return
+        if left > 0:
+            raise TemporaryError(f"{name}: {'; '.join(problems)}", delay=min(REMOTE_RETRY, left))
+        tenant = tenant_namespace_name(local.cluster_name)
+        message = (
+            f"gave up on {name} after {self._options.unpeer_timeout:g} s: {'; '.join(problems)}. Left on {name}: the"
+            f" tenant namespace {tenant} with this cluster's Tenant, ResourceSlice {local.cluster_name} and"
+            f" credential (they expire with it) — delete the namespace {tenant} on {name} to clean up"
+        )
+        logger.warning("%s: %s", name, message)
+        await self._recorder.record(foreign_cluster, reason="UnpeerForced", message=message, type="Warning")
+
+    async def _local(self, name: str, cluster_id: str) -> None:
+        namespace = tenant_namespace_name(name)
+        deletions = (
+            (IDENTITIES, name),
+            (SECRETS, objects.credential_secret_name(name)),
+            (SECRETS, keys.keys_secret_name(name)),
+        )
+        for resource, object_name in deletions:
+            with contextlib.suppress(NotFoundError):
+                await self._client.delete(resource, object_name, namespace=namespace)
+        if any((t.get("metadata") or {}).get("namespace") == namespace for t in self._caches.tenants):
+            logger.info(
+                "%s: keeping the namespace %s: the Tenant of %s's own peering lives there",
+                name,
+                namespace,
+                name,
+            )
+            return
+        found = self._caches.namespaces.get(namespace)
+        if found is None or (found.get("metadata") or {}).get("deletionTimestamp"):
+            return
+        labels = (found.get("metadata") or {}).get("labels") or {}
+        if cluster_id and labels.get(c.LABEL_REMOTE_CLUSTER_ID) != cluster_id:
+            return
+        with contextlib.suppress(NotFoundError):
+            await self._client.delete(NAMESPACES, namespace)
+            logger.info("%s: deleting the tenant namespace %s", name, namespace)
+
+    async def _remove_finalizer(self, foreign_cluster: JSON) -> None:
+        meta = foreign_cluster["metadata"]
+        finalizers = [f for f in meta.get("finalizers") or [] if f != c.FINALIZER_FOREIGNCLUSTER]
+        patch = {"metadata": {"finalizers": finalizers, "resourceVersion": meta.get("resourceVersion")}}
+        with contextlib.suppress(NotFoundError):
+            await self._client.patch(FOREIGNCLUSTERS, str(meta["name"]), patch)

@@ -1,0 +1,44 @@
+"""Options every controller of the controller manager reads, as one frozen dataclass.
+
+Passed explicitly to each controller's `setup`, so a test changes one field (a grace
+period, say) instead of patching code. Times are in seconds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from runtime.api import constants as c
+from runtime.api.image import runtime_image
+from runtime.forge.quota import Enforcement
+
+
+@dataclass(frozen=True)
+class ControllerOptions:
+    #: the runtime's namespace (identity ConfigMap, token Secrets, leader election Lease)
+    namespace: str = c.DEFAULT_NAMESPACE
+    #: a deleted Tenant's finalizer is released after this long even if its tenant namespace could not be deleted
+    tenant_deletion_timeout: float = 60.0
+    #: a Tenant whose last credential expired this long ago, and that holds no ResourceSlice, is removed
+    #: (its consumer is gone without revoking); None: never
+    tenant_orphan_grace: float | None = 600.0
+    # ResourceSlice (the provider's grants) and VirtualNode (the consumer's virtual kubelets).
+    #: how the Quota of each grant is enforced on offloaded workloads: None, Soft or Hard
+    quota_enforcement: Enforcement = "Hard"
+    #: the virtual kubelets' image when a VirtualNode names none (the runtime image)
+    image: str = field(default_factory=runtime_image)
+    #: how long deleting a VirtualNode waits for its virtual kubelet to stop before it removes the Node anyway
+    virtual_node_deletion_timeout: float = 30.0
+    # ForeignCluster (the consumer's peering) and Identity (its credential).
+    #: limit of each request to a provider's authentication service
+    auth_timeout: float = 10.0
+    #: limit of each request to a provider's API server made with the consumer's credential
+    remote_timeout: float = 10.0
+    #: how long unpeering waits for the virtual node and the provider before it cleans up locally only
+    unpeer_timeout: float = 60.0
+    #: how soon a peering is looked at again while the provider has not answered its ResourceSlice
+    resource_slice_poll: float = 0.25
+    #: how often an established peering re-reads its ResourceSlice on the provider (grants change)
+    peering_resync: float = 30.0
+    #: the fraction of a credential's lifetime after which it is renewed
+    credential_renew_fraction: float = 0.8

@@ -1,0 +1,265 @@
+"""VirtualNodes and their virtual kubelets, on the consumer.
+
+`virtual_node()` is what a consumer creates in its tenant namespace once a provider granted
+it a ResourceSlice: the node standing for the provider, its labels and capacity, and where
+the credential for the provider lives. For each VirtualNode the controller then keeps the
+objects of its virtual kubelet (`virtual_kubelet()`), all named `liqo-vk-<provider name>`:
+
+- a ServiceAccount, bound cluster-wide to the `liqo-virtual-kubelet` ClusterRole (its Node,
+  its Lease, VirtualNodes), which the controller may bind without holding it (the `bind` verb);
+- a Role and RoleBinding in the tenant namespace allowing `get`/`watch` on exactly the
+  credential Secret, read through the API so a renewed credential reaches it without a restart;
+- the Deployment running `python -m runtime virtual-kubelet` from the runtime image.
+
+Namespaced objects are owned by the VirtualNode; the ClusterRoleBinding cannot be (a
+cluster-scoped object cannot have a namespaced owner), so the controller deletes it itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from runtime.api import constants as c
+from runtime.api.crds import VIRTUALNODES
+from runtime.api.image import runtime_image
+
+from .install import HEALTH_PORT
+from .meta import labels
+from .rbac import RBAC_GROUP, VIRTUAL_KUBELET_ROLE
+
+JSON = dict[str, Any]
+
+COMPONENT = "virtual-kubelet"
+CONTAINER = "virtual-kubelet"
+
+
+def node_name_for(cluster_name: str) -> str:
+    """The Node standing for a provider: `liqo-<provider name>`."""
+    return f"{c.VIRTUAL_NODE_PREFIX}{cluster_name}"
+
+
+def virtual_node(
+    cluster_name: str,
+    *,
+    namespace: str,
+    cluster_id: str,
+    resource_slice_name: str,
+    resources: Mapping[str, str],
+    credential_secret: str,
+    cluster_labels: Mapping[str, str] | None = None,
+    node_labels: Mapping[str, str] | None = None,
+    image: str = "",
+) -> JSON:
+    """The VirtualNode for a provider (named after it) in the consumer's tenant namespace for that provider.
+
+    The Node's labels are the provider's cluster labels, then the peering's extra `node_labels`,
+    then the ones every virtual node carries (type, remote cluster id, the agent role).
+    """
+    spec: JSON = {
+        "clusterID": cluster_id,
+        "clusterName": cluster_name,
+        "nodeName": node_name_for(cluster_name),
+        "createNode": True,
+        "credentialSecretRef": {"name": credential_secret, "namespace": namespace},
+        "resourceSliceName": resource_slice_name,
+        "resources": dict(resources),
+        "labels": {
+            **(cluster_labels or {}),
+            **(node_labels or {}),
+            c.LABEL_TYPE: c.TYPE_VIRTUAL_NODE,
+            c.LABEL_REMOTE_CLUSTER_ID: cluster_id,
+            c.LABEL_ROLE_AGENT: "",
+        },
+    }
+    if image:
+        spec["image"] = image
+    return {
+        "apiVersion": VIRTUALNODES.api_version,
+        "kind": VIRTUALNODES.kind,
+        "metadata": {
+            "name": cluster_name,
+            "namespace": namespace,
+            "labels": {c.LABEL_REMOTE_CLUSTER_ID: cluster_id, c.LABEL_MANAGED_BY: c.MANAGED_BY},
+        },
+        "spec": spec,
+    }
+
+
+def provider_name(virtual_node: JSON) -> str:
+    """The provider's cluster name (the VirtualNode's name when its spec does not say)."""
+    return str((virtual_node.get("spec") or {}).get("clusterName") or virtual_node["metadata"]["name"])
+
+
+def node_name(virtual_node: JSON) -> str:
+    """The Node this VirtualNode registers: `spec.nodeName`, else `liqo-<provider name>`."""
+    return str((virtual_node.get("spec") or {}).get("nodeName") or node_name_for(provider_name(virtual_node)))
+
+
+def virtual_kubelet_name(virtual_node: JSON) -> str:
+    """`liqo-vk-<provider name>`: the virtual kubelet's ServiceAccount, bindings and Deployment."""
+    return f"{c.VIRTUAL_KUBELET_PREFIX}{provider_name(virtual_node)}"
+
+
+def credential_secret(virtual_node: JSON) -> str:
+    """The name of the Secret with the provider credential; ValueError if the spec names none, or another namespace."""
+    meta = virtual_node["metadata"]
+    ref = (virtual_node.get("spec") or {}).get("credentialSecretRef") or {}
+    if not ref.get("name"):
+        raise ValueError(
+            "spec.credentialSecretRef.name is required: the virtual kubelet needs the provider credential"
+        )
+    if ref.get("namespace", meta["namespace"]) != meta["namespace"]:
+        raise ValueError(
+            f"spec.credentialSecretRef.namespace {ref['namespace']!r} must be the VirtualNode's own namespace "
+            f"{meta['namespace']!r}"
+        )
+    return str(ref["name"])
+
+
+def _labels(virtual_node: JSON) -> dict[str, str]:
+    spec = virtual_node.get("spec") or {}
+    return labels(
+        COMPONENT,
+        **{c.LABEL_VIRTUAL_NODE_NAME: virtual_node["metadata"]["name"]},
+        **({c.LABEL_REMOTE_CLUSTER_ID: spec["clusterID"]} if spec.get("clusterID") else {}),
+    )
+
+
+def _metadata(virtual_node: JSON, *, namespaced: bool = True) -> JSON:
+    meta = virtual_node["metadata"]
+    result: JSON = {"name": virtual_kubelet_name(virtual_node), "labels": _labels(virtual_node)}
+    if namespaced:
+        result["namespace"] = meta["namespace"]
+        result["ownerReferences"] = [
+            {
+                "apiVersion": virtual_node.get("apiVersion", VIRTUALNODES.api_version),
+                "kind": virtual_node.get("kind", VIRTUALNODES.kind),
+                "name": meta["name"],
+                "uid": meta["uid"],
+                "controller": True,
+            }
+        ]
+    return result
+
+
+def selector(virtual_node: JSON) -> dict[str, str]:
+    """The labels of this VirtualNode's virtual kubelet pods (and nothing else's)."""
+    return {c.LABEL_COMPONENT: COMPONENT, c.LABEL_VIRTUAL_NODE_NAME: virtual_node["metadata"]["name"]}
+
+
+def service_account(virtual_node: JSON) -> JSON:
+    return {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _metadata(virtual_node)}
+
+
+def _subject(virtual_node: JSON) -> JSON:
+    return {
+        "kind": "ServiceAccount",
+        "name": virtual_kubelet_name(virtual_node),
+        "namespace": virtual_node["metadata"]["namespace"],
+    }
+
+
+def cluster_role_binding(virtual_node: JSON) -> JSON:
+    return {
+        "apiVersion": f"{RBAC_GROUP}/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": _metadata(virtual_node, namespaced=False),
+        "roleRef": {"apiGroup": RBAC_GROUP, "kind": "ClusterRole", "name": VIRTUAL_KUBELET_ROLE},
+        "subjects": [_subject(virtual_node)],
+    }
+
+
+def credential_role(virtual_node: JSON) -> JSON:
+    """`get`/`watch` on the credential Secret only."""
+    return {
+        "apiVersion": f"{RBAC_GROUP}/v1",
+        "kind": "Role",
+        "metadata": _metadata(virtual_node),
+        "rules": [
+            {
+                "apiGroups": [""],
+                "resources": ["secrets"],
+                "verbs": ["get", "list", "watch"],
+                "resourceNames": [credential_secret(virtual_node)],
+            }
+        ],
+    }
+
+
+def credential_role_binding(virtual_node: JSON) -> JSON:
+    return {
+        "apiVersion": f"{RBAC_GROUP}/v1",
+        "kind": "RoleBinding",
+        "metadata": _metadata(virtual_node),
+        "roleRef": {"apiGroup": RBAC_GROUP, "kind": "Role", "name": virtual_kubelet_name(virtual_node)},
+        "subjects": [_subject(virtual_node)],
+    }
+
+
+def deployment(virtual_node: JSON, *, default_image: str = "") -> JSON:
+    """The virtual kubelet's Deployment: one replica, replaced (never two at once: they would fight over the Node)."""
+    meta = virtual_node["metadata"]
+    image = (virtual_node.get("spec") or {}).get("image") or default_image or runtime_image()
+    probe = {"httpGet": {"path": "/readyz", "port": "health"}, "periodSeconds": 5, "failureThreshold": 3}
+    container: JSON = {
+        "name": CONTAINER,
+        "image": image,
+        "imagePullPolicy": "IfNotPresent",
+        "command": ["python", "-m", "runtime", "virtual-kubelet"],
+        "args": [
+            f"--virtual-node={meta['namespace']}/{meta['name']}",
+            f"--health-address=$(POD_IP):{HEALTH_PORT}",
+        ],
+        "env": [
+            {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
+            {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+            {"name": "POD_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
+        ],
+        "ports": [{"name": "health", "containerPort": HEALTH_PORT, "protocol": "TCP"}],
+        "readinessProbe": probe,
+        "livenessProbe": {**probe, "httpGet": {"path": "/healthz", "port": "health"}, "failureThreshold": 6},
+        "resources": {"requests": {"cpu": "50m", "memory": "64Mi"}, "limits": {"memory": "256Mi"}},
+        "securityContext": {
+            "allowPrivilegeEscalation": False,
+            "readOnlyRootFilesystem": True,
+            "runAsNonRoot": True,
+            "capabilities": {"drop": ["ALL"]},
+        },
+    }
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": _metadata(virtual_node),
+        "spec": {
+            "replicas": 1,
+            "strategy": {"type": "Recreate"},
+            "selector": {"matchLabels": selector(virtual_node)},
+            "template": {
+                "metadata": {"labels": _labels(virtual_node)},
+                "spec": {
+                    "serviceAccountName": virtual_kubelet_name(virtual_node),
+                    "containers": [container],
+                    "securityContext": {
+                        "runAsNonRoot": True,
+                        "runAsUser": 65532,
+                        "seccompProfile": {"type": "RuntimeDefault"},
+                    },
+                },
+            },
+        },
+    }
+
+
+def virtual_kubelet(virtual_node: JSON, *, default_image: str = "") -> list[JSON]:
+    """Every object of the VirtualNode's virtual kubelet, in apply order (identity and rights before the workload).
+
+    ValueError when the VirtualNode cannot have one (see `credential_secret`).
+    """
+    return [
+        service_account(virtual_node),
+        credential_role(virtual_node),
+        credential_role_binding(virtual_node),
+        cluster_role_binding(virtual_node),
+        deployment(virtual_node, default_image=default_image),
+    ]

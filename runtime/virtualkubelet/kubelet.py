@@ -1,0 +1,229 @@
+"""One virtual kubelet: everything standing for one provider, assembled and run until cancelled.
+
+What runs, all on one `runtime.core.Manager` (informers narrowed to the objects this
+kubelet cares about: its VirtualNode, its Node, its credential Secret):
+
+- the credential controller: each version of the credential Secret goes into the
+  `CredentialRemote` (a renewed credential is used without a restart) and triggers a
+  health check;
+- the health checker: pings the provider every interval (`health.py`);
+- the node controller (`node.py`): registers the Node and keeps it current, on changes
+  of the VirtualNode, of the Node and of the provider's health;
+- the Lease heartbeat (`lease.py`), once the Node exists.
+
+`/readyz` answers ready once the Node is registered and the provider was checked once.
+Cancellation stops everything but leaves the Node: a restarted virtual kubelet takes
+it over, and the controller manager deletes it when the peering goes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+from prometheus_client import CollectorRegistry
+
+from runtime.api import constants as c
+from runtime.api.crds import VIRTUALNODES
+from runtime.api.kinds import NODES, SECRETS
+from runtime.core import (
+    Client,
+    Controller,
+    KubeconfigError,
+    Manager,
+    NotFoundError,
+    PermanentError,
+    QueueingSettings,
+    Request,
+    Result,
+    ServerSettings,
+    Settings,
+    Store,
+)
+from runtime.core.health import HealthServer
+from runtime.forge import virtualnode as forge
+
+from .health import HealthChecker, HealthSettings
+from .lease import LeaseHeartbeat, LeaseSettings
+from .node import NodeReconciler
+from .remote import CredentialRemote
+
+logger = logging.getLogger(__name__)
+
+JSON = dict[str, Any]
+
+
+class VirtualKubeletError(Exception):
+    """The virtual kubelet cannot start for its VirtualNode (missing, or unusable); the message says why."""
+
+
+@dataclass(frozen=True)
+class VirtualKubeletSettings:
+    health: HealthSettings = field(default_factory=HealthSettings)
+    lease: LeaseSettings = field(default_factory=LeaseSettings)
+    #: the node status is written at least this often (seconds), even when nothing changed
+    status_report_period: float = 300.0
+    #: the HTTP endpoint (/healthz, /readyz, /metrics); None: none
+    server: ServerSettings | None = field(default_factory=ServerSettings)
+
+
+class CredentialReconciler:
+    """Hands each version of the credential Secret (key `kubeconfig`) to the remote."""
+
+    def __init__(self, *, secrets: Store, remote: CredentialRemote, health: HealthChecker) -> None:
+        self._secrets = secrets
+        self._remote = remote
+        self._health = health
+
+    async def reconcile(self, request: Request) -> Result | None:
+        secret = self._secrets.get(request.name, namespace=request.namespace)
+        if secret is None:
+            logger.warning(
+                "%s: the credential Secret is missing; the provider is reached with the last credential seen, "
+                "if any, until the controller manager writes it again",
+                request,
+            )
+            return None
+        encoded = (secret.get("data") or {}).get(c.CREDENTIAL_KUBECONFIG_KEY)
+        if not encoded:
+            raise PermanentError(
+                f"{request}: the credential Secret has no key {c.CREDENTIAL_KUBECONFIG_KEY!r}"
+            )
+        try:
+            kubeconfig = yaml.safe_load(base64.b64decode(encoded, validate=True))
+        except (binascii.Error, yaml.YAMLError) as exc:
+            raise PermanentError(
+                f"{request}: key {c.CREDENTIAL_KUBECONFIG_KEY!r} is not a kubeconfig: {exc}"
+            ) from None
+        if not isinstance(kubeconfig, dict):
+            raise PermanentError(f"{request}: key {c.CREDENTIAL_KUBECONFIG_KEY!r} is not a kubeconfig")
+        try:
+            changed = await self._remote.use(kubeconfig)
+        except KubeconfigError as exc:
+            raise PermanentError(f"{request}: the credential cannot be used: {exc}") from None
+        if changed:
+            self._health.check_now()
+        return None
+
+
+def _named(name: str) -> str:
+    return f"metadata.name={name}"
+
+
+class VirtualKubelet:
+    """`run()` blocks until cancelled; `ready()` is what /readyz answers."""
+
+    def __init__(
+        self,
+        client: Client,
+        *,
+        virtual_node: Request,
+        settings: VirtualKubeletSettings,
+        address: str | None = None,
+        registry: CollectorRegistry | None = None,
+    ) -> None:
+        settings.health.validate()
+        settings.lease.validate()
+        self._client = client
+        self._ref = virtual_node
+        self._settings = settings
+        self._address = address
+        self._registry = registry if registry is not None else CollectorRegistry()
+        self._checker: HealthChecker | None = None
+        self._node: NodeReconciler | None = None
+        self._creates_node = True
+        #: the health server, once `run()` started it (its bound port is `server.port`)
+        self.server: HealthServer | None = None
+
+    def ready(self) -> bool:
+        checked = self._checker is not None and self._checker.checked.is_set()
+        registered = not self._creates_node or (self._node is not None and self._node.registered.is_set())
+        return checked and registered
+
+    async def _virtual_node(self) -> JSON:
+        ref = self._ref
+        try:
+            virtual_node = await self._client.get(VIRTUALNODES, ref.name, namespace=ref.namespace)
+        except NotFoundError:
+            raise VirtualKubeletError(
+                f"{ref}: VirtualNode not found; a virtual kubelet runs for an existing VirtualNode "
+                "(check --virtual-node)"
+            ) from None
+        if virtual_node["metadata"].get("deletionTimestamp"):
+            raise VirtualKubeletError(f"{ref}: the VirtualNode is being deleted; nothing to run for")
+        return virtual_node
+
+    async def run(self) -> None:
+        ref = self._ref
+        virtual_node = await self._virtual_node()
+        try:
+            secret = forge.credential_secret(virtual_node)
+        except ValueError as exc:
+            raise VirtualKubeletError(f"{ref}: {exc}") from None
+        provider = forge.provider_name(virtual_node)
+        node_name = forge.node_name(virtual_node)
+        self._creates_node = bool((virtual_node.get("spec") or {}).get("createNode", True))
+        manager = Manager(
+            self._client,
+            settings=Settings(queueing=QueueingSettings(workers=1), server=None),
+            registry=self._registry,
+        )
+        secrets = manager.informer(SECRETS, namespace=ref.namespace, field_selector=_named(secret))
+        remote = CredentialRemote(provider=provider, request_timeout=self._settings.health.timeout)
+        node_request = Request("", node_name)
+        node_controller: Controller | None = None
+        checker = HealthChecker(
+            remote,
+            provider=provider,
+            settings=self._settings.health,
+            on_change=lambda health: node_controller.enqueue(node_request) if node_controller else None,
+        )
+        self._checker = checker
+        manager.controller(
+            "credential",
+            CredentialReconciler(secrets=secrets.store, remote=remote, health=checker),
+            primary=secrets,
+        )
+        if self._creates_node:
+            virtual_nodes = manager.informer(
+                VIRTUALNODES, namespace=ref.namespace, field_selector=_named(ref.name)
+            )
+            nodes = manager.informer(NODES, field_selector=_named(node_name))
+            self._node = NodeReconciler(
+                self._client,
+                virtual_node=ref,
+                node_name=node_name,
+                virtual_nodes=virtual_nodes.store,
+                nodes=nodes.store,
+                health=checker,
+                address=self._address,
+                status_report_period=self._settings.status_report_period,
+            )
+            node_controller = manager.controller("node", self._node, primary=nodes)
+            node_controller.watches(virtual_nodes, lambda obj: [node_request])
+        logger.info("%s: virtual kubelet for provider %s (node %s) starting", ref, provider, node_name)
+        try:
+            async with asyncio.TaskGroup() as group:
+                group.create_task(manager.run(), name="virtual kubelet manager")
+                group.create_task(checker.run(), name=f"health checks of provider {provider}")
+                if self._settings.server is not None:
+                    self.server = HealthServer(
+                        settings=self._settings.server, registry=self._registry, ready=self.ready
+                    )
+                    group.create_task(self.server.run(), name="virtual kubelet health server")
+                if self._node is not None:
+                    group.create_task(self._heartbeat(self._node, node_name), name=f"lease {node_name}")
+        finally:
+            await remote.close()
+
+    async def _heartbeat(self, node: NodeReconciler, node_name: str) -> None:
+        await node.registered.wait()
+        heartbeat = LeaseHeartbeat(
+            self._client, node_name=node_name, settings=self._settings.lease, node_uid=lambda: node.uid
+        )
+        await heartbeat.run()

@@ -1,0 +1,70 @@
+"""AdmissionReview v1 in and out: what a validating handler sees and what the API server reads back.
+
+Handlers are pure functions from the review's `request` to a list of problems (empty:
+allowed), so they are tested without HTTP. A denial carries every problem at once, in
+Kubernetes' field-error wording (`spec.clusterID: Invalid value: "x": must be a UUID`),
+with code 422 and reason Invalid: the API server passes both on, so clients see the
+same `InvalidError` as for a schema violation.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from typing import Any
+
+JSON = dict[str, Any]
+API_VERSION = "admission.k8s.io/v1"
+
+#: request -> problems (empty: allowed)
+Validator = Callable[[JSON], Sequence[str]]
+
+
+class ReviewError(ValueError):
+    """The body is not an AdmissionReview v1 request."""
+
+
+def parse_review(body: Any) -> JSON:
+    """The `request` of an AdmissionReview v1; ReviewError naming what is wrong otherwise."""
+    if not isinstance(body, dict):
+        raise ReviewError("the body is not a JSON object")
+    if body.get("apiVersion") != API_VERSION or body.get("kind") != "AdmissionReview":
+        raise ReviewError(
+            f"expected an {API_VERSION} AdmissionReview, got {body.get('apiVersion')!r} {body.get('kind')!r}"
+        )
+    request = body.get("request")
+    if not isinstance(request, dict) or not request.get("uid"):
+        raise ReviewError("the AdmissionReview has no request with a uid")
+    return request
+
+
+def invalid(path: str, value: Any, detail: str) -> str:
+    """One problem, worded as Kubernetes' field errors."""
+    return f"{path}: Invalid value: {json.dumps(value)}: {detail}"
+
+
+def forbidden(path: str, detail: str) -> str:
+    return f"{path}: Forbidden: {detail}"
+
+
+def object_ref(request: JSON) -> str:
+    """`Kind namespace/name` of the object under review, for messages."""
+    obj = request.get("object") or request.get("oldObject") or {}
+    meta = obj.get("metadata") or {}
+    name = meta.get("name") or request.get("name") or "<generated>"
+    namespace = meta.get("namespace") or request.get("namespace")
+    kind = (request.get("kind") or {}).get("kind") or obj.get("kind") or "object"
+    return f"{kind} {namespace}/{name}" if namespace else f"{kind} {name}"
+
+
+def response(request: JSON, problems: Sequence[str]) -> JSON:
+    """The AdmissionReview answering `request`: allowed, or denied with every problem."""
+    answer: JSON = {"uid": request["uid"], "allowed": not problems}
+    if problems:
+        answer["status"] = {
+            "status": "Failure",
+            "code": 422,
+            "reason": "Invalid",
+            "message": f"{object_ref(request)} is invalid: {'; '.join(problems)}",
+        }
+    return {"apiVersion": API_VERSION, "kind": "AdmissionReview", "response": answer}

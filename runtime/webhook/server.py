@@ -1,0 +1,123 @@
+"""The webhook as a running service: HTTPS admission endpoint, configuration patching, health endpoint.
+
+Start-up order: make the serving certificate, listen (so the bound port is known, and
+the API server can call as soon as it is told to), patch the webhook configurations
+with the CA (and, in URL mode, this address), then report ready. `run()` blocks until
+cancelled; `ready` is set once the configurations are patched.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import logging
+from dataclasses import dataclass
+
+from aiohttp import web
+from prometheus_client import CollectorRegistry
+
+from runtime.core import Client, ServerSettings
+from runtime.core.health import HealthServer
+
+from .app import ReviewMetrics, application, validators
+from .certs import ServingCertificate, server_context, service_dns_names, serving_certificate
+from .configuration import Mode, patch_configurations
+
+logger = logging.getLogger(__name__)
+
+_ANY_HOST = ("", "0.0.0.0", "::")
+
+
+@dataclass(frozen=True)
+class WebhookOptions:
+    #: the runtime's namespace (where the webhook's Service is, and token Secrets must be)
+    namespace: str
+    listen_host: str
+    listen_port: int
+    mode: Mode
+    #: names of the ValidatingWebhookConfigurations to point at this webhook
+    configurations: tuple[str, ...]
+    #: the Service fronting the webhook (its DNS names go into the certificate)
+    service: str
+    health: ServerSettings | None = None
+
+    def validate(self) -> None:
+        if self.mode == "url" and self.listen_host in _ANY_HOST:
+            raise ValueError(
+                f"--listen {self.listen_host or '*'}:{self.listen_port}: URL mode writes the listen address into "
+                "the webhook configuration, so it must be one the API server can reach (the pod IP: "
+                "--listen=$(POD_IP):9443), not every interface"
+            )
+
+
+def host_url(host: str, port: int) -> str:
+    """`https://host:port`, with an IPv6 address in brackets."""
+    try:
+        if ipaddress.ip_address(host).version == 6:
+            host = f"[{host}]"
+    except ValueError:
+        pass
+    return f"https://{host}:{port}"
+
+
+class WebhookServer:
+    def __init__(
+        self, client: Client, options: WebhookOptions, *, registry: CollectorRegistry | None = None
+    ) -> None:
+        options.validate()
+        self._client = client
+        self._options = options
+        self._registry = registry if registry is not None else CollectorRegistry()
+        #: set once every webhook configuration trusts this webhook (and calls it, in URL mode)
+        self.ready = asyncio.Event()
+        #: the bound port, once listening (differs from the options' when that is 0)
+        self.port: int | None = None
+
+    def _hosts(self) -> list[str]:
+        options = self._options
+        hosts = service_dns_names(options.service, options.namespace)
+        if options.listen_host not in _ANY_HOST:
+            hosts.insert(0, options.listen_host)
+        return hosts
+
+    async def run(self) -> None:
+        """Serve until cancelled."""
+        options = self._options
+        certificate = await asyncio.to_thread(
+            serving_certificate, hosts=self._hosts(), common_name=options.service
+        )
+        async with asyncio.TaskGroup() as group:
+            if options.health is not None:
+                health = HealthServer(
+                    settings=options.health, registry=self._registry, ready=self.ready.is_set
+                )
+                group.create_task(health.run(), name="webhook health server")
+            group.create_task(self._serve(certificate), name="webhook https server")
+
+    async def _serve(self, certificate: ServingCertificate) -> None:
+        options = self._options
+        app = application(validators(namespace=options.namespace), metrics=ReviewMetrics(self._registry))
+        runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
+        await runner.setup()
+        try:
+            site = web.TCPSite(
+                runner,
+                options.listen_host or None,
+                options.listen_port,
+                ssl_context=server_context(certificate),
+            )
+            await site.start()
+            self.port = int(runner.addresses[0][1])
+            base_url = host_url(options.listen_host, self.port)
+            logger.info("serving admission reviews on %s (%s mode)", base_url, options.mode)
+            await patch_configurations(
+                self._client,
+                options.configurations,
+                ca_bundle=certificate.ca,
+                mode=options.mode,
+                base_url=base_url,
+            )
+            self.ready.set()
+            await asyncio.Event().wait()
+        finally:
+            await runner.cleanup()

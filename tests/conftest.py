@@ -1,0 +1,28 @@
+"""Fixtures every test folder may use: `playground`, whole local clusters on demand.
+
+    async def test_something(playground):
+        (a, b) = await playground.up("a", "b", nodes=3)
+        async with a.client() as api:
+            ...
+
+Clusters live in the test's temporary directory and are stopped and removed when the
+test ends, passed or failed. With `KUBEBUILDER_ASSETS` set they run the real etcd and
+kube-apiserver (and kube-controller-manager / kube-scheduler when present) instead of
+the emulator, so the same tests hold the playground to real Kubernetes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from playground.testing import Playground
+
+
+@pytest.fixture
+async def playground(tmp_path: Path) -> AsyncIterator[Playground]:
+    """A `Playground` in this test's temporary directory; `await playground.up(*names, ...)` starts clusters."""
+    async with Playground(tmp_path / "playground") as clusters:
+        yield clusters

@@ -1,0 +1,206 @@
+"""A stand-in for the Liqo runtime, acting through the API as the real components would, so resources can be
+tested against a bare API server emulator (no controllers, no node agent).
+
+- `installed_runtime`: what a running installation shows: its Deployments rolled out, the
+  webhook's CA bundle patched in, the auth service's URL in the identity ConfigMap;
+- `peering_controller`: what the consumer's ForeignCluster controller shows: a finalizer,
+  the status (through the controller's own status builder) and a Ready virtual node with
+  the capacity asked for; a deleted ForeignCluster loses its node and finalizer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from runtime.api import constants as c
+from runtime.api.crds import FOREIGNCLUSTERS
+from runtime.api.kinds import CONFIGMAPS, DEPLOYMENTS, NODES, VALIDATINGWEBHOOKS
+from runtime.controllers.core.status import Observed, done, failed, foreign_cluster_status, waiting
+from runtime.core import Client, ConflictError, NotFoundError
+from runtime.forge.install import VALIDATING_WEBHOOK
+from runtime.forge.virtualnode import node_name_for
+
+AUTH_URL = "https://127.0.0.1:18443"
+CA_BUNDLE = "Y2EtYnVuZGxl"
+#: the capacity a virtual node advertises when nothing specific was asked for
+DEFAULT_SHARE = {"cpu": "4", "memory": "8Gi", "pods": "110"}
+
+
+@contextlib.asynccontextmanager
+async def installed_runtime(
+    client: Client, namespace: str, *, auth_url: str = AUTH_URL
+) -> AsyncIterator[None]:
+    """While the block runs, the installation in `namespace` behaves as if its components ran."""
+    task = asyncio.create_task(_run_installation(client, namespace, auth_url), name="runtime double: install")
+    try:
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+async def _run_installation(client: Client, namespace: str, auth_url: str) -> None:
+    while True:
+        with contextlib.suppress(NotFoundError, ConflictError):
+            await _roll_out(client, namespace)
+            await _patch_webhook(client)
+            await _publish(client, namespace, auth_url)
+        await asyncio.sleep(0.05)
+
+
+async def _roll_out(client: Client, namespace: str) -> None:
+    for deployment in (await client.list(DEPLOYMENTS, namespace=namespace)).items:
+        meta = deployment["metadata"]
+        replicas = int(deployment["spec"].get("replicas", 1))
+        status = {
+            "observedGeneration": meta.get("generation", 1),
+            "replicas": replicas,
+            "updatedReplicas": replicas,
+            "readyReplicas": replicas,
+            "availableReplicas": replicas,
+            "conditions": [{"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable"}],
+        }
+        if deployment.get("status") != status:
+            await client.patch_status(DEPLOYMENTS, meta["name"], {"status": status}, namespace=namespace)
+
+
+async def _patch_webhook(client: Client) -> None:
+    webhook = await client.get(VALIDATINGWEBHOOKS, VALIDATING_WEBHOOK)
+    hooks = webhook.get("webhooks") or []
+    if all(hook["clientConfig"].get("caBundle") for hook in hooks):
+        return
+    for hook in hooks:
+        hook["clientConfig"]["caBundle"] = CA_BUNDLE
+        if "url" in hook["clientConfig"]:
+            hook["clientConfig"]["url"] = f"https://127.0.0.1:19443/validate/{hook['name']}"
+    await client.replace(VALIDATINGWEBHOOKS, webhook, field_manager=c.FIELD_MANAGER_WEBHOOK)
+
+
+async def _publish(client: Client, namespace: str, auth_url: str) -> None:
+    identity = await client.get(CONFIGMAPS, c.CLUSTER_IDENTITY_CONFIGMAP, namespace=namespace)
+    if (identity.get("data") or {}).get(c.IDENTITY_AUTH_URL) != auth_url:
+        await client.patch(
+            CONFIGMAPS,
+            c.CLUSTER_IDENTITY_CONFIGMAP,
+            {"data": {c.IDENTITY_AUTH_URL: auth_url}},
+            namespace=namespace,
+            field_manager=c.FIELD_MANAGER_AUTH,
+        )
+
+
+@dataclass
+class PeeringBehaviour:
+    """How the stand-in controller answers: `refuse` a token (AuthenticationFailed), stay `unreachable`,
+    `resize` requests to at most these amounts, never finish unpeering (`stuck`)."""
+
+    refuse: bool = False
+    unreachable: bool = False
+    resize: dict[str, str] = field(default_factory=dict)
+    stuck: bool = False
+    remote_version: str = "0.1.0"
+
+
+@contextlib.asynccontextmanager
+async def peering_controller(
+    client: Client, behaviour: PeeringBehaviour | None = None
+) -> AsyncIterator[PeeringBehaviour]:
+    """While the block runs, ForeignClusters are answered as the consumer's controller would (see `behaviour`)."""
+    behaviour = behaviour or PeeringBehaviour()
+    task = asyncio.create_task(_run_peerings(client, behaviour), name="runtime double: peerings")
+    try:
+        yield behaviour
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+async def _run_peerings(client: Client, behaviour: PeeringBehaviour) -> None:
+    while True:
+        for fc in (await client.list(FOREIGNCLUSTERS)).items:
+            with contextlib.suppress(NotFoundError, ConflictError):
+                await _reconcile(client, fc, behaviour)
+        await asyncio.sleep(0.05)
+
+
+async def _reconcile(client: Client, fc: dict[str, Any], behaviour: PeeringBehaviour) -> None:
+    meta = fc["metadata"]
+    name = meta["name"]
+    node = node_name_for(name)
+    if meta.get("deletionTimestamp"):
+        if behaviour.stuck:
+            return
+        with contextlib.suppress(NotFoundError):
+            await client.delete(NODES, node)
+        await client.patch(FOREIGNCLUSTERS, name, {"metadata": {"finalizers": None}})
+        return
+    if c.FINALIZER_FOREIGNCLUSTER not in (meta.get("finalizers") or []):
+        await client.patch(FOREIGNCLUSTERS, name, {"metadata": {"finalizers": [c.FINALIZER_FOREIGNCLUSTER]}})
+    requested = dict(fc["spec"].get("resources") or {})
+    granted = {
+        **(requested or DEFAULT_SHARE),
+        **{k: v for k, v in behaviour.resize.items() if k in requested},
+    }
+    generation = int(meta.get("generation") or 1)
+    if behaviour.refuse:
+        auth = failed(
+            c.REASON_AUTHENTICATION_FAILED, f"the auth service at {fc['spec']['authURL']} refused the token"
+        )
+    elif behaviour.unreachable:
+        auth = failed(
+            c.REASON_PROVIDER_UNREACHABLE, f"the auth service at {fc['spec']['authURL']} is unreachable"
+        )
+    else:
+        auth = done(c.REASON_CREDENTIAL_ISSUED, "credential issued")
+    established = auth.done
+    resources = (
+        done(
+            c.REASON_RESOURCES_RESIZED if granted != requested and requested else c.REASON_RESOURCES_ACCEPTED,
+            f"granted {granted}",
+        )
+        if established
+        else waiting(c.REASON_RESOURCES_PENDING, "waiting for authentication")
+    )
+    virtual = (
+        done(c.REASON_VIRTUAL_NODE_READY, "Ready")
+        if established
+        else waiting(c.REASON_VIRTUAL_NODE_NOT_READY, "no node")
+    )
+    if established:
+        await _ensure_node(client, node, granted, cluster_id=fc["spec"]["clusterID"])
+    observed = Observed(
+        generation=generation,
+        authentication=auth,
+        resources=resources,
+        virtual_node=virtual,
+        remote_version=behaviour.remote_version if established else "",
+        virtual_nodes=[node] if established else [],
+    )
+    status = foreign_cluster_status(fc.get("status"), observed, at="2025-01-01T00:00:00Z")
+    if fc.get("status") != status:
+        await client.patch_status(FOREIGNCLUSTERS, name, {"status": status})
+
+
+async def _ensure_node(client: Client, name: str, capacity: dict[str, str], *, cluster_id: str) -> None:
+    body = {
+        "metadata": {
+            "name": name,
+            "labels": {c.LABEL_TYPE: c.TYPE_VIRTUAL_NODE, c.LABEL_REMOTE_CLUSTER_ID: cluster_id},
+        },
+    }
+    status = {
+        "capacity": capacity,
+        "allocatable": capacity,
+        "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "ok"}],
+    }
+    try:
+        node = await client.get(NODES, name)
+    except NotFoundError:
+        node = await client.create(NODES, body)
+    if (node.get("status") or {}).get("capacity") != capacity:
+        await client.patch_status(NODES, name, {"status": status})

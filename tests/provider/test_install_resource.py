@@ -1,0 +1,479 @@
+"""`liqo_install`: validation and planning without a cluster, then create, read, update, import and destroy
+against an API server emulator with a stand-in for the runtime's components."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tf.types import Unknown
+
+from playground.controllers import namespace as namespace_controller
+from provider.kube import Kube
+from provider.resources.install import InstallResource
+from runtime.api import constants as c
+from runtime.api.crds import FOREIGNCLUSTERS, NAMESPACEOFFLOADINGS
+from runtime.api.image import package_version, runtime_image
+from runtime.api.kinds import CONFIGMAPS, CRDS, DEPLOYMENTS, NAMESPACES, VALIDATINGWEBHOOKS
+from runtime.core import Client, NotFoundError
+from runtime.forge.install import VALIDATING_WEBHOOK
+from tests.playground.conftest import running
+
+from . import harness
+from .harness import Provider
+from .runtime_double import AUTH_URL, CA_BUNDLE, installed_runtime
+
+POD_CIDR = "10.244.0.0/16"
+
+
+def resource(provider: Provider | None = None) -> InstallResource:
+    return InstallResource(provider or Provider(Kube.unavailable("not configured in this test")))
+
+
+def config(**values: Any) -> dict[str, Any]:
+    return harness.config(InstallResource, **{"cluster_name": "rome", **values})
+
+
+# validation
+
+
+@pytest.mark.parametrize(
+    ("attribute", "value", "summary", "says"),
+    [
+        ("cluster_name", "Rome_1", "Invalid cluster_name", "must be a DNS label of at most 58 characters"),
+        ("cluster_name", "r" * 59, "Invalid cluster_name", "because the virtual node on consumers is called"),
+        ("namespace", "Liqo", "Invalid namespace", "is not a valid namespace name"),
+        ("pod_cidr", "10.0.0.0/33", "Invalid pod_cidr", "is not a CIDR"),
+        ("service_cidr", "services", "Invalid service_cidr", "is not a CIDR"),
+        ("sharing_percentage", 0, "Invalid sharing_percentage", "0 is not in 1..100"),
+        ("sharing_percentage", 101, "Invalid sharing_percentage", "101 is not in 1..100"),
+        ("sharing_percentage", 50.5, "Invalid sharing_percentage", "50.5 is not a whole percentage"),
+        ("api_server_url", "http://10.0.0.1:6443", "Invalid api_server_url", "must be an https:// URL"),
+        ("auth_url", "ftp://auth", "Invalid auth_url", "must be an https:// URL"),
+        ("cluster_labels", {"zone": "not valid!"}, "Invalid cluster_labels", "is not a valid label value"),
+        ("webhook_mode", "proxy", "Invalid webhook_mode", 'is not a webhook mode: use "service"'),
+        ("image", " ", "Invalid image", "cannot be empty"),
+    ],
+    ids=lambda value: str(value)[:20],
+)
+def test_an_invalid_value_is_an_error_on_its_attribute(
+    attribute: str, value: Any, summary: str, says: str
+) -> None:
+    outcome = harness.validate(resource(), config(**{attribute: value}))
+
+    [(got_summary, detail, path)] = outcome.errors
+    assert (got_summary, path) == (summary, [attribute])
+    assert says in detail
+
+
+def test_every_invalid_value_is_reported_at_once() -> None:
+    outcome = harness.validate(
+        resource(), config(cluster_name="Bad", pod_cidr="x", sharing_percentage=500, webhook_mode="y")
+    )
+
+    assert [path for _, _, path in outcome.errors] == [
+        ["cluster_name"],
+        ["pod_cidr"],
+        ["sharing_percentage"],
+        ["webhook_mode"],
+    ]
+
+
+def test_values_not_known_yet_are_not_checked() -> None:
+    outcome = harness.validate(
+        resource(), config(cluster_name=Unknown, pod_cidr=Unknown, webhook_mode=Unknown)
+    )
+
+    assert outcome.errors == []
+
+
+# planning without a cluster
+
+
+def test_a_create_plan_has_the_defaults_and_leaves_cluster_values_to_apply() -> None:
+    outcome = harness.plan(resource(), config(pod_cidr=POD_CIDR, service_cidr="10.96.0.0/12"))
+
+    assert outcome.errors == []
+    assert outcome.state == {
+        **config(pod_cidr=POD_CIDR, service_cidr="10.96.0.0/12"),
+        "id": "liqo",
+        "namespace": "liqo",
+        "sharing_percentage": 90,
+        "image": runtime_image(),
+        "webhook_mode": "service",
+        "api_server_url": Unknown,
+        "auth_url": Unknown,
+        "force": False,
+        "purge": False,
+        "cluster_id": Unknown,
+        "version": package_version(),
+        "missing_objects": [],
+    }
+
+
+def applied_state(**values: Any) -> dict[str, Any]:
+    """A state as create leaves it."""
+    return {
+        **config(),
+        "id": "liqo",
+        "namespace": "liqo",
+        "pod_cidr": POD_CIDR,
+        "service_cidr": "10.96.0.0/12",
+        "sharing_percentage": 90,
+        "image": runtime_image(),
+        "webhook_mode": "service",
+        "api_server_url": "https://127.0.0.1:6443",
+        "auth_url": AUTH_URL,
+        "force": False,
+        "purge": False,
+        "cluster_id": str(uuid.uuid4()),
+        "version": package_version(),
+        "missing_objects": [],
+        **values,
+    }
+
+
+def test_a_plan_right_after_apply_changes_nothing() -> None:
+    prior = applied_state()
+
+    outcome = harness.plan(resource(), config(api_server_url="https://127.0.0.1:6443"), prior=prior)
+
+    assert outcome.state == prior
+    assert outcome.replace == []
+
+
+def test_dropping_a_value_from_the_config_plans_its_default() -> None:
+    prior = applied_state(sharing_percentage=50, webhook_mode="url")
+
+    outcome = harness.plan(resource(), config(api_server_url="https://127.0.0.1:6443"), prior=prior)
+
+    assert outcome.state is not None
+    assert (outcome.state["sharing_percentage"], outcome.state["webhook_mode"]) == (90, "service")
+    assert outcome.state["cluster_id"] == prior["cluster_id"]
+    assert outcome.state["auth_url"] == AUTH_URL, "the auth service does not restart: its URL stays"
+
+
+def test_a_new_image_leaves_the_auth_url_to_apply() -> None:
+    prior = applied_state()
+
+    outcome = harness.plan(
+        resource(), config(api_server_url="https://127.0.0.1:6443", image="example.org/r:2"), prior=prior
+    )
+
+    assert outcome.state is not None
+    assert outcome.state["auth_url"] is Unknown
+    assert outcome.state["cluster_id"] == prior["cluster_id"]
+
+
+def test_another_namespace_forces_a_reinstall() -> None:
+    outcome = harness.plan(resource(), config(namespace="other"), prior=applied_state())
+
+    assert outcome.replace == [["namespace"]]
+
+
+def test_missing_objects_plan_an_update_that_recreates_them() -> None:
+    prior = applied_state(missing_objects=["Deployment liqo/liqo-auth"])
+
+    outcome = harness.plan(resource(), config(api_server_url="https://127.0.0.1:6443"), prior=prior)
+
+    assert outcome.state is not None
+    assert outcome.state["missing_objects"] == []
+    assert outcome.replace == []
+
+
+# against a cluster
+
+
+def plan_create(provider: Provider, **values: Any) -> tuple[InstallResource, dict[str, Any], dict[str, Any]]:
+    element = resource(provider)
+    cfg = config(**values)
+    outcome = harness.plan(element, cfg)
+    assert outcome.errors == []
+    assert outcome.state is not None
+    return element, outcome.state, cfg
+
+
+def test_a_create_plan_shows_what_the_cluster_tells(provider: Provider) -> None:
+    outcome = harness.plan(resource(provider), config())
+
+    assert outcome.state is not None
+    assert outcome.state["service_cidr"] == "10.96.0.0/12", "the API server's Service range"
+    assert outcome.state["api_server_url"] == provider.kube.host
+    [(summary, detail, path)] = outcome.errors
+    assert (summary, path) == ("Cannot discover pod_cidr", ["pod_cidr"])
+    assert "set pod_cidr in the liqo_install resource" in detail
+
+
+async def test_a_cidr_left_to_apply_that_the_cluster_does_not_tell_is_an_error_on_it(
+    provider: Provider,
+) -> None:
+    planned = harness.plan(resource(), config()).state  # the cluster was not known while planning
+    assert planned is not None
+    assert planned["pod_cidr"] is Unknown
+
+    outcome = await asyncio.to_thread(harness.create, resource(provider), planned, config())
+
+    assert outcome.state is None
+    [(summary, detail, path)] = outcome.errors
+    assert (summary, path) == ("Cannot discover pod_cidr", ["pod_cidr"])
+    assert "set pod_cidr in the liqo_install resource" in detail
+
+
+async def test_a_create_plan_reuses_the_cluster_id_of_an_earlier_install(
+    provider: Provider, api: Client
+) -> None:
+    await api.create(NAMESPACES, {"metadata": {"name": "liqo"}})
+    identity = {
+        "metadata": {"name": c.CLUSTER_IDENTITY_CONFIGMAP},
+        "data": {c.IDENTITY_CLUSTER_ID: "kept-id"},
+    }
+    await api.create(CONFIGMAPS, identity, namespace="liqo")
+
+    outcome = await asyncio.to_thread(harness.plan, resource(provider), config(pod_cidr=POD_CIDR))
+
+    assert outcome.state is not None
+    assert outcome.state["cluster_id"] == "kept-id"
+
+
+async def create_installed(
+    provider: Provider, api: Client, **values: Any
+) -> tuple[InstallResource, dict[str, Any]]:
+    element, planned, cfg = await asyncio.to_thread(plan_create, provider, pod_cidr=POD_CIDR, **values)
+    async with installed_runtime(api, planned["namespace"]):
+        outcome = await asyncio.to_thread(harness.create, element, planned, cfg)
+    assert outcome.errors == []
+    assert outcome.state is not None
+    return element, outcome.state
+
+
+async def test_create_applies_the_runtime_and_waits_until_it_runs(provider: Provider, api: Client) -> None:
+    _, state = await create_installed(provider, api, cluster_labels={"region": "eu"}, webhook_mode="url")
+
+    assert state["auth_url"] == AUTH_URL
+    assert state["version"] == package_version()
+    uuid.UUID(state["cluster_id"])
+    identity = await api.get(CONFIGMAPS, c.CLUSTER_IDENTITY_CONFIGMAP, namespace="liqo")
+    assert identity["data"][c.IDENTITY_CLUSTER_ID] == state["cluster_id"]
+    assert identity["data"][c.IDENTITY_CLUSTER_LABELS] == '{"region": "eu"}'
+    deployment = await api.get(DEPLOYMENTS, "liqo-controller-manager", namespace="liqo")
+    managers = {entry["manager"] for entry in deployment["metadata"]["managedFields"]}
+    assert c.FIELD_MANAGER_TERRAFORM in managers
+
+
+async def test_a_create_that_times_out_says_what_is_pending_and_keeps_the_state(
+    provider: Provider, api: Client
+) -> None:
+    element, planned, cfg = await asyncio.to_thread(
+        plan_create, provider, pod_cidr=POD_CIDR, timeouts={"create": "4s", "update": None, "delete": None}
+    )
+
+    outcome = await asyncio.to_thread(harness.create, element, planned, cfg)
+
+    [(summary, detail, _)] = outcome.errors
+    assert summary == "Timed out waiting for the Liqo runtime in namespace liqo to become ready"
+    assert "Deployment liqo/liqo-auth: 0/1 available (no pods yet)" in detail
+    assert "has no CA bundle yet" in detail
+    assert outcome.state is not None, "what was created is recorded (tainted) so destroy can remove it"
+    assert (
+        outcome.state["cluster_id"]
+        == (await api.get(CONFIGMAPS, c.CLUSTER_IDENTITY_CONFIGMAP, namespace="liqo"))["data"][
+            c.IDENTITY_CLUSTER_ID
+        ]
+    )
+
+
+async def test_a_stop_during_create_returns_the_state_at_once(provider: Provider) -> None:
+    element, planned, cfg = await asyncio.to_thread(plan_create, provider, pod_cidr=POD_CIDR)
+    stop = threading.Event()
+    stop.set()
+
+    outcome = await asyncio.to_thread(harness.create, element, planned, cfg, stop=stop)
+
+    [(summary, detail, _)] = outcome.errors
+    assert summary.startswith("Interrupted while waiting for the Liqo runtime")
+    assert "recorded in the state" in detail
+    assert outcome.state is not None
+
+
+async def test_read_reports_drift_and_missing_objects(provider: Provider, api: Client) -> None:
+    element, state = await create_installed(provider, api)
+    await api.delete(DEPLOYMENTS, "liqo-auth", namespace="liqo")
+    await api.patch(
+        CONFIGMAPS,
+        c.CLUSTER_IDENTITY_CONFIGMAP,
+        {"data": {c.IDENTITY_SHARING_PERCENTAGE: "40"}},
+        namespace="liqo",
+    )
+
+    outcome = await asyncio.to_thread(harness.read, element, state)
+
+    assert outcome.errors == []
+    assert outcome.state is not None
+    assert outcome.state["missing_objects"] == ["Deployment liqo/liqo-auth"]
+    assert outcome.state["sharing_percentage"] == 40
+    planned = await asyncio.to_thread(harness.plan, element, config(pod_cidr=POD_CIDR), prior=outcome.state)
+    assert planned.state is not None
+    assert (planned.state["sharing_percentage"], planned.state["missing_objects"]) == (90, [])
+
+
+async def test_an_update_recreates_what_is_missing_and_keeps_the_webhook_patch(
+    provider: Provider, api: Client
+) -> None:
+    element, state = await create_installed(provider, api)
+    await api.delete(DEPLOYMENTS, "liqo-auth", namespace="liqo")
+    drifted = (await asyncio.to_thread(harness.read, element, state)).state
+    assert drifted is not None
+    cfg = config(pod_cidr=POD_CIDR, sharing_percentage=70)
+    planned = (await asyncio.to_thread(harness.plan, element, cfg, prior=drifted)).state
+    assert planned is not None
+
+    async with installed_runtime(api, "liqo"):
+        outcome = await asyncio.to_thread(harness.update, element, drifted, planned, cfg)
+
+    assert outcome.errors == []
+    assert outcome.state is not None
+    await api.get(DEPLOYMENTS, "liqo-auth", namespace="liqo")
+    identity = await api.get(CONFIGMAPS, c.CLUSTER_IDENTITY_CONFIGMAP, namespace="liqo")
+    assert identity["data"][c.IDENTITY_SHARING_PERCENTAGE] == "70"
+    assert identity["data"][c.IDENTITY_AUTH_URL] == AUTH_URL, "what the auth service wrote stays"
+    webhook = await api.get(VALIDATINGWEBHOOKS, VALIDATING_WEBHOOK)
+    assert {hook["clientConfig"].get("caBundle") for hook in webhook["webhooks"]} == {CA_BUNDLE}
+    reread = (await asyncio.to_thread(harness.read, element, outcome.state)).state
+    assert reread == outcome.state, "a plan right after the update is empty"
+
+
+async def test_read_of_an_installation_whose_identity_is_gone_removes_it(
+    provider: Provider, api: Client
+) -> None:
+    element, state = await create_installed(provider, api)
+    await api.delete(CONFIGMAPS, c.CLUSTER_IDENTITY_CONFIGMAP, namespace="liqo")
+
+    outcome = await asyncio.to_thread(harness.read, element, state)
+
+    assert (outcome.state, outcome.errors) == (None, [])
+
+
+async def test_import_by_namespace_reads_the_whole_installation(provider: Provider, api: Client) -> None:
+    element, state = await create_installed(provider, api)
+
+    imported = await asyncio.to_thread(harness.import_, element, "liqo")
+
+    assert imported.errors == []
+    assert imported.state is not None
+    assert imported.state == {**state, "cluster_labels": None, "timeouts": None}
+    replanned = await asyncio.to_thread(
+        harness.plan, element, config(pod_cidr=POD_CIDR), prior=imported.state
+    )
+    assert replanned.state == imported.state, "a plan right after the import is empty"
+
+
+def test_import_of_a_namespace_without_liqo_is_an_error(provider: Provider) -> None:
+    outcome = harness.import_(resource(provider), "nothing-here")
+
+    [(summary, detail, _)] = outcome.errors
+    assert summary == "Cannot import liqo_install"
+    assert "There is no Liqo installation in namespace nothing-here" in detail
+
+
+async def add_peering(api: Client, name: str = "milan") -> None:
+    """A ForeignCluster, as a peering would have; no webhook server runs here, so its configuration goes."""
+    with contextlib.suppress(NotFoundError):
+        await api.delete(VALIDATINGWEBHOOKS, VALIDATING_WEBHOOK)
+    body = {
+        "metadata": {"name": name, "finalizers": [c.FINALIZER_FOREIGNCLUSTER]},
+        "spec": {"clusterID": str(uuid.uuid4())},
+    }
+    await api.create(FOREIGNCLUSTERS, body)
+
+
+async def test_destroy_is_refused_while_peerings_exist(provider: Provider, api: Client) -> None:
+    element, state = await create_installed(provider, api)
+    await add_peering(api)
+    await api.create(NAMESPACES, {"metadata": {"name": "apps"}})
+    await api.create(
+        NAMESPACEOFFLOADINGS, {"metadata": {"name": "offloading", "namespace": "apps"}}, namespace="apps"
+    )
+
+    planned = await asyncio.to_thread(harness.plan_destroy, element, state)
+    deleted = await asyncio.to_thread(harness.delete, element, state)
+
+    for outcome in (planned, deleted):
+        [(summary, detail, path)] = outcome.errors
+        assert (summary, path) == ("Liqo is still in use", ["force"])
+        assert "ForeignCluster milan" in detail
+        assert "NamespaceOffloading apps/offloading" in detail
+    await api.get(DEPLOYMENTS, "liqo-auth", namespace="liqo")
+
+
+async def test_a_forced_destroy_removes_the_peerings_first(provider: Provider, api: Client) -> None:
+    element, state = await create_installed(provider, api)
+    await add_peering(api)
+    state = {**state, "force": True, "timeouts": {"create": None, "update": None, "delete": "2s"}}
+
+    assert (await asyncio.to_thread(harness.plan_destroy, element, state)).errors == []
+    outcome = await asyncio.to_thread(harness.delete, element, state)
+
+    assert outcome.errors == []
+    [(summary, detail)] = outcome.warnings
+    assert summary == "Peering removed by force"
+    assert "ForeignCluster milan did not finish its clean-up in time" in detail
+    with pytest.raises(NotFoundError):
+        await api.get(FOREIGNCLUSTERS, "milan")
+
+
+async def test_destroy_keeps_the_identity_so_a_reinstall_keeps_the_cluster_id(
+    provider: Provider, api: Client
+) -> None:
+    element, state = await create_installed(provider, api)
+
+    outcome = await asyncio.to_thread(harness.delete, element, state)
+
+    assert outcome.errors == []
+    for name in ("liqo-auth", "liqo-webhook", "liqo-controller-manager"):
+        with pytest.raises(NotFoundError):
+            await api.get(DEPLOYMENTS, name, namespace="liqo")
+    with pytest.raises(NotFoundError):
+        await api.get(VALIDATINGWEBHOOKS, VALIDATING_WEBHOOK)
+    await api.get(CRDS, FOREIGNCLUSTERS.plural + "." + FOREIGNCLUSTERS.group)
+    assert (await asyncio.to_thread(harness.read, element, state)).state is not None, "the identity is left"
+    _, again = await create_installed(provider, api)
+    assert again["cluster_id"] == state["cluster_id"]
+
+
+async def test_a_purge_removes_the_namespace_crds_and_identity(
+    provider: Provider, api: Client, emulator: Path
+) -> None:
+    element, state = await create_installed(provider, api)
+    await add_peering(api)
+    state = {
+        **state,
+        "force": True,
+        "purge": True,
+        "timeouts": {"create": None, "update": None, "delete": "20s"},
+    }
+
+    async with running(emulator, namespace_controller.setup):
+        outcome = await asyncio.to_thread(harness.delete, element, state)
+
+    assert outcome.errors == []
+    for get in (
+        api.get(NAMESPACES, "liqo"),
+        api.get(CRDS, FOREIGNCLUSTERS.plural + "." + FOREIGNCLUSTERS.group),
+    ):
+        with pytest.raises(NotFoundError):
+            await get
+    assert (await asyncio.to_thread(harness.read, element, state)).state is None
+
+
+def test_a_destroy_on_a_cluster_that_is_gone_drops_it_with_a_warning(gone: Provider) -> None:
+    outcome = harness.delete(resource(gone), applied_state())
+
+    assert outcome.errors == []
+    [(summary, detail)] = outcome.warnings
+    assert summary == "Cluster unreachable: installation dropped from the state"
+    assert f"The cluster at {gone.kube.host} cannot be reached" in detail

@@ -1,0 +1,216 @@
+"""Peering token exchange against an emulator: credentials that reach only the tenant namespace, clear refusals."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+
+import pytest
+
+from runtime.api import constants as c
+from runtime.api.crds import RESOURCESLICES, TENANTS
+from runtime.api.kinds import CONFIGMAPS, NAMESPACES, NODES, SECRETS
+from runtime.core import Client, ForbiddenError
+from runtime.forge import credential as contract
+from runtime.forge.tenant import tenant_namespace_name
+from tests.playground.conftest import eventually
+
+from .cluster import NAMESPACE, OPTIONS, Consumer, hours_ago, new_token, request, serving
+
+
+async def test_cluster_endpoint_says_who_the_provider_is_and_its_url_is_published(
+    admin: Client, auth_client: Client
+) -> None:
+    async with serving(auth_client) as server:
+        answer = await request(server, "GET", contract.CLUSTER_PATH)
+        identity = await admin.get(CONFIGMAPS, c.CLUSTER_IDENTITY_CONFIGMAP, namespace=NAMESPACE)
+    assert answer.status == 200
+    info = contract.parse_cluster_info(answer.body)
+    assert (info.cluster_id, info.cluster_name) == (OPTIONS.cluster_id, OPTIONS.cluster_name)
+    assert info.version == identity["data"][c.IDENTITY_VERSION]
+    assert identity["data"][c.IDENTITY_AUTH_URL] == server.url == f"https://127.0.0.1:{server.port}"
+
+
+async def test_advertised_url_is_published_instead_of_the_listen_address(
+    admin: Client, auth_client: Client
+) -> None:
+    async with serving(auth_client, advertise_url="https://auth.rome.example:443"):
+        identity = await admin.get(CONFIGMAPS, c.CLUSTER_IDENTITY_CONFIGMAP, namespace=NAMESPACE)
+    assert identity["data"][c.IDENTITY_AUTH_URL] == "https://auth.rome.example:443"
+
+
+async def test_credential_reaches_the_tenant_namespace_and_nothing_else(
+    admin: Client, auth_client: Client
+) -> None:
+    token, _ = await new_token(admin)
+    async with serving(auth_client) as server:
+        consumer = Consumer(server)
+        credential = await consumer.peer(token)
+    namespace = tenant_namespace_name(consumer.name)
+    assert credential.namespace == namespace
+    assert (credential.cluster_id, credential.cluster_name) == (OPTIONS.cluster_id, OPTIONS.cluster_name)
+    assert credential.api_server_url == admin.host
+    tenant = await admin.get(TENANTS, consumer.name, namespace=namespace)
+    assert tenant["spec"]["clusterID"] == consumer.cluster_id
+    assert tenant["status"]["credentialExpiresAt"] == contract.rfc3339(credential.expires_at)
+    ns = await admin.get(NAMESPACES, namespace)
+    assert ns["metadata"]["labels"][c.LABEL_REMOTE_CLUSTER_ID] == consumer.cluster_id
+
+    async with await Client.from_kubeconfig_dict(contract.kubeconfig(credential)) as remote:
+        slice_ = {
+            "apiVersion": RESOURCESLICES.api_version,
+            "kind": RESOURCESLICES.kind,
+            "metadata": {"name": "default", "namespace": namespace},
+            "spec": {"consumerClusterID": consumer.cluster_id, "resources": {"cpu": "1"}},
+        }
+        created = await remote.create(RESOURCESLICES, slice_)
+        assert created["metadata"]["namespace"] == namespace
+        with pytest.raises(ForbiddenError):
+            await remote.list(RESOURCESLICES, namespace="default")
+        with pytest.raises(ForbiddenError):
+            await remote.create(RESOURCESLICES, {**slice_, "metadata": {"name": "x", "namespace": NAMESPACE}})
+        with pytest.raises(ForbiddenError):
+            await remote.list(SECRETS, namespace=namespace)
+        with pytest.raises(ForbiddenError):
+            await remote.get(SECRETS, "anything", namespace=NAMESPACE)
+        with pytest.raises(ForbiddenError):
+            await remote.list(SECRETS)
+        with pytest.raises(ForbiddenError):
+            await remote.list(NODES)
+        with pytest.raises(ForbiddenError):
+            await remote.list(TENANTS, namespace=namespace)
+
+
+async def test_refusals_look_the_same_whatever_the_cause_and_never_log_the_token(
+    admin: Client, auth_client: Client, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    revoked, revoked_secret = await new_token(admin)
+    await admin.delete(SECRETS, revoked_secret, namespace=NAMESPACE)
+    expired, _ = await new_token(admin, expires_at=hours_ago(1))
+    wrong = "0" * 64
+    async with serving(auth_client) as server:
+        consumer = Consumer(server)
+        answers = [
+            await consumer.post(contract.IDENTITY_PATH, consumer.identity_body(t))
+            for t in (wrong, revoked, expired)
+        ]
+    assert [a.status for a in answers] == [401, 401, 401]
+    assert answers[0].body["reason"] == contract.INVALID_TOKEN
+    assert answers[0].body == answers[1].body == answers[2].body
+    for token in (wrong, revoked, expired):
+        assert token not in caplog.text
+
+
+async def test_a_token_revoked_while_the_service_runs_is_refused_at_once(
+    admin: Client, auth_client: Client
+) -> None:
+    token, secret = await new_token(admin)
+    async with serving(auth_client) as server:
+        await admin.delete(SECRETS, secret, namespace=NAMESPACE)
+        consumer = Consumer(server)
+        answer = await consumer.post(contract.IDENTITY_PATH, consumer.identity_body(token))
+    assert answer.status == 401
+
+
+async def test_peering_twice_is_idempotent_and_a_taken_name_is_a_conflict(
+    admin: Client, auth_client: Client
+) -> None:
+    token, _ = await new_token(admin)
+    async with serving(auth_client) as server:
+        consumer = Consumer(server)
+        first = await consumer.peer(token)
+        again = await consumer.peer(token)
+        impostor = Consumer(server, name=consumer.name)
+        taken = await impostor.post(contract.IDENTITY_PATH, impostor.identity_body(token))
+        renamed = Consumer(server, cluster_id=consumer.cluster_id, key=consumer.key)
+        twice = await renamed.post(contract.IDENTITY_PATH, renamed.identity_body(token))
+    assert first.namespace == again.namespace == tenant_namespace_name(consumer.name)
+    assert again.token != first.token
+    assert taken.status == 409 and taken.body["reason"] == contract.CLUSTER_ID_CONFLICT
+    assert twice.status == 409 and consumer.name in twice.body["message"]
+    tenant = await admin.get(TENANTS, consumer.name, namespace=first.namespace)
+    assert tenant["spec"]["clusterID"] == consumer.cluster_id
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"clusterID": "not-a-uuid"}, "clusterID"),
+        ({"clusterName": "Rome_1"}, "clusterName"),
+        ({"publicKey": "c2hvcnQ="}, "publicKey"),
+        ({"token": 42}, "token"),
+        ({"token": None}, "token"),
+    ],
+    ids=["cluster-id", "cluster-name", "public-key", "token-type", "token-missing"],
+)
+async def test_malformed_requests_are_400_naming_the_field(
+    auth_client: Client, change: dict[str, object], field: str
+) -> None:
+    async with serving(auth_client) as server:
+        consumer = Consumer(server)
+        body = {**consumer.identity_body("0" * 64), **change}
+        answer = await consumer.post(contract.IDENTITY_PATH, body)
+    assert answer.status == 400
+    assert answer.body["reason"] == contract.INVALID_REQUEST
+    assert answer.body["message"].startswith(f"{field}: ")
+
+
+async def test_repeated_failures_from_one_address_are_rate_limited_and_recover(
+    admin: Client, auth_client: Client
+) -> None:
+    token, _ = await new_token(admin)
+    async with serving(auth_client, failure_burst=2, failure_refill=2.0) as server:
+        consumer = Consumer(server)
+        wrong = consumer.identity_body(uuid.uuid4().hex * 2)
+        statuses = [(await consumer.post(contract.IDENTITY_PATH, wrong)).status for _ in range(2)]
+        limited = await consumer.post(contract.IDENTITY_PATH, consumer.identity_body(token))
+        assert statuses == [401, 401]
+        assert limited.status == 429 and limited.body["reason"] == contract.TOO_MANY_REQUESTS
+        assert int(limited.headers["Retry-After"]) >= 1
+
+        async def accepted() -> bool:
+            answer = await consumer.post(contract.IDENTITY_PATH, consumer.identity_body(token))
+            assert answer.status in (200, 429), answer
+            return answer.status == 200
+
+        await eventually(accepted, within=10, every=0.2)
+
+
+async def test_a_consumer_whose_old_tenant_is_still_going_is_told_to_retry(
+    admin: Client, auth_client: Client
+) -> None:
+    token, _ = await new_token(admin)
+    async with serving(auth_client) as server:
+        consumer = Consumer(server)
+        credential = await consumer.peer(token)
+        await admin.delete(NAMESPACES, credential.namespace)
+        answer = await consumer.post(contract.IDENTITY_PATH, consumer.identity_body(token))
+    assert answer.status == 503
+    assert answer.body["reason"] == contract.TENANT_TERMINATING
+    assert int(answer.headers["Retry-After"]) > 0
+
+
+async def test_a_drained_consumer_gets_no_credential(admin: Client, auth_client: Client) -> None:
+    token, _ = await new_token(admin)
+    async with serving(auth_client) as server:
+        consumer = Consumer(server)
+        credential = await consumer.peer(token)
+        await admin.patch(
+            TENANTS, consumer.name, {"spec": {"tenantCondition": "Drained"}}, namespace=credential.namespace
+        )
+        exchanged = await consumer.post(contract.IDENTITY_PATH, consumer.identity_body(token))
+        renewed = await consumer.renew()
+    for answer in (exchanged, renewed):
+        assert answer.status == 403
+        assert answer.body["reason"] == contract.TENANT_DRAINED
+        assert "tenantCondition" in answer.body["message"]
+
+
+async def test_bodies_that_are_not_json_objects_or_too_large_are_400(auth_client: Client) -> None:
+    async with serving(auth_client, max_body=1024) as server:
+        consumer = Consumer(server)
+        not_object = await consumer.post(contract.IDENTITY_PATH, ["token"])
+        too_large = await consumer.post(contract.RENEW_PATH, {"padding": "x" * 2048})
+    assert (not_object.status, not_object.body["message"]) == (400, "body: not a JSON object")
+    assert (too_large.status, too_large.body["message"]) == (400, "body: larger than 1024 bytes")

@@ -1,0 +1,149 @@
+"""The VirtualNode a consumer creates, and the objects of its virtual kubelet."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from runtime.api import constants as c
+from runtime.api.image import runtime_image
+from runtime.forge import virtualnode as vn
+
+JSON = dict[str, Any]
+
+
+def virtual_node(**spec: Any) -> JSON:
+    body = vn.virtual_node(
+        "milan",
+        namespace="liqo-tenant-milan",
+        cluster_id="p-id",
+        resource_slice_name="rome",
+        resources={"cpu": "2", "memory": "4Gi"},
+        credential_secret="liqo-credential-milan",
+        cluster_labels={"topology.liqo.io/region": "north", c.LABEL_TYPE: "overridden"},
+        node_labels={"team": "a"},
+    )
+    body["metadata"]["uid"] = "vn-uid"
+    body["spec"].update(spec)
+    return body
+
+
+def test_the_virtual_node_stands_for_the_provider() -> None:
+    body = virtual_node()
+    assert body["metadata"]["name"] == "milan"
+    spec = body["spec"]
+    assert spec["nodeName"] == "liqo-milan"
+    assert spec["credentialSecretRef"] == {"name": "liqo-credential-milan", "namespace": "liqo-tenant-milan"}
+    assert spec["labels"] == {
+        "topology.liqo.io/region": "north",
+        "team": "a",
+        c.LABEL_TYPE: c.TYPE_VIRTUAL_NODE,
+        c.LABEL_REMOTE_CLUSTER_ID: "p-id",
+        c.LABEL_ROLE_AGENT: "",
+    }
+    assert "image" not in spec
+
+
+def test_the_virtual_kubelet_objects_are_named_after_the_provider_and_owned_by_the_virtual_node() -> None:
+    objects = vn.virtual_kubelet(virtual_node())
+    assert [o["kind"] for o in objects] == [
+        "ServiceAccount",
+        "Role",
+        "RoleBinding",
+        "ClusterRoleBinding",
+        "Deployment",
+    ]
+    assert {o["metadata"]["name"] for o in objects} == {"liqo-vk-milan"}
+    for obj in objects:
+        owners = obj["metadata"].get("ownerReferences")
+        if obj["kind"] == "ClusterRoleBinding":
+            assert owners is None and "namespace" not in obj["metadata"]
+        else:
+            assert obj["metadata"]["namespace"] == "liqo-tenant-milan"
+            assert owners == [
+                {
+                    "apiVersion": "offloading.liqo.io/v1beta1",
+                    "kind": "VirtualNode",
+                    "name": "milan",
+                    "uid": "vn-uid",
+                    "controller": True,
+                }
+            ]
+        assert obj["metadata"]["labels"][c.LABEL_VIRTUAL_NODE_NAME] == "milan"
+
+
+def test_the_virtual_kubelet_may_read_exactly_its_credential() -> None:
+    role = vn.credential_role(virtual_node())
+    assert role["rules"] == [
+        {
+            "apiGroups": [""],
+            "resources": ["secrets"],
+            "verbs": ["get", "list", "watch"],
+            "resourceNames": ["liqo-credential-milan"],
+        }
+    ]
+    binding = vn.credential_role_binding(virtual_node())
+    assert binding["roleRef"]["name"] == "liqo-vk-milan"
+    cluster_binding = vn.cluster_role_binding(virtual_node())
+    assert cluster_binding["roleRef"]["name"] == "liqo-virtual-kubelet"
+    assert cluster_binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": "liqo-vk-milan", "namespace": "liqo-tenant-milan"}
+    ]
+
+
+def test_the_deployment_runs_the_virtual_kubelet_from_the_runtime_image() -> None:
+    deployment = vn.deployment(virtual_node())
+    pod = deployment["spec"]["template"]
+    assert deployment["spec"]["selector"]["matchLabels"].items() <= pod["metadata"]["labels"].items()
+    assert deployment["spec"]["strategy"] == {"type": "Recreate"}
+    assert pod["spec"]["serviceAccountName"] == "liqo-vk-milan"
+    container = pod["spec"]["containers"][0]
+    assert container["image"] == runtime_image()
+    assert container["command"] == ["python", "-m", "runtime", "virtual-kubelet"]
+    assert container["args"] == ["--virtual-node=liqo-tenant-milan/milan", "--health-address=$(POD_IP):8080"]
+    assert {e["name"]: e["valueFrom"]["fieldRef"]["fieldPath"] for e in container["env"]} == {
+        "POD_IP": "status.podIP",
+        "POD_NAME": "metadata.name",
+        "POD_NAMESPACE": "metadata.namespace",
+    }
+    assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
+
+
+@pytest.mark.parametrize(
+    ("spec", "default", "image"),
+    [
+        ({}, "registry.local/runtime:1", "registry.local/runtime:1"),
+        ({"image": "mine:2"}, "registry.local/runtime:1", "mine:2"),
+    ],
+    ids=["default", "from-spec"],
+)
+def test_the_image_comes_from_the_spec_else_the_default(spec: JSON, default: str, image: str) -> None:
+    container = vn.deployment(virtual_node(**spec), default_image=default)["spec"]["template"]["spec"][
+        "containers"
+    ][0]
+    assert container["image"] == image
+
+
+@pytest.mark.parametrize(
+    ("ref", "says"),
+    [
+        ({}, "credentialSecretRef.name is required"),
+        ({"name": "s", "namespace": "elsewhere"}, "own namespace"),
+    ],
+    ids=["missing", "other-namespace"],
+)
+def test_a_virtual_node_without_a_usable_credential_has_no_virtual_kubelet(ref: JSON, says: str) -> None:
+    with pytest.raises(ValueError, match=says):
+        vn.virtual_kubelet(virtual_node(credentialSecretRef=ref))
+
+
+def test_names_fall_back_to_the_virtual_node() -> None:
+    body = {"metadata": {"name": "turin", "namespace": "ns", "uid": "u"}, "spec": {}}
+    assert (vn.provider_name(body), vn.node_name(body), vn.virtual_kubelet_name(body)) == (
+        "turin",
+        "liqo-turin",
+        "liqo-vk-turin",
+    )
+    assert vn.node_name({**body, "spec": {"nodeName": "custom"}}) == "custom"

@@ -1,0 +1,477 @@
+"""Clusters with the runtime installed and running in-process, for the peering behaviour suite.
+
+`Clusters` starts one emulator per cluster and, in the test's own event loop, everything a
+playground cluster would run for the runtime:
+
+- the runtime's install manifests (but the webhook configuration: no webhook runs here and
+  it fails closed), with the cluster's id, name and labels, and a worker Node with
+  4 cpu / 8Gi / 110 pods, Ready, so a provider has something to share;
+- the control-plane pieces the runtime relies on (the playground's namespace lifecycle and
+  garbage collector), with the admin credential, as kube-controller-manager would;
+- the controller manager (`runtime.controllers.main.setup_all`) as the
+  `liqo-controller-manager` ServiceAccount, and the authentication service on 127.0.0.1 as
+  the `liqo-auth` ServiceAccount, so the installation's least-privilege RBAC is what they
+  are held to;
+- for every virtual kubelet Deployment the VirtualNode controller creates, the virtual
+  kubelet's own `main`, in-process, with a token of the Deployment's ServiceAccount. The
+  emulator has no node agent, so the harness also stands in for the kubelet and the
+  Deployment controller: it reports the Deployment Available while that virtual kubelet
+  runs (and unavailable once it stopped).
+
+A crash of any component fails the test when the harness closes. `stop(cluster)` ends a
+cluster's components and its API server (a provider that is gone).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import json
+import logging
+import socket
+import subprocess
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import yaml
+
+from playground.controllers import gc, namespace
+from playground.controlplane import ControlPlaneOptions
+from runtime.api import constants as c
+from runtime.api.crds import FOREIGNCLUSTERS, VIRTUALNODES
+from runtime.api.kinds import DEPLOYMENTS, NODES, SECRETS, SERVICEACCOUNTS
+from runtime.auth.options import AuthOptions
+from runtime.auth.server import AuthServer
+from runtime.controllers.main import setup_all
+from runtime.controllers.options import ControllerOptions
+from runtime.core import Client, Manager, NotFoundError, Settings
+from runtime.forge import virtualnode as forge_vn
+from runtime.forge.install import InstallOptions, install_manifests
+from runtime.forge.tokens import generate_token, token_secret
+from tests.apiserver.conftest import start_emulator, stop_emulator
+
+logger = logging.getLogger(__name__)
+
+JSON = dict[str, Any]
+
+WORKER_CAPACITY = {"cpu": "4", "memory": "8Gi", "pods": "110"}
+#: what the controllers are given in these tests: short waits, so failures show quickly
+CONTROLLER_OPTIONS = ControllerOptions(
+    unpeer_timeout=3.0,
+    remote_timeout=3.0,
+    auth_timeout=3.0,
+    resource_slice_poll=0.1,
+    virtual_node_deletion_timeout=5.0,
+    tenant_orphan_grace=None,
+)
+VK_SELECTOR = f"{c.LABEL_COMPONENT}={forge_vn.COMPONENT}"
+#: how often the harness looks for virtual kubelet Deployments to run
+VK_POLL = 0.1
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Cluster:
+    name: str
+    cluster_id: str
+    kubeconfig: Path
+    admin: Client
+    process: subprocess.Popen[bytes]
+    #: the authentication service's URL (None when the runtime is not installed)
+    auth_url: str | None = None
+    tasks: list[asyncio.Task[None]] = field(default_factory=list)
+    controller_manager: asyncio.Task[None] | None = None
+    clients: list[Client] = field(default_factory=list)
+    stopped: bool = False
+
+    @property
+    def api_server_url(self) -> str:
+        return self.admin.host
+
+
+async def _service_account_client(cluster: Cluster, namespace: str, name: str, *, ttl: int = 3600) -> Client:
+    """A client authenticated as ServiceAccount `namespace/name` of `cluster`."""
+    config = await _service_account_kubeconfig(cluster, namespace, name, ttl=ttl)
+    client = await Client.from_kubeconfig_dict(config)
+    cluster.clients.append(client)
+    return client
+
+
+async def _service_account_kubeconfig(
+    cluster: Cluster, namespace: str, name: str, *, ttl: int = 3600
+) -> JSON:
+    review = await cluster.admin.create(
+        SERVICEACCOUNTS,
+        {
+            "apiVersion": "authentication.k8s.io/v1",
+            "kind": "TokenRequest",
+            "spec": {"expirationSeconds": ttl},
+        },
+        namespace=namespace,
+        name=name,
+        subresource="token",
+    )
+    config: JSON = yaml.safe_load(await asyncio.to_thread(cluster.kubeconfig.read_text))
+    config["users"][0]["user"] = {"token": review["status"]["token"]}
+    return config
+
+
+class Clusters:
+    """Clusters of one test; `async with Clusters(tmp_path) as clusters:` tears all of them down."""
+
+    def __init__(self, state_dir: Path, *, options: ControllerOptions = CONTROLLER_OPTIONS) -> None:
+        self.state_dir = state_dir
+        self.options = options
+        self._clusters: list[Cluster] = []
+        self._crashes: list[str] = []
+
+    async def __aenter__(self) -> Clusters:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        for cluster in self._clusters:
+            await self.stop(cluster)
+        if self._crashes and exc is None:
+            raise AssertionError("runtime components crashed:\n" + "\n".join(self._crashes))
+
+    async def cluster(
+        self,
+        name: str,
+        *,
+        labels: dict[str, str] | None = None,
+        runtime: bool = True,
+        components: bool = True,
+    ) -> Cluster:
+        """A cluster named `name`; with `runtime`, the runtime installed, and with `components` running too."""
+        directory = self.state_dir / name
+        directory.mkdir(parents=True)
+        process, kubeconfig = await asyncio.to_thread(start_emulator, directory)
+        admin = await Client.from_kubeconfig(kubeconfig)
+        cluster = Cluster(
+            name=name, cluster_id=str(uuid.uuid4()), kubeconfig=kubeconfig, admin=admin, process=process
+        )
+        self._clusters.append(cluster)
+        if runtime:
+            await self._install(cluster, labels or {})
+            if components:
+                await self._start(cluster)
+        return cluster
+
+    async def _install(self, cluster: Cluster, labels: dict[str, str]) -> None:
+        options = InstallOptions(
+            cluster_id=cluster.cluster_id,
+            cluster_name=cluster.name,
+            api_server_url=cluster.api_server_url,
+            pod_cidr="10.244.0.0/16",
+            service_cidr="10.96.0.0/12",
+            cluster_labels=labels,
+        )
+
+        async def apply(obj: JSON) -> None:
+            resource = await cluster.admin.resource_for(obj["apiVersion"], obj["kind"])
+            await cluster.admin.apply(
+                resource,
+                obj,
+                namespace=obj["metadata"].get("namespace"),
+                field_manager=c.FIELD_MANAGER_INSTALL,
+                force=True,
+            )
+
+        manifests = [
+            obj for obj in install_manifests(options) if obj["kind"] != "ValidatingWebhookConfiguration"
+        ]
+        # the namespace first; nothing else depends on another object of the installation
+        await apply(manifests[0])
+        await asyncio.gather(*(apply(obj) for obj in manifests[1:]))
+        node = f"{cluster.name}-worker"
+        await cluster.admin.create(
+            NODES, {"metadata": {"name": node, "labels": {"kubernetes.io/hostname": node}}}
+        )
+        await cluster.admin.patch_status(
+            NODES,
+            node,
+            {
+                "status": {
+                    "capacity": WORKER_CAPACITY,
+                    "allocatable": WORKER_CAPACITY,
+                    "conditions": [
+                        {
+                            "type": "Ready",
+                            "status": "True",
+                            "reason": "KubeletReady",
+                            "message": "kubelet is ready",
+                        }
+                    ],
+                }
+            },
+        )
+
+    async def _start(self, cluster: Cluster) -> None:
+        """Start (or start again) the cluster's components."""
+        control_plane = Manager(cluster.admin, settings=Settings(server=None))
+        for setup in (namespace.setup, gc.setup):
+            setup(control_plane, ControlPlaneOptions())
+        self._run(cluster, "control plane", control_plane.run())
+        self._run(cluster, "virtual kubelets", self._virtual_kubelets(cluster))
+        auth_client = await _service_account_client(cluster, c.DEFAULT_NAMESPACE, "liqo-auth")
+        server = AuthServer(auth_client, AuthOptions(host="127.0.0.1", port=0, token_ttl=600))
+        self._run(cluster, "auth service", server.run())
+        await self.start_controller_manager(cluster)
+        await asyncio.wait_for(server.started.wait(), 20)
+        cluster.auth_url = server.url
+
+    async def start_controller_manager(self, cluster: Cluster) -> None:
+        client = await _service_account_client(cluster, c.DEFAULT_NAMESPACE, "liqo-controller-manager")
+        manager = Manager(client, settings=Settings(server=None))
+        setup_all(manager, self.options)
+        cluster.controller_manager = self._run(cluster, "controller manager", manager.run())
+        await asyncio.wait_for(manager.informers.wait_synced(), 20)
+
+    async def restart_controller_manager(self, cluster: Cluster) -> None:
+        """Kill the cluster's controller manager (its reconciles in flight are cancelled) and start a new one."""
+        task = cluster.controller_manager
+        assert task is not None
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        await self.start_controller_manager(cluster)
+
+    def _run(self, cluster: Cluster, what: str, work: Awaitable[None]) -> asyncio.Task[None]:
+        async def watched() -> None:
+            try:
+                await work
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                logger.exception("%s: %s crashed", cluster.name, what)
+                self._crashes.append(f"{cluster.name}: {what}: {exc!r}")
+                raise
+
+        task = asyncio.create_task(watched(), name=f"{cluster.name} {what}")
+        cluster.tasks.append(task)
+        return task
+
+    async def stop(self, cluster: Cluster) -> None:
+        """Stop the cluster's components, then its API server (idempotent)."""
+        if cluster.stopped:
+            return
+        cluster.stopped = True
+        for task in cluster.tasks:
+            task.cancel()
+        await asyncio.gather(*cluster.tasks, return_exceptions=True)
+        for client in [*cluster.clients, cluster.admin]:
+            await client.close()
+        await asyncio.to_thread(stop_emulator, cluster.process)
+
+    async def eventually(
+        self, condition: Callable[[], Awaitable[object]], *, within: float = 15.0, every: float = 0.1
+    ) -> Any:
+        """Await until `condition()` returns something truthy, and return it.
+
+        AssertionError with the last value after `within` seconds, or at once when a component crashed.
+        """
+        deadline = asyncio.get_running_loop().time() + within
+        while True:
+            value = await condition()
+            if value:
+                return value
+            if self._crashes:
+                raise AssertionError("runtime components crashed:\n" + "\n".join(self._crashes))
+            if asyncio.get_running_loop().time() > deadline:
+                raise AssertionError(
+                    f"condition still false after {within} s (last value {value!r})" + await self._diagnosis()
+                )
+            await asyncio.sleep(every)
+
+    async def _diagnosis(self) -> str:
+        """What the VirtualNodes of the running clusters say, to tell which component is stuck."""
+        lines = []
+        for cluster in self._clusters:
+            if cluster.stopped or cluster.auth_url is None:
+                continue
+            for vn in (await cluster.admin.list(VIRTUALNODES)).items:
+                for cond in (vn.get("status") or {}).get("conditions") or []:
+                    lines.append(
+                        f"{cluster.name}: VirtualNode {vn['metadata']['name']}: {cond['type']}={cond['status']}"
+                        f" ({cond.get('reason')}: {cond.get('message')})"
+                    )
+        return ("\n" + "\n".join(lines)) if lines else ""
+
+    # peering, as `liqo_generate` and `liqo_peer` will do it
+
+    async def token(self, provider: Cluster) -> str:
+        """A fresh peering token of `provider` (its hash stored there, as `liqo_generate` does)."""
+        token = generate_token()
+        await provider.admin.create(SECRETS, token_secret(token, namespace=c.DEFAULT_NAMESPACE))
+        return token
+
+    async def peer(
+        self,
+        consumer: Cluster,
+        provider: Cluster,
+        *,
+        token: str | None = None,
+        auth_url: str | None = None,
+        resources: dict[str, str] | None = None,
+        node_labels: dict[str, str] | None = None,
+    ) -> JSON:
+        """What `liqo_peer` creates on the consumer for `provider` (a fresh token of it unless given)."""
+        url = auth_url or provider.auth_url
+        assert url is not None, f"{provider.name} runs no authentication service: give auth_url"
+        return await self.foreign_cluster(
+            consumer,
+            provider.name,
+            cluster_id=provider.cluster_id,
+            auth_url=url,
+            token=token if token is not None else await self.token(provider),
+            resources=resources,
+            node_labels=node_labels,
+        )
+
+    async def foreign_cluster(
+        self,
+        consumer: Cluster,
+        name: str,
+        *,
+        cluster_id: str,
+        auth_url: str,
+        token: str,
+        resources: dict[str, str] | None = None,
+        node_labels: dict[str, str] | None = None,
+    ) -> JSON:
+        """The token Secret and the ForeignCluster `name`, on the consumer."""
+        secret_name = f"liqo-peering-{name}"
+        await consumer.admin.create(
+            SECRETS,
+            {
+                "metadata": {"name": secret_name, "namespace": c.DEFAULT_NAMESPACE},
+                "data": {c.TOKEN_SECRET_KEY: base64.b64encode(token.encode()).decode()},
+            },
+        )
+        spec: JSON = {
+            "clusterID": cluster_id,
+            "clusterName": name,
+            "peeringType": "OutOfBand",
+            "authURL": auth_url,
+            "tokenSecretRef": {"name": secret_name, "namespace": c.DEFAULT_NAMESPACE},
+        }
+        if resources is not None:
+            spec["resources"] = resources
+        if node_labels is not None:
+            spec["nodeLabels"] = node_labels
+        body = {
+            "apiVersion": FOREIGNCLUSTERS.api_version,
+            "kind": "ForeignCluster",
+            "metadata": {"name": name},
+            "spec": spec,
+        }
+        return await consumer.admin.create(FOREIGNCLUSTERS, body)
+
+    # the virtual kubelets, in-process
+
+    async def _virtual_kubelets(self, cluster: Cluster) -> None:
+        """Run a virtual kubelet for every virtual kubelet Deployment, and report the Deployment's availability."""
+        running: dict[str, asyncio.Task[int]] = {}
+        try:
+            while True:
+                listed = await cluster.admin.list(DEPLOYMENTS, label_selector=VK_SELECTOR)
+                present = {}
+                for deployment in listed.items:
+                    meta = deployment["metadata"]
+                    if meta.get("deletionTimestamp"):
+                        continue
+                    present[meta["uid"]] = deployment
+                    task = running.get(meta["uid"])
+                    if task is None:
+                        running[meta["uid"]] = await self._start_virtual_kubelet(cluster, deployment)
+                    await _report(cluster, deployment, available=not running[meta["uid"]].done())
+                for uid in [uid for uid in running if uid not in present]:
+                    await _finish(running.pop(uid))
+                await asyncio.sleep(VK_POLL)
+        finally:
+            for task in running.values():
+                await _finish(task)
+
+    async def _start_virtual_kubelet(self, cluster: Cluster, deployment: JSON) -> asyncio.Task[int]:
+        from runtime.virtualkubelet.main import main as virtual_kubelet_main
+
+        meta = deployment["metadata"]
+        pod = deployment["spec"]["template"]["spec"]
+        container = pod["containers"][0]
+        config = await _service_account_kubeconfig(cluster, meta["namespace"], pod["serviceAccountName"])
+        path = self.state_dir / cluster.name / f"{meta['name']}.kubeconfig"
+        await asyncio.to_thread(path.write_text, json.dumps(config))
+        args = [_local(arg) for arg in container.get("args") or []] + [f"--kubeconfig={path}"]
+
+        async def run() -> int:
+            try:
+                code = await virtual_kubelet_main(args)
+            except Exception as exc:
+                logger.exception("%s: the virtual kubelet %s crashed", cluster.name, meta["name"])
+                self._crashes.append(f"{cluster.name}: virtual kubelet {meta['name']}: {exc!r}")
+                return 1
+            if code != 0:
+                self._crashes.append(f"{cluster.name}: virtual kubelet {meta['name']} exited with {code}")
+            return code
+
+        logger.info(
+            "%s: starting the virtual kubelet %s/%s in-process", cluster.name, meta["namespace"], meta["name"]
+        )
+        return asyncio.create_task(run(), name=f"{cluster.name} virtual kubelet {meta['name']}")
+
+
+def _local(arg: str) -> str:
+    """A pod argument for a process of the test: the pod IP is loopback, the health port any free one."""
+    if arg.startswith("--health-address="):
+        return "--health-address=127.0.0.1:0"
+    return arg.replace("$(POD_IP)", "127.0.0.1")
+
+
+async def _report(cluster: Cluster, deployment: JSON, *, available: bool) -> None:
+    """What the kubelet and the Deployment controller would report about a one-replica Deployment."""
+    meta = deployment["metadata"]
+    ready = 1 if available else 0
+    status = {
+        "observedGeneration": meta.get("generation"),
+        "replicas": 1,
+        "readyReplicas": ready,
+        "availableReplicas": ready,
+        "updatedReplicas": 1,
+        "conditions": [
+            {
+                "type": "Available",
+                "status": "True" if available else "False",
+                "reason": "MinimumReplicasAvailable" if available else "MinimumReplicasUnavailable",
+                "message": "Deployment has minimum availability."
+                if available
+                else "the virtual kubelet stopped",
+            }
+        ],
+    }
+    current = deployment.get("status") or {}
+    if all(current.get(key) == value for key, value in status.items() if key != "conditions") and [
+        {k: v for k, v in entry.items() if k in ("type", "status")}
+        for entry in current.get("conditions") or []
+    ] == [{"type": "Available", "status": status["conditions"][0]["status"]}]:
+        return
+    with contextlib.suppress(NotFoundError):
+        await cluster.admin.patch_status(
+            DEPLOYMENTS, meta["name"], {"status": status}, namespace=meta["namespace"]
+        )
+
+
+async def _finish(task: asyncio.Task[int]) -> None:
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
