@@ -345,16 +345,16 @@ class Cluster:
         """
         await asyncio.to_thread(self._check_startable)
         since = dt.datetime.now(dt.UTC)
-        created = not self.exists
+        created = not await asyncio.to_thread(self.paths.spec.exists)
         await asyncio.to_thread(self._prepare)
-        await self._spawn(list(self._commands()))
         try:
+            await self._spawn(None)
             if created:
                 await self._wait(_nothing_pending, wait=wait, what="the API server")
                 await self._create_addons()
             await self.wait_ready(wait=wait, since=since)
         except BaseException:
-            await self._stop_roles(list(self.records()))
+            await self._stop_roles(None)
             raise
         logger.info("%s: ready at %s", self.name, self.spec.api_server_url)
 
@@ -364,15 +364,17 @@ class Cluster:
                 with contextlib.suppress(AlreadyExistsError):
                     await api.create(resource, body, namespace=body["metadata"]["namespace"])
 
-    async def _spawn(self, roles: Sequence[str]) -> None:
-        all_commands = self._commands()
+    async def _spawn(self, roles: Sequence[str] | None) -> None:
+        """Start the processes of `roles` (None: all of them) and record them."""
 
         def spawn_all() -> None:
+            all_commands = self._commands()
             records = self.records()
-            if CONTROLPLANE in roles:
+            chosen = list(all_commands) if roles is None else roles
+            if CONTROLPLANE in chosen:
                 (self.paths.controlplane / HEALTH_PORT_FILE).unlink(missing_ok=True)
             try:
-                for role in roles:
+                for role in chosen:
                     log = self.paths.log(role)
                     with log.open("a") as out:
                         out.write(f"--- started {dt.datetime.now(dt.UTC).isoformat()}\n")
@@ -390,14 +392,18 @@ class Cluster:
 
     async def stop(self, *, remove: bool = False, grace: float = processes.STOP_TIMEOUT) -> None:
         """Stop every recorded process (never one whose pid was recycled); with `remove`, delete the state."""
-        await self._stop_roles(list(self.records()), grace=grace)
+        await self._stop_roles(None, grace=grace)
         if remove:
             await asyncio.to_thread(shutil.rmtree, self.paths.root, True)
 
-    async def _stop_roles(self, roles: Sequence[str], *, grace: float = processes.STOP_TIMEOUT) -> None:
+    async def _stop_roles(
+        self, roles: Sequence[str] | None, *, grace: float = processes.STOP_TIMEOUT
+    ) -> None:
+        """Stop the recorded processes of `roles` (None: all) and forget them."""
+
         def stop_all() -> None:
             records = self.records()
-            chosen = [records[role] for role in roles if role in records]
+            chosen = [record for role, record in records.items() if roles is None or role in roles]
             processes.stop(chosen, timeout=grace)
             for record in chosen:
                 del records[record.role]
@@ -514,7 +520,7 @@ class Cluster:
         ]
 
     async def _control_plane_pending(self) -> list[str]:
-        records = self.records()
+        records = await asyncio.to_thread(self.records)
         pending = []
         async with aiohttp.ClientSession() as http:
             if CONTROLPLANE in records:
@@ -634,15 +640,29 @@ def resolve(
     return specs
 
 
+@contextlib.asynccontextmanager
+async def _locked_all(state_dir: Path, names: Sequence[str]) -> AsyncIterator[None]:
+    """`locked` for each name, taken and released off the event loop."""
+    locks = contextlib.ExitStack()
+
+    def take() -> None:
+        for name in names:
+            locks.enter_context(locked(state_dir, name))
+
+    try:
+        await asyncio.to_thread(take)
+        yield
+    finally:
+        await asyncio.to_thread(locks.close)
+
+
 async def up(specs: Sequence[ClusterSpec], *, state_dir: Path, wait: float = READY_TIMEOUT) -> list[Cluster]:
     """Start (create or restart) every cluster in parallel and wait until all are ready.
 
     Raises ClusterError naming each cluster that failed (the others stay up).
     """
     check_specs(specs)
-    with contextlib.ExitStack() as locks:
-        for spec in specs:
-            locks.enter_context(locked(state_dir, spec.name))
+    async with _locked_all(state_dir, [spec.name for spec in specs]):
         for spec in specs:
             await asyncio.to_thread(Cluster(spec, state_dir=state_dir)._check_startable)
         started = [
@@ -666,12 +686,13 @@ async def down(
     names: Sequence[str], *, state_dir: Path, keep: bool = False, grace: float = processes.STOP_TIMEOUT
 ) -> list[str]:
     """Stop the named clusters (every cluster when none is named); remove their state unless `keep`."""
-    if names:
-        chosen = [Cluster.load(name, state_dir=state_dir) for name in dict.fromkeys(names)]
-    else:
-        chosen = await asyncio.to_thread(clusters, state_dir)
-    with contextlib.ExitStack() as locks:
-        for cluster in chosen:
-            locks.enter_context(locked(state_dir, cluster.name))
+
+    def choose() -> list[Cluster]:
+        if names:
+            return [Cluster.load(name, state_dir=state_dir) for name in dict.fromkeys(names)]
+        return clusters(state_dir)
+
+    chosen = await asyncio.to_thread(choose)
+    async with _locked_all(state_dir, [cluster.name for cluster in chosen]):
         await asyncio.gather(*(cluster.stop(remove=not keep, grace=grace) for cluster in chosen))
     return [cluster.name for cluster in chosen]

@@ -61,18 +61,42 @@ class Playground:
         self._environ = environ
         self._names: list[str] = []
 
-    async def up(self, *names: str, nodes: int = 1, wait: float = READY_TIMEOUT, **options: Any) -> Clusters:
+    async def up(
+        self,
+        *names: str,
+        nodes: int | None = None,
+        pod_cidr: str | None = None,
+        service_cidr: str | None = None,
+        node_monitor_grace_period: float | None = None,
+        node_monitor_period: float | None = None,
+        node_lease_duration: int | None = None,
+        node_heartbeat: float | None = None,
+        wait: float = READY_TIMEOUT,
+    ) -> Clusters:
         """Start clusters `names` (in parallel) and wait until they are ready.
 
-        `options` are `ClusterSpec` fields: pod_cidr, service_cidr, node_monitor_grace_period,
-        node_monitor_period, node_lease_duration, node_heartbeat.
+        Settings left None take `ClusterSpec`'s defaults for a new cluster and the stored
+        ones for a cluster that exists (stopped) in the state dir.
         """
-        specs = resolve(list(names), state_dir=self.state_dir, environ=self._environ, nodes=nodes, **options)
+        specs = resolve(
+            list(names),
+            state_dir=self.state_dir,
+            environ=self._environ,
+            nodes=nodes,
+            pod_cidr=pod_cidr,
+            service_cidr=service_cidr,
+            node_monitor_grace_period=node_monitor_grace_period,
+            node_monitor_period=node_monitor_period,
+            node_lease_duration=node_lease_duration,
+            node_heartbeat=node_heartbeat,
+        )
         self._names += [name for name in names if name not in self._names]
         return Clusters(await up(specs, state_dir=self.state_dir, wait=wait))
 
     async def close(self) -> None:
-        names = [name for name in self._names if (self.state_dir / name / "cluster.json").exists()]
+        names = await asyncio.to_thread(
+            lambda: [name for name in self._names if (self.state_dir / name / "cluster.json").exists()]
+        )
         self._names = []
         if names:
             await down(names, state_dir=self.state_dir)
@@ -85,24 +109,20 @@ class Playground:
 
 
 @contextlib.asynccontextmanager
-async def aclusters(
-    *names: str, state_dir: Path | None = None, nodes: int = 1, **options: Any
-) -> AsyncIterator[Clusters]:
-    """Clusters `names` for the block (see the module docstring); `options` as `Playground.up`."""
+async def aclusters(*names: str, state_dir: Path | None = None, **options: Any) -> AsyncIterator[Clusters]:
+    """Clusters `names` for the block (see the module docstring); `options` are `Playground.up`'s."""
     with _state_dir(state_dir) as directory:
         async with Playground(directory) as playground:
-            yield await playground.up(*names, nodes=nodes, **options)
+            yield await playground.up(*names, **options)
 
 
 @contextlib.contextmanager
-def clusters(
-    *names: str, state_dir: Path | None = None, nodes: int = 1, **options: Any
-) -> Iterator[Clusters]:
+def clusters(*names: str, state_dir: Path | None = None, **options: Any) -> Iterator[Clusters]:
     """The synchronous twin of `aclusters`, for code that runs no event loop."""
     with _state_dir(state_dir) as directory:
         playground = Playground(directory)
         try:
-            yield asyncio.run(playground.up(*names, nodes=nodes, **options))
+            yield asyncio.run(playground.up(*names, **options))
         finally:
             asyncio.run(playground.close())
 

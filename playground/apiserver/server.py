@@ -50,6 +50,9 @@ ADMIN_USER = "kubernetes-admin"
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 CRD_KEY = "customresourcedefinitions.apiextensions.k8s.io"
 SYSTEM_USER = UserInfo(name="system:apiserver", groups=(MASTERS_GROUP,))
+#: on stop, how long requests in flight may take before they are cancelled (aiohttp waits 60 s by
+#: default, and the state is saved only after): a stopped server must exit and keep its objects
+SHUTDOWN_TIMEOUT = 2.0
 
 
 @dataclass
@@ -206,7 +209,9 @@ class APIServer:
         hosts = sorted({self.settings.host, "127.0.0.1", "localhost", *self.settings.extra_hosts})
         cert, key = self.ca.issue_server(hosts=hosts)
         ssl_context = await asyncio.to_thread(self.ca.ssl_server_context, cert, key)
-        self._runner = web.AppRunner(build_app(self), access_log=None, handler_cancellation=True)
+        self._runner = web.AppRunner(
+            build_app(self), access_log=None, handler_cancellation=True, shutdown_timeout=SHUTDOWN_TIMEOUT
+        )
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.settings.host, self.settings.port, ssl_context=ssl_context)
         await site.start()

@@ -25,7 +25,7 @@ from playground.spec import (
     node_plans,
     spec_problems,
 )
-from playground.testing import Playground
+from playground.testing import Playground, aclusters
 from runtime.api.image import runtime_image
 from runtime.api.kinds import CONFIGMAPS, NODES, PODS
 from runtime.core import APIError
@@ -291,37 +291,40 @@ async def test_two_clusters_with_overlapping_pod_cidrs(playground: Playground) -
     assert ips["east"].rsplit(".", 1)[0] == ips["west"].rsplit(".", 1)[0] == "10.244.1"
 
 
-async def test_stopping_leaves_no_child_of_a_subprocess_pod(playground: Playground) -> None:
-    (cluster,) = await playground.up("procs")
-    async with cluster.client() as api:
-        await api.create(
-            PODS,
-            {
-                "metadata": {"name": "sleeper"},
-                "spec": {
-                    "containers": [
-                        {
-                            "name": "s",
-                            "image": runtime_image(),
-                            "command": ["python", "-c", "import time; time.sleep(600)"],
-                        }
-                    ]
-                },
-            },
-            namespace="default",
-        )
+async def test_a_failing_block_tears_down_every_process_including_a_subprocess_pods(tmp_path: Path) -> None:
+    pids: list[int] = []
+    with pytest.raises(RuntimeError, match="the test failed"):
+        async with aclusters("procs", state_dir=tmp_path) as (cluster,):
+            async with cluster.client() as api:
+                await api.create(
+                    PODS,
+                    {
+                        "metadata": {"name": "sleeper"},
+                        "spec": {
+                            "containers": [
+                                {
+                                    "name": "s",
+                                    "image": runtime_image(),
+                                    "command": ["python", "-c", "import time; time.sleep(600)"],
+                                }
+                            ]
+                        },
+                    },
+                    namespace="default",
+                )
 
-        async def started() -> bool:
-            pod = await api.get(PODS, "sleeper", namespace="default")
-            return pod["status"].get("phase") == "Running"
+                async def started() -> bool:
+                    pod = await api.get(PODS, "sleeper", namespace="default")
+                    return pod["status"].get("phase") == "Running"
 
-        await eventually(started, within=30)
-    pids = _all_pids(cluster)
-    sleepers = [
-        info.pid
-        for info in processes.all_processes()
-        if "time.sleep(600)" in " ".join(info.cmdline) and info.pid in pids
-    ]
-    assert sleepers, "the pod's process is one of the cluster's"
-    await cluster.stop()
+                await eventually(started, within=30)
+            pids = _all_pids(cluster)
+            sleepers = [
+                info.pid
+                for info in processes.all_processes()
+                if "time.sleep(600)" in " ".join(info.cmdline) and info.pid in pids
+            ]
+            assert sleepers, "the pod's process is one of the cluster's"
+            raise RuntimeError("the test failed")
     assert _gone(pids)
+    assert not (tmp_path / "procs").exists()
