@@ -122,8 +122,8 @@ class Terraform:
         return elapsed
 
 
-def run(work: Path, figures: dict[str, float]) -> None:
-    """Measure into `figures` (what was measured stays there when a command fails)."""
+def run(work: Path, figures: dict[str, float], errors: list[str]) -> None:
+    """Measure into `figures`; a command that fails adds to `errors` (and destroy still runs after apply)."""
     cli_config = mirror.build(work / "mirror")
     plugin = mirror.plugin_path(work / "mirror")
     launches = launch_times(plugin, count=LAUNCHES)
@@ -165,8 +165,12 @@ def run(work: Path, figures: dict[str, float]) -> None:
             figures["noop_plan_s"] = terraform.timed(
                 "plan", "-detailed-exitcode", "-input=false", "-no-color"
             )
-        finally:
+        except (RuntimeError, subprocess.TimeoutExpired) as exc:
+            errors.append(str(exc))
+        try:
             figures["destroy_s"] = terraform.timed("destroy", "-auto-approve", "-input=false", "-no-color")
+        except (RuntimeError, subprocess.TimeoutExpired) as exc:
+            errors.append(str(exc))
     finally:
         subprocess.run(
             [*playground, "down", "--state-dir", str(state_dir)],
@@ -176,7 +180,7 @@ def run(work: Path, figures: dict[str, float]) -> None:
         )
 
 
-def report(figures: dict[str, float], *, error: str) -> dict[str, Any]:
+def report(figures: dict[str, float], *, errors: list[str]) -> dict[str, Any]:
     ratios: dict[str, float] = {}
     if "launch_s" in figures:
         ratios["launch_per_interpreter_start"] = figures["launch_s"] / figures["interpreter_start_s"]
@@ -205,7 +209,7 @@ def report(figures: dict[str, float], *, error: str) -> dict[str, Any]:
         "figures": {key: round(value, 4) for key, value in figures.items()},
         "ratios": {key: round(value, 2) for key, value in ratios.items()},
         "targets": targets,
-        "error": error,
+        "errors": errors,
     }
 
 
@@ -215,14 +219,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
     args = parser.parse_args(argv)
     figures: dict[str, float] = {}
-    error = ""
+    errors: list[str] = []
     with tempfile.TemporaryDirectory(prefix="bench-terraform-") as directory:
         try:
-            run(Path(directory), figures)
-        except (RuntimeError, subprocess.TimeoutExpired) as exc:
-            error = str(exc)
-            print(f"bench: {error}", file=sys.stderr)
-    document = report(figures, error=error)
+            run(Path(directory), figures, errors)
+        except (RuntimeError, subprocess.SubprocessError) as exc:
+            errors.append(str(exc))
+    for error in errors:
+        print(f"bench: {error}", file=sys.stderr)
+    document = report(figures, errors=errors)
     for target in document["targets"]:
         mark = "ok  " if target["met"] else "MISS"
         value = "-" if target["value"] is None else f"{target['value']:.3f}"
@@ -237,7 +242,7 @@ def main(argv: list[str] | None = None) -> int:
         args.json.write_text(text + "\n")
     else:
         print(text)
-    missed = bool(error) or not all(target["met"] for target in document["targets"])
+    missed = bool(errors) or not all(target["met"] for target in document["targets"])
     return 1 if args.strict and missed else 0
 
 

@@ -51,6 +51,9 @@ DEFINITIVE: Final = frozenset(
 #: how long a definitive failure must persist before a wait gives up (the controller may still be retrying a
 #: refusal that came from its provider's caches lagging behind a token just issued)
 FAIL_AFTER: Final = 15.0
+#: how often waits look again (at most): a few reads a second, so an apply ends within a second of readiness
+POLL_INTERVAL: Final = 0.25
+POLL_MAX_INTERVAL: Final = 1.0
 
 
 # the objects
@@ -327,7 +330,12 @@ async def wait_established(
         return Established(peering), "established"
 
     return await wait_until(
-        check, what=f"the peering with {name} (a Ready virtual node)", seconds=seconds, stop=stop
+        check,
+        what=f"the peering with {name} (a Ready virtual node)",
+        seconds=seconds,
+        stop=stop,
+        interval=POLL_INTERVAL,
+        max_interval=POLL_MAX_INTERVAL,
     )
 
 
@@ -357,7 +365,14 @@ async def wait_gone(client: Client, name: str, *, seconds: float, stop: threadin
             f"ForeignCluster {name}: outgoing peering {peering.status.get('outgoingPeering') or 'None'}",
         )
 
-    await wait_until(check, what=f"ForeignCluster {name} to be deleted", seconds=seconds, stop=stop)
+    await wait_until(
+        check,
+        what=f"ForeignCluster {name} to be deleted",
+        seconds=seconds,
+        stop=stop,
+        interval=POLL_INTERVAL,
+        max_interval=POLL_MAX_INTERVAL,
+    )
 
 
 async def orphan(client: Client, name: str) -> None:

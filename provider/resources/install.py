@@ -14,8 +14,9 @@ cluster work); this module maps Terraform's lifecycle onto it:
 - read: namespace or identity gone means the installation is gone; the attributes are
   read back from the identity ConfigMap and the Deployments, and objects found missing
   are listed in `missing_objects`, which plans an update that re-creates them;
-- destroy: refused (at plan time already) while ForeignClusters or NamespaceOffloadings
-  exist, unless `force`; `purge` also removes the namespace, CRDs and cluster identity;
+- destroy: refused while ForeignClusters or NamespaceOffloadings exist, unless `force`
+  (checked when the destroy runs, not in its plan: the same destroy may remove the
+  `liqo_peer` first); `purge` also removes the namespace, CRDs and cluster identity;
 - import: by namespace name.
 """
 
@@ -333,21 +334,6 @@ class InstallResource(Resource):
             planned["cluster_id"] = cluster_id
         if cidrs is not None:
             _plan_cidrs(diags, planned, config, cidrs)
-
-    def plan_destroy(self, ctx: PlanContext, prior: State) -> None:
-        if prior.get("force") or self.provider.kube.config is None:
-            return
-        from .installer import blockers
-
-        found = call(
-            Diagnostics(),  # a cluster that cannot be read now is checked again by the destroy itself
-            self.provider.kube,
-            blockers,
-            what="list the peerings and offloaded namespaces",
-            seconds=PLAN_SECONDS,
-        )
-        if found:
-            _refuse(ctx.diagnostics, found)
 
     # apply
 

@@ -50,6 +50,9 @@ RESOURCES: Final[dict[tuple[str, str], Resource]] = {
         *(kind.resource for kind in crds.KINDS),
     )
 }
+#: how often waits look again (at most): a few reads a second, so an apply ends within a second of readiness
+POLL_INTERVAL: Final = 0.25
+POLL_MAX_INTERVAL: Final = 1.0
 #: the address of a Service no cluster can allocate: a dry-run create with it answers with the valid range
 _PROBE_IP: Final = "0.0.0.0"
 _VALID_RANGE: Final = re.compile(r"The range of valid IPs is ([0-9a-fA-F.:/]+)")
@@ -251,6 +254,8 @@ async def wait_ready(
         what=f"the Liqo runtime in namespace {options.namespace} to become ready",
         seconds=seconds,
         stop=stop,
+        interval=POLL_INTERVAL,
+        max_interval=POLL_MAX_INTERVAL,
     )
 
 
@@ -519,4 +524,11 @@ async def _wait_gone(
         return (True if not remaining else None), ", ".join(map(str, remaining)) + " still there"
 
     if remaining:
-        await wait_until(check, what=what, seconds=seconds, stop=stop)
+        await wait_until(
+            check,
+            what=what,
+            seconds=seconds,
+            stop=stop,
+            interval=POLL_INTERVAL,
+            max_interval=POLL_MAX_INTERVAL,
+        )

@@ -531,7 +531,10 @@ def _observed_state(current: State, peering: Peering, *, token: str, namespace: 
         "cluster_id": str(spec.get("clusterID") or ""),
         "cluster_name": str(spec.get("clusterName") or peering.name),
         "cluster_authurl": str(spec.get("authURL") or ""),
-        "cluster_token": token,
+        # the Secret holds the token stripped: the configured value may carry a newline (`file(...)`)
+        "cluster_token": current["cluster_token"]
+        if _same_token(current.get("cluster_token"), token)
+        else token,
         "namespace": namespace,
     }
     for attribute, resource in RESOURCE_ATTRIBUTES.items():
@@ -545,6 +548,10 @@ def _observed_state(current: State, peering: Peering, *, token: str, namespace: 
     )
     state["node_labels"] = _map(current.get("node_labels"), dict(spec.get("nodeLabels") or {}))
     return _state(state, peering)
+
+
+def _same_token(known: Any, live: str) -> bool:
+    return isinstance(known, str) and known.strip() == live
 
 
 def _same_amount(known: Any, live: str | None) -> str | None:

@@ -296,6 +296,19 @@ async def test_the_same_amount_written_differently_is_no_drift(
     assert reread.state["cpu"] == "1000m"
 
 
+async def test_a_token_read_from_a_file_with_its_newline_is_no_drift(
+    provider: Provider, consumer: Client, controller: PeeringBehaviour
+) -> None:
+    state = (await peer(provider, cluster_token=TOKEN + "\n")).state
+    assert state is not None
+
+    reread = await asyncio.to_thread(harness.read, resource(provider), state)
+
+    assert reread.state == state
+    secret = await consumer.get(SECRETS, "liqo-token-milan", namespace="liqo")
+    assert base64.b64decode(secret["data"][c.TOKEN_SECRET_KEY]).decode() == TOKEN
+
+
 async def test_an_update_renegotiates_resources_in_place(
     provider: Provider, consumer: Client, controller: PeeringBehaviour
 ) -> None:
