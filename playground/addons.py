@@ -2,7 +2,9 @@
 
 kind's `kube-system` runs CoreDNS (a Deployment behind the `kube-dns` Service at the
 tenth Service IP), and on every node kindnet (the CNI) and kube-proxy (DaemonSets that
-tolerate every taint, on the host network). The playground creates the same objects
+tolerate every taint, on the host network); kubeadm leaves its ClusterConfiguration in
+the `kubeadm-config` ConfigMap, where tools (liqoctl, our `liqo_install`) read the pod and
+Service subnets. The playground creates the same objects
 with the same names, labels, images, tolerations and priorities when a cluster is
 first created. Their pods run like any other non-runtime pod (marked Running by the
 node agents): nothing here serves DNS, routes pod traffic or programs Services, which
@@ -17,14 +19,17 @@ from __future__ import annotations
 import ipaddress
 from typing import Any
 
-from runtime.api.kinds import DAEMONSETS, DEPLOYMENTS, SERVICEACCOUNTS, SERVICES
+import yaml
+
+from runtime.api.kinds import CONFIGMAPS, DAEMONSETS, DEPLOYMENTS, SERVICEACCOUNTS, SERVICES
 from runtime.api.resource import Resource
 
 JSON = dict[str, Any]
 NAMESPACE = "kube-system"
 COREDNS_IMAGE = "registry.k8s.io/coredns/coredns:v1.11.3"
 KINDNET_IMAGE = "docker.io/kindest/kindnetd:v20241108-5c6d2daf"
-KUBE_PROXY_IMAGE = "registry.k8s.io/kube-proxy:v1.32.0"
+KUBERNETES_VERSION = "v1.32.0"
+KUBE_PROXY_IMAGE = f"registry.k8s.io/kube-proxy:{KUBERNETES_VERSION}"
 #: tolerate every taint, as kind's DaemonSets do
 TOLERATE_ALL = [{"operator": "Exists"}]
 
@@ -148,9 +153,28 @@ def kube_proxy() -> JSON:
     )
 
 
-def addons(*, service_cidr: str) -> list[tuple[Resource, JSON]]:
+def kubeadm_config(*, cluster_name: str, pod_cidr: str, service_cidr: str) -> JSON:
+    """kubeadm's record of the cluster's configuration, with the networking kind passes to kubeadm."""
+    configuration = {
+        "apiVersion": "kubeadm.k8s.io/v1beta4",
+        "kind": "ClusterConfiguration",
+        "clusterName": cluster_name,
+        "controlPlaneEndpoint": f"{cluster_name}-control-plane:6443",
+        "kubernetesVersion": KUBERNETES_VERSION,
+        "networking": {"dnsDomain": "cluster.local", "podSubnet": pod_cidr, "serviceSubnet": service_cidr},
+    }
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "kubeadm-config", "namespace": NAMESPACE},
+        "data": {"ClusterConfiguration": yaml.safe_dump(configuration, sort_keys=True)},
+    }
+
+
+def addons(*, cluster_name: str, pod_cidr: str, service_cidr: str) -> list[tuple[Resource, JSON]]:
     """Every object, in creation order (ServiceAccounts before the pods that use them)."""
     return [
+        (CONFIGMAPS, kubeadm_config(cluster_name=cluster_name, pod_cidr=pod_cidr, service_cidr=service_cidr)),
         (SERVICEACCOUNTS, _service_account("coredns")),
         (SERVICEACCOUNTS, _service_account("kindnet")),
         (SERVICEACCOUNTS, _service_account("kube-proxy")),

@@ -360,7 +360,9 @@ class Cluster:
 
     async def _create_addons(self) -> None:
         async with self.client() as api:
-            for resource, body in addons(service_cidr=self.spec.service_cidr):
+            for resource, body in addons(
+                cluster_name=self.name, pod_cidr=self.spec.pod_cidr, service_cidr=self.spec.service_cidr
+            ):
                 with contextlib.suppress(AlreadyExistsError):
                     await api.create(resource, body, namespace=body["metadata"]["namespace"])
 

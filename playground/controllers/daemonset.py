@@ -21,7 +21,6 @@ Like kube it waits for the pods it created or deleted to show up in the cache
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import copy
 import logging
@@ -35,7 +34,6 @@ from runtime.api.selectors import Selector, SelectorError, label_selector
 from runtime.core import (
     AlreadyExistsError,
     APIError,
-    APIStatusError,
     Client,
     EventRecorder,
     Informer,
@@ -50,14 +48,13 @@ from runtime.core import (
 )
 
 from .workloads import daemons, history, names, ordering, pods, timestamps
-from .workloads.batches import slow_start
 from .workloads.claims import claim
 from .workloads.expectations import Expectations
 from .workloads.hashing import pod_template_hash
 from .workloads.intstr import scaled_value
 from .workloads.mapping import owner_or_selector
 from .workloads.ownership import is_deleting, labels, name, namespace, reference
-from .workloads.podcontrol import PodControl, is_namespace_terminating
+from .workloads.podcontrol import PodControl
 from .workloads.status import retry_on_conflict, update_status
 
 logger = logging.getLogger(__name__)
@@ -187,7 +184,7 @@ class DaemonSetReconciler:
         self._revisions = revisions
         self._recorder = recorder
         self._expectations = expectations
-        self._pod_control = PodControl(client, recorder)
+        self._pod_control = PodControl(client, recorder, expectations)
         #: failed-pod backoff key -> (delay, when it was last used)
         self._backoff: dict[str, tuple[float, float]] = {}
 
@@ -322,31 +319,17 @@ class DaemonSetReconciler:
         nodes_to_create = nodes_to_create[:BURST_REPLICAS]
         deletions = deletions[:BURST_REPLICAS]
         template = daemons.daemon_pod_template(ds, revision_hash)
-        remaining = iter(nodes_to_create)
-
-        async def create_one() -> JSON | None:
+        bodies = []
+        for node_name in nodes_to_create:
             pod = pods.pod_from_template(template, owner=ds, generate_name=f"{name(ds)}-")
-            daemons.pin_to_node(pod["spec"], next(remaining))
-            try:
-                return await self._pod_control.create(pod, owner=ds)
-            except APIStatusError as exc:
-                if is_namespace_terminating(exc):
-                    return None
-                raise
-
-        created, create_error = await slow_start(len(nodes_to_create), create_one)
-        self._expectations.expect_created(key, [pod for pod in created if pod is not None])
-        results = await asyncio.gather(
-            *(self._pod_control.delete(pod, owner=ds) for pod in deletions), return_exceptions=True
-        )
-        self._expectations.expect_deleted(
-            key, [pod for pod, result in zip(deletions, results, strict=True) if result is None]
-        )
+            daemons.pin_to_node(pod["spec"], node_name)
+            bodies.append(pod)
+        create_error = await self._pod_control.create_pods(key, ds, bodies)
+        delete_error = await self._pod_control.delete_pods(key, ds, deletions)
         if create_error is not None:
             raise create_error
-        for result in results:
-            if isinstance(result, BaseException):
-                raise result
+        if delete_error is not None:
+            raise delete_error
 
     # history
 
@@ -455,8 +438,7 @@ def setup(manager: Manager, options: ControlPlaneOptions) -> None:
     pod_informer = manager.informer(PODS)
     nodes = manager.informer(NODES)
     revisions = manager.informer(CONTROLLERREVISIONS)
-    expectations = Expectations(pod_informer.store)
-    pod_informer.add_handler(expectations.observe, replay=False)
+    expectations = Expectations.of(pod_informer)
     reconciler = DaemonSetReconciler(
         manager.client,
         daemonsets=daemonsets,

@@ -7,7 +7,7 @@ nature: a group whose document cannot be read (an aggregated API that is down) i
 reported by name next to what was found, so a caller can go on with the rest.
 
 `runtime.core.Client` only resolves one kind at a time (`resource_for`), so the
-documents are read here with the client's own GET; nothing else talks HTTP.
+documents are read here with its `get_path`; nothing else talks HTTP.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from typing import Any
 
 from runtime.api.resource import Resource
 from runtime.core import APIError, Client
+from runtime.core.client import group_version_path
 
 JSON = dict[str, Any]
 
@@ -51,7 +52,7 @@ async def preferred_resources(client: Client) -> Discovery:
 
     Raises `APIError` only when the group list itself cannot be read.
     """
-    groups = await _get(client, "/apis")
+    groups = await client.get_path("/apis")
     versions = ["v1"] + [
         str(group["preferredVersion"]["groupVersion"])
         for group in groups.get("groups") or []
@@ -72,8 +73,7 @@ async def preferred_resources(client: Client) -> Discovery:
 
 async def _resource_list(client: Client, group_version: str) -> list[ServedResource]:
     group, _, version = group_version.rpartition("/")
-    path = f"/apis/{group_version}" if group else f"/api/{version}"
-    listing = await _get(client, path)
+    listing = await client.get_path(group_version_path(group_version))
     found = []
     for entry in listing.get("resources") or []:
         name = str(entry.get("name", ""))
@@ -82,8 +82,3 @@ async def _resource_list(client: Client, group_version: str) -> list[ServedResou
         resource = Resource(group, version, name, bool(entry.get("namespaced")), str(entry.get("kind", "")))
         found.append(ServedResource(resource, frozenset(entry.get("verbs") or ())))
     return found
-
-
-async def _get(client: Client, path: str) -> JSON:
-    # the client's generic GET of a path: its public methods all address objects, not discovery documents
-    return await client._json("GET", path)

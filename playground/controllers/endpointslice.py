@@ -199,8 +199,7 @@ def setup(manager: Manager, options: ControlPlaneOptions) -> None:
     nodes = manager.informer(NODES)
     slices = manager.informer(ENDPOINTSLICES)
     endpoints = manager.informer(ENDPOINTS)
-    expectations = Expectations(slices.store)
-    slices.add_handler(expectations.observe, replay=False)
+    expectations = Expectations.of(slices)
     slice_controller = manager.controller(
         "endpointslice",
         EndpointSliceReconciler(

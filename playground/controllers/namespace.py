@@ -157,18 +157,20 @@ class NamespaceReconciler:
         self._namespaces = namespaces
 
     async def reconcile(self, request: Request) -> Result | None:
-        namespace = self._namespaces.get(request.name)
-        if namespace is None or not namespace["metadata"].get("deletionTimestamp"):
+        cached = self._namespaces.get(request.name)
+        if cached is None or not cached["metadata"].get("deletionTimestamp"):
             return None
         name = request.name
-        if (namespace.get("status") or {}).get("phase") != "Terminating":
-            namespace = await self._write(name, _set_terminating, self._status)
-            if namespace is None:
-                return None
+        # the cache may still hold a deleted namespace after a new one took its name: every write below
+        # reads the live namespace and leaves it alone unless it is this terminating one (kube's uid check)
+        uid = str(cached["metadata"].get("uid") or "")
+        namespace = await self._write(name, uid, _set_terminating, self._status)
+        if namespace is None:
+            return None
         if FINALIZER not in ((namespace.get("spec") or {}).get("finalizers") or []):
             return None
         found = await self._delete_content(name)
-        await self._write(name, lambda ns: _set_conditions(ns, found), self._status)
+        await self._write(name, uid, lambda ns: _set_conditions(ns, found), self._status)
         if found.errors or found.discovery_error:
             raise TemporaryError(
                 f"{name}: content deletion failed: "
@@ -179,7 +181,9 @@ class NamespaceReconciler:
             delay = recheck_delay(found.estimate, waited=waited)
             logger.info("%s: waiting for %s; looking again in %.2g s", name, dict(found.remaining), delay)
             return Result(requeue_after=delay)
-        await self._write(name, _without_finalizer, self._finalize)
+        finalized = await self._write(name, uid, _without_finalizer, self._finalize)
+        if finalized is None:
+            return None
         logger.info("%s: content removed, namespace finalized", name)
         return None
 
@@ -249,16 +253,21 @@ class NamespaceReconciler:
     async def _write(
         self,
         name: str,
+        uid: str,
         change: Callable[[JSON], JSON | None],
         send: Callable[[JSON], Awaitable[JSON]],
     ) -> JSON | None:
         """Read the namespace, apply `change` (None: nothing to do) and send it; again on a conflict.
 
-        Returns the namespace as written (or as read when unchanged); None once it is gone.
+        Returns the namespace as written (or as read when unchanged); None once it is gone, or when the
+        namespace by that name is another one (`uid`) or is not being deleted.
         """
         for _ in range(5):
             try:
                 current = await self._client.get(NAMESPACES, name)
+                meta = current["metadata"]
+                if meta.get("uid") != uid or not meta.get("deletionTimestamp"):
+                    return None
                 wanted = change(copy.deepcopy(current))
                 return current if wanted is None else await send(wanted)
             except NotFoundError:

@@ -31,6 +31,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from playground.controlplane import ControlPlaneOptions
+from playground.scheduler.taints import tolerates
 from runtime.api.kinds import LEASES, NODES, PODS
 from runtime.core import (
     Client,
@@ -143,18 +144,6 @@ def desired_taints(node: JSON, *, now: str) -> list[JSON]:
 
 def _pair(taint: JSON) -> tuple[str, str]:
     return str(taint.get("key", "")), str(taint.get("effect", ""))
-
-
-def tolerates(toleration: JSON, taint: JSON) -> bool:
-    """core/v1 Toleration.ToleratesTaint."""
-    if toleration.get("effect") and toleration["effect"] != taint.get("effect"):
-        return False
-    if toleration.get("key") and toleration["key"] != taint.get("key"):
-        return False
-    operator = toleration.get("operator") or "Equal"
-    if operator == "Exists":
-        return True
-    return operator == "Equal" and (toleration.get("value") or "") == (taint.get("value") or "")
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,6 @@ ReplicaFailure condition while pods cannot be created or deleted.
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import logging
 from datetime import datetime, timedelta
@@ -33,13 +32,12 @@ from runtime.core import (
 )
 
 from .workloads import ordering, pods, timestamps
-from .workloads.batches import slow_start
 from .workloads.claims import claim
 from .workloads.conditions import get_condition, new_condition, remove_condition, set_condition
 from .workloads.expectations import Expectations
 from .workloads.mapping import owner_or_selector
 from .workloads.ownership import controller_of, is_deleting, labels, name, uid
-from .workloads.podcontrol import PodControl, is_namespace_terminating
+from .workloads.podcontrol import PodControl
 from .workloads.status import retry_on_conflict, update_status
 
 logger = logging.getLogger(__name__)
@@ -107,7 +105,7 @@ class ReplicaSetReconciler:
         self._replicasets = replicasets
         self._pods = pods
         self._expectations = expectations
-        self._pod_control = PodControl(client, recorder)
+        self._pod_control = PodControl(client, recorder, expectations)
 
     async def reconcile(self, request: Request) -> Result | None:
         return await retry_on_conflict(request, self._sync(request))
@@ -155,33 +153,19 @@ class ReplicaSetReconciler:
     async def _create(self, key: str, rs: JSON, count: int) -> None:
         logger.info("%s: too few replicas (need %d), creating %d", key, ordering.replicas(rs), count)
         template = (rs.get("spec") or {}).get("template") or {}
-
-        async def create_one() -> JSON | None:
-            pod = pods.pod_from_template(template, owner=rs, generate_name=f"{name(rs)}-")
-            try:
-                return await self._pod_control.create(pod, owner=rs)
-            except APIStatusError as exc:
-                if is_namespace_terminating(exc):
-                    return None
-                raise
-
-        created, error = await slow_start(count, create_one)
-        self._expectations.expect_created(key, [pod for pod in created if pod is not None])
+        bodies = [
+            pods.pod_from_template(template, owner=rs, generate_name=f"{name(rs)}-") for _ in range(count)
+        ]
+        error = await self._pod_control.create_pods(key, rs, bodies)
         if error is not None:
             raise error
 
     async def _delete(self, key: str, rs: JSON, owned: list[JSON], count: int) -> None:
         logger.info("%s: too many replicas (need %d), deleting %d", key, ordering.replicas(rs), count)
         victims = ordering.pods_to_delete(owned, count, related=self._related_pods(rs, owned))
-        results = await asyncio.gather(
-            *(self._pod_control.delete(pod, owner=rs) for pod in victims), return_exceptions=True
-        )
-        self._expectations.expect_deleted(
-            key, [pod for pod, result in zip(victims, results, strict=True) if result is None]
-        )
-        for result in results:
-            if isinstance(result, BaseException):
-                raise result
+        error = await self._pod_control.delete_pods(key, rs, victims)
+        if error is not None:
+            raise error
 
     def _related_pods(self, rs: JSON, owned: list[JSON]) -> list[JSON]:
         """The pods of every ReplicaSet sharing this one's controller (its Deployment's other revisions)."""
@@ -205,8 +189,7 @@ def setup(manager: Manager, options: ControlPlaneOptions) -> None:
     """Register the ReplicaSet controller with `manager`."""
     replicasets = manager.informer(REPLICASETS)
     pod_informer = manager.informer(PODS)
-    expectations = Expectations(pod_informer.store)
-    pod_informer.add_handler(expectations.observe, replay=False)
+    expectations = Expectations.of(pod_informer)
     reconciler = ReplicaSetReconciler(
         manager.client,
         replicasets=replicasets,

@@ -12,7 +12,8 @@ logs. Start-up order, as the kubelet's:
 3. start the informers and wait until both have listed;
 4. reserve the IPs of the pods already bound to the node (`PodSync.adopt`), so no
    running pod's IP is handed out again;
-5. run the node status controller, the Lease heartbeat and the pod controller.
+5. run the node status controller, the Lease heartbeat (the runtime's, as the virtual
+   kubelet's) and the pod controller.
 
 `run()` blocks until cancelled; on the way out every runner stops its pods (nothing
 is deleted in the API: a restarted agent adopts them). Runners keep their files in
@@ -41,11 +42,11 @@ from runtime.core import (
     QueueingSettings,
     Settings,
 )
+from runtime.virtualkubelet.lease import LeaseHeartbeat, LeaseSettings
 
 from .containers import JSON
 from .ipam import PodIPAllocator
 from .kubeletapi import KubeletAPI
-from .lease import LeaseHeartbeat
 from .loopback import LoopbackBlock, claim_block
 from .node import HostInfo, NodeStatusReconciler
 from .objects import APIObjectSource
@@ -122,7 +123,7 @@ class NodeAgent:
                     group.create_task(nodes.run(), name=f"node agent {name}: node status")
                     group.create_task(pod_controller.run(), name=f"node agent {name}: pods")
                     group.create_task(
-                        LeaseHeartbeat(self._client, self.options, nodes=self._nodes.store).run(),
+                        self._lease_heartbeat().run(),
                         name=f"node agent {name}: lease",
                     )
                     self.ready.set()
@@ -218,6 +219,17 @@ class NodeAgent:
             yield temporary
         finally:
             await asyncio.to_thread(shutil.rmtree, temporary, True)
+
+    def _lease_heartbeat(self) -> LeaseHeartbeat:
+        """The runtime's node Lease heartbeat, owned by this Node once the informer has it."""
+        name = self.options.node_name
+        settings = LeaseSettings(duration=self.options.lease_duration, renew_interval=self.options.heartbeat)
+
+        def node_uid() -> str | None:
+            node = self._nodes.store.get(name)
+            return None if node is None else str(node["metadata"]["uid"])
+
+        return LeaseHeartbeat(self._client, node_name=name, settings=settings, node_uid=node_uid)
 
     async def _register(self, node_status: NodeStatusReconciler) -> None:
         delay = REGISTER_RETRY

@@ -21,7 +21,6 @@ import logging
 import platform
 import sys
 import uuid
-from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -30,6 +29,7 @@ from typing import Any
 from runtime.api.image import package_version
 from runtime.api.kinds import NODES
 from runtime.core import AlreadyExistsError, Client, Request, Result, Store
+from runtime.forge import nodestatus
 
 from .options import NodeAgentOptions
 
@@ -56,6 +56,7 @@ _PRESSURE_CONDITIONS = (
     ("DiskPressure", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
     ("PIDPressure", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
 )
+_READY = ("True", "KubeletReady", "kubelet is posting ready status")
 #: status fields compared as a whole to decide whether the status changed
 _STATUS_FIELDS = ("capacity", "allocatable", "addresses", "daemonEndpoints", "nodeInfo")
 
@@ -163,53 +164,10 @@ def node_status(
             "operatingSystem": host.operating_system,
             "architecture": host.architecture,
         },
-        "conditions": node_conditions(current, now=now),
+        "conditions": nodestatus.node_conditions(
+            _PRESSURE_CONDITIONS, ready=_READY, current=current, now=now
+        ),
     }
-
-
-def node_conditions(current: list[JSON], *, now: str) -> list[JSON]:
-    by_type = {str(c.get("type")): c for c in current}
-    wanted = [(kind, "False", reason, message) for kind, reason, message in _PRESSURE_CONDITIONS]
-    wanted.append(("Ready", "True", "KubeletReady", "kubelet is posting ready status"))
-    conditions = []
-    for kind, status, reason, message in wanted:
-        previous = by_type.get(kind) or {}
-        kept = previous.get("status") == status and previous.get("lastTransitionTime")
-        conditions.append(
-            {
-                "type": kind,
-                "status": status,
-                "lastHeartbeatTime": now,
-                "lastTransitionTime": kept or now,
-                "reason": reason,
-                "message": message,
-            }
-        )
-    return conditions
-
-
-def status_differs(current: Mapping[str, Any], desired: Mapping[str, Any]) -> bool:
-    """Whether anything but heartbeat times differs between the Node's status and the agent's."""
-    if any(current.get(key) != desired.get(key) for key in _STATUS_FIELDS):
-        return True
-    by_type = {str(c.get("type")): c for c in current.get("conditions") or []}
-    for condition in desired.get("conditions") or []:
-        previous = by_type.get(condition["type"]) or {}
-        if any(previous.get(key) != condition[key] for key in ("status", "reason", "message")):
-            return True
-    return False
-
-
-def heartbeat_age(status: Mapping[str, Any], now: datetime) -> float | None:
-    """Seconds since the Ready condition's lastHeartbeatTime (None: never, or unreadable)."""
-    for condition in status.get("conditions") or []:
-        if condition.get("type") == "Ready" and condition.get("lastHeartbeatTime"):
-            try:
-                beat = datetime.fromisoformat(str(condition["lastHeartbeatTime"]).replace("Z", "+00:00"))
-            except ValueError:
-                return None
-            return (now - beat).total_seconds()
-    return None
 
 
 class NodeStatusReconciler:
@@ -231,7 +189,12 @@ class NodeStatusReconciler:
     async def register(self) -> JSON:
         """Create the Node, or adopt the one of this name (adding labels and podCIDR); returns it."""
         name = self._options.node_name
-        body = node_object(self._options, host=self._host, kubelet_port=self._kubelet_port, now=_now())
+        body = node_object(
+            self._options,
+            host=self._host,
+            kubelet_port=self._kubelet_port,
+            now=nodestatus.timestamp(datetime.now(UTC)),
+        )
         try:
             node = await self._client.create(NODES, body)
             logger.info("%s: registered the Node (pod CIDR %s)", name, self._options.pod_cidr)
@@ -271,19 +234,11 @@ class NodeStatusReconciler:
             host=self._host,
             kubelet_port=self._kubelet_port,
             current=current.get("conditions") or [],
-            now=_timestamp(now),
+            now=nodestatus.timestamp(now),
         )
-        age = heartbeat_age(current, now)
-        if status_differs(current, desired) or age is None or not 0 <= age < period:
+        delay = nodestatus.report_delay(current, desired, fields=_STATUS_FIELDS, now=now, period=period)
+        if not delay:
             await self._client.patch_status(NODES, request.name, {"status": desired}, patch_type="strategic")
             logger.debug("%s: node status written", request.name)
             return Result(requeue_after=period)
-        return Result(requeue_after=period - age)
-
-
-def _now() -> str:
-    return _timestamp(datetime.now(UTC))
-
-
-def _timestamp(at: datetime) -> str:
-    return at.strftime("%Y-%m-%dT%H:%M:%SZ")
+        return Result(requeue_after=delay)

@@ -7,8 +7,9 @@ its `command` run by this interpreter (console scripts resolve in the venv first
 a private mount namespace where the pod's volumes sit at their mountPaths: the
 ServiceAccount token, `ca.crt` and namespace at
 `/var/run/secrets/kubernetes.io/serviceaccount`, next to `KUBERNETES_SERVICE_HOST`/
-`_PORT`, so in-cluster clients work unmodified. Processes share the node's network:
-a pod's IP is the node's address.
+`_PORT`, so in-cluster clients work unmodified. Processes share the host's network
+stack; each pod gets an address of its own from the node agent's loopback /24
+(`loopback.py`) and binds its ports on `$POD_IP`.
 
 This module is the `Runner` the agent drives (see `containers.py`); `podrun.py` runs
 each pod. Nothing outlives the agent for long: every process records a pid file and

@@ -16,7 +16,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 
-from .affinity import fits_node_selector
+from runtime.api.selectors import required_node_affinity_matches
+
 from .interpod import InterPodAffinity
 from .nodeinfo import NodeInfo, PodInfo
 from .resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
@@ -50,7 +51,7 @@ def taint_toleration(pod: PodInfo, node: NodeInfo) -> Reasons:
 
 
 def node_affinity(pod: PodInfo, node: NodeInfo) -> Reasons:
-    return () if fits_node_selector(pod.pod, node.node) else (NODE_AFFINITY_MISMATCH,)
+    return () if required_node_affinity_matches(pod.spec, node.node) else (NODE_AFFINITY_MISMATCH,)
 
 
 def node_ports(pod: PodInfo, node: NodeInfo) -> Reasons:

@@ -14,7 +14,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .affinity import Labels, PodAffinityTerm, required_pod_affinity_terms
+from runtime.api.selectors import Labels
+
+from .affinity import PodAffinityTerm, required_pod_affinity_terms
 from .resources import Resources, add, allocatable, non_zero_requests, pod_requests
 from .taints import node_taints
 
@@ -99,6 +101,10 @@ class PodInfo:
     @property
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
+
+    @property
+    def spec(self) -> JSON:
+        return self.pod.get("spec") or {}
 
 
 @dataclass(eq=False)

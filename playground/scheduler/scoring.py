@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .affinity import preferred_node_weight
+from runtime.api.selectors import preferred_node_affinity_weight
+
 from .nodeinfo import NodeInfo, PodInfo
 from .resources import CPU, MEMORY
 from .taints import intolerable_preferences
@@ -50,7 +51,7 @@ def normalized(raw: Sequence[int], *, reverse: bool) -> list[int]:
 def scores(pod: PodInfo, nodes: Sequence[NodeInfo]) -> list[int]:
     """The weighted total of every node, in the order given."""
     taints = normalized([intolerable_preferences(n.taints, pod.tolerations) for n in nodes], reverse=True)
-    preferred = normalized([preferred_node_weight(pod.pod, n.node) for n in nodes], reverse=False)
+    preferred = normalized([preferred_node_affinity_weight(pod.spec, n.node) for n in nodes], reverse=False)
     return [
         RESOURCES_WEIGHT * least_allocated(pod, node)
         + TAINTS_WEIGHT * taint

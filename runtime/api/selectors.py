@@ -10,7 +10,10 @@ without asking the API server:
 - the string form of `?labelSelector=` (`a=b,c!=d,e in (x,y),f notin (z),g,!h,n>1`),
   parsed into the same `Requirement`s, and rendered back the way `Selector.String()` does;
 - a `NodeSelector` (required node affinity): terms are ORed, the requirements of a term
-  ANDed, `matchFields` only knows `metadata.name`, and an empty term selects nothing.
+  ANDed, `matchFields` only knows `metadata.name` (In or NotIn, one value), and an empty
+  term selects nothing;
+- a pod's node affinity: its `nodeSelector` and required terms filter nodes, its preferred
+  terms weigh them (the scheduler and the DaemonSet controller both read it so).
 
 NotIn and != select objects without the label, as in Kubernetes.
 """
@@ -272,13 +275,15 @@ def _field_matches(expression: Mapping[str, Any], node: Mapping[str, Any]) -> bo
     if expression.get("key") != "metadata.name":
         raise SelectorError(f"{expression.get('key')!r} is not a supported node field selector key")
     operator = expression.get("operator")
+    if operator not in ("In", "NotIn"):
+        raise SelectorError(f"{operator!r} is not a valid operator for node field selectors")
     values = [str(v) for v in expression.get("values") or ()]
+    if len(values) != 1:
+        raise SelectorError(
+            f"unexpected number of values ({len(values)}) for node field selector operator {operator!r}"
+        )
     name = str((node.get("metadata") or {}).get("name", ""))
-    if operator == "In":
-        return name in values
-    if operator == "NotIn":
-        return name not in values
-    raise SelectorError(f"{operator!r} is not a valid operator for node field selectors")
+    return name == values[0] if operator == "In" else name != values[0]
 
 
 def node_selector_term_matches(term: Mapping[str, Any], node: Mapping[str, Any]) -> bool:
@@ -293,15 +298,46 @@ def node_selector_term_matches(term: Mapping[str, Any], node: Mapping[str, Any])
     return all(_field_matches(expression, node) for expression in fields)
 
 
+def _term_selects(term: Mapping[str, Any], node: Mapping[str, Any]) -> bool:
+    """`node_selector_term_matches`, a term that cannot be evaluated counting as not matching."""
+    try:
+        return node_selector_term_matches(term, node)
+    except SelectorError:
+        return False
+
+
 def node_selector_matches(selector: Mapping[str, Any] | None, node: Mapping[str, Any]) -> bool:
     """A `NodeSelector`: some term matches. A term that cannot be evaluated counts as not matching,
     as the scheduler's lazy-error selector does; a missing selector matches every node."""
     if selector is None:
         return True
-    for term in selector.get("nodeSelectorTerms") or []:
-        try:
-            if node_selector_term_matches(term, node):
-                return True
-        except SelectorError:
-            continue
-    return False
+    return any(_term_selects(term, node) for term in selector.get("nodeSelectorTerms") or [])
+
+
+# -- a pod's node affinity (component-helpers/scheduling/corev1/nodeaffinity) ------------------------
+
+
+def _node_affinity(pod_spec: Mapping[str, Any]) -> Mapping[str, Any]:
+    return (pod_spec.get("affinity") or {}).get("nodeAffinity") or {}
+
+
+def required_node_affinity_matches(pod_spec: Mapping[str, Any], node: Mapping[str, Any]) -> bool:
+    """`GetRequiredNodeAffinity(pod).Match(node)`: the pod's nodeSelector and required node affinity both
+    select `node` (the scheduler's NodeAffinity filter, and where a DaemonSet's pods belong)."""
+    labels = (node.get("metadata") or {}).get("labels") or {}
+    if not set_selector(pod_spec.get("nodeSelector")).matches(labels):
+        return False
+    return node_selector_matches(
+        _node_affinity(pod_spec).get("requiredDuringSchedulingIgnoredDuringExecution"), node
+    )
+
+
+def preferred_node_affinity_weight(pod_spec: Mapping[str, Any], node: Mapping[str, Any]) -> int:
+    """The sum of the weights of the pod's preferred node affinity terms that select `node` (a term that
+    cannot be evaluated selects nothing)."""
+    preferred = _node_affinity(pod_spec).get("preferredDuringSchedulingIgnoredDuringExecution") or []
+    return sum(
+        int(term.get("weight") or 0)
+        for term in preferred
+        if _term_selects(term.get("preference") or {}, node)
+    )

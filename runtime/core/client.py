@@ -18,6 +18,7 @@ kubeconfig contents are never logged.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import ssl
@@ -161,28 +162,23 @@ class Client:
         When a continue token expires mid-way (410), it starts over with one unpaginated
         list, as client-go's pager does, so the result is always one consistent snapshot.
         """
+        pages = functools.partial(
+            self.list_page,
+            resource,
+            namespace=namespace,
+            label_selector=label_selector,
+            field_selector=field_selector,
+        )
         items: JSONList = []
         token: str | None = None
         while True:
             try:
-                page = await self.list_page(
-                    resource,
-                    namespace=namespace,
-                    label_selector=label_selector,
-                    field_selector=field_selector,
-                    limit=page_size,
-                    continue_token=token,
-                )
+                page = await pages(limit=page_size, continue_token=token)
             except GoneError:
                 if token is None:
                     raise
                 logger.info("%s: continue token expired, listing again in one request", resource.plural)
-                return await self.list_page(
-                    resource,
-                    namespace=namespace,
-                    label_selector=label_selector,
-                    field_selector=field_selector,
-                )
+                return await pages()
             items.extend(page.items)
             if not page.continue_token:
                 return ObjectList(items=items, resource_version=page.resource_version)
@@ -406,15 +402,17 @@ class Client:
             field_manager=field_manager,
         )
 
+    async def get_path(self, path: str) -> JSON:
+        """GET a path that addresses no object: a discovery document (`/apis`, `/api/v1`), `/version`."""
+        return await self._json("GET", path)
+
     # discovery
 
     async def resource_for(self, api_version: str, kind: str) -> Resource:
         """The Resource serving `kind` in `api_version`, from (cached) discovery; NotFoundError if none does."""
         found = _find_kind(self._discovery.get(api_version), api_version, kind)
         if found is None:
-            group, _, version = api_version.rpartition("/")
-            path = f"/apis/{group}/{version}" if group else f"/api/{version}"
-            listing = await self._json("GET", path)
+            listing = await self.get_path(group_version_path(api_version))
             self._discovery[api_version] = list(listing.get("resources") or [])
             found = _find_kind(self._discovery[api_version], api_version, kind)
         if found is None:
@@ -530,6 +528,12 @@ class Client:
             return await response.read()
         except (aiohttp.ClientError, TimeoutError) as exc:
             raise APIConnectionError(f"{method} {path}: {exc!r}") from exc
+
+
+def group_version_path(api_version: str) -> str:
+    """Where a group version's discovery document is served: `/api/v1` for the core group, else `/apis/<gv>`."""
+    group, _, version = api_version.rpartition("/")
+    return f"/apis/{group}/{version}" if group else f"/api/{version}"
 
 
 def _add(query: Query, key: str, value: str | None) -> None:

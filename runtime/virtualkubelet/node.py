@@ -36,6 +36,7 @@ from runtime.api import constants as c
 from runtime.api.image import package_version
 from runtime.api.kinds import NODES
 from runtime.core import AlreadyExistsError, Client, Request, Result, Store
+from runtime.forge import nodestatus
 
 from .health import Health, HealthChecker
 
@@ -57,11 +58,7 @@ _STEADY_CONDITIONS = (
     ("NetworkUnavailable", "VirtualNodeNetwork", "a virtual node needs no node network of its own"),
 )
 #: status fields compared as a whole to decide whether the status changed
-_STATUS_FIELDS = ("capacity", "allocatable", "addresses", "nodeInfo")
-
-
-def timestamp(at: datetime) -> str:
-    return at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+STATUS_FIELDS = ("capacity", "allocatable", "addresses", "nodeInfo")
 
 
 def node_labels(virtual_node: JSON, *, node_name: str) -> dict[str, str]:
@@ -102,24 +99,8 @@ def capacity(virtual_node: JSON) -> dict[str, str]:
 
 def node_conditions(health: Health, *, current: Iterable[JSON], now: str) -> list[JSON]:
     """Ready from the provider's health, the others steady; every one heartbeats at `now`."""
-    by_type = {str(condition.get("type")): condition for condition in current}
-    wanted = [(kind, "False", reason, message) for kind, reason, message in _STEADY_CONDITIONS]
-    wanted.append(("Ready", health.status, health.reason, health.message))
-    conditions = []
-    for kind, status, reason, message in wanted:
-        previous = by_type.get(kind) or {}
-        kept = previous.get("status") == status and previous.get("lastTransitionTime")
-        conditions.append(
-            {
-                "type": kind,
-                "status": status,
-                "lastHeartbeatTime": now,
-                "lastTransitionTime": kept or now,
-                "reason": reason,
-                "message": message,
-            }
-        )
-    return conditions
+    ready = (health.status, health.reason, health.message)
+    return nodestatus.node_conditions(_STEADY_CONDITIONS, ready=ready, current=current, now=now)
 
 
 def node_status(
@@ -208,30 +189,6 @@ def with_labels_and_taints(node: JSON, virtual_node: JSON) -> JSON | None:
     return None if updated == node else updated
 
 
-def status_differs(current: Mapping[str, Any], desired: Mapping[str, Any]) -> bool:
-    """Whether anything but heartbeat times differs between the Node's status and the desired one."""
-    if any(current.get(key) != desired.get(key) for key in _STATUS_FIELDS):
-        return True
-    by_type = {str(condition.get("type")): condition for condition in current.get("conditions") or []}
-    for condition in desired.get("conditions") or []:
-        previous = by_type.get(condition["type"]) or {}
-        if any(previous.get(key) != condition[key] for key in ("status", "reason", "message")):
-            return True
-    return False
-
-
-def heartbeat_age(status: Mapping[str, Any], now: datetime) -> float | None:
-    """Seconds since the Ready condition's lastHeartbeatTime (None: never, or unreadable)."""
-    for condition in status.get("conditions") or []:
-        if condition.get("type") == "Ready" and condition.get("lastHeartbeatTime"):
-            try:
-                beat = datetime.fromisoformat(str(condition["lastHeartbeatTime"]).replace("Z", "+00:00"))
-            except ValueError:
-                return None
-            return (now - beat).total_seconds()
-    return None
-
-
 class NodeReconciler:
     """Registers the virtual node and keeps it in line with its VirtualNode and the provider's health.
 
@@ -284,14 +241,14 @@ class NodeReconciler:
             logger.info("%s: labels and taints updated from the VirtualNode %s", request.name, ref)
         current = node.get("status") or {}
         desired = self._status(virtual_node, current.get("conditions") or [], now)
-        age = heartbeat_age(current, now)
-        if status_differs(current, desired) or age is None or not 0 <= age < self._period:
+        delay = nodestatus.report_delay(current, desired, fields=STATUS_FIELDS, now=now, period=self._period)
+        if not delay:
             await self._client.update_status(
                 NODES, {**node, "status": desired}, field_manager=c.FIELD_MANAGER_VIRTUAL_KUBELET
             )
             logger.debug("%s: node status written", request.name)
             return Result(requeue_after=self._period)
-        return Result(requeue_after=self._period - age)
+        return Result(requeue_after=delay)
 
     async def _register(self, virtual_node: JSON, now: datetime) -> Result | None:
         body = node_object(
@@ -315,5 +272,5 @@ class NodeReconciler:
             version=self._health.version,
             address=self._address,
             current=current,
-            now=timestamp(now),
+            now=nodestatus.timestamp(now),
         )

@@ -98,8 +98,7 @@ class CredentialRemote:
 
 async def _server_version(client: Client, *, provider: str) -> JSON:
     try:
-        # Client has no public call for a non-resource path; /version is JSON, so its JSON GET serves.
-        return await client._json("GET", VERSION_PATH)
+        return await client.get_path(VERSION_PATH)
     except UnauthorizedError as exc:
         raise RemoteError(
             f"the API server of provider {provider} at {client.host} rejected the credential "

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from playground.cluster import Cluster
 from playground.testing import clusters
@@ -360,3 +361,17 @@ async def test_kubectl_sees_a_small_kind_cluster(kind: Cluster, api: Client) -> 
         *["kube-proxy"] * 3,
     ]
     assert all(row[2] == "1/1" and row[3] == "Running" for row in pods[1:] if row[0] == "kube-system")
+
+
+async def test_kubeadm_config_tells_the_pod_and_service_subnets_as_kinds_does(
+    kind: Cluster, api: Client
+) -> None:
+    configmap = await api.get(CONFIGMAPS, "kubeadm-config", namespace="kube-system")
+    configuration = yaml.safe_load(configmap["data"]["ClusterConfiguration"])
+    assert configuration["kind"] == "ClusterConfiguration"
+    assert configuration["clusterName"] == "kind"
+    assert configuration["networking"] == {
+        "dnsDomain": "cluster.local",
+        "podSubnet": kind.spec.pod_cidr,
+        "serviceSubnet": kind.spec.service_cidr,
+    }

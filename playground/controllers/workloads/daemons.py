@@ -16,15 +16,11 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from playground.scheduler.taints import NO_EXECUTE, NO_SCHEDULE, untolerated_taint
+from runtime.api.selectors import required_node_affinity_matches
+
 from . import names
-from .scheduling import (
-    NO_EXECUTE,
-    NO_SCHEDULE,
-    add_toleration,
-    node_taints,
-    required_affinity_matches,
-    untolerated_taint,
-)
+from .scheduling import add_toleration, node_taints
 
 JSON = dict[str, Any]
 
@@ -85,7 +81,7 @@ def should_run(ds: JSON, node: JSON) -> tuple[bool, bool]:
     pod_spec = copy.deepcopy(template_spec)
     pod_spec["nodeName"] = node_name
     add_daemon_tolerations(pod_spec)
-    if not required_affinity_matches(pod_spec, node):
+    if not required_node_affinity_matches(pod_spec, node):
         return False, False
     taints = node_taints(node)
     tolerations = pod_spec.get("tolerations") or []

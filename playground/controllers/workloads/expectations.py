@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from runtime.core import Store, object_key
+from runtime.core import Informer, Store, object_key
 
 JSON = dict[str, Any]
 
@@ -67,6 +67,13 @@ class Expectations:
         self._pending: dict[str, _Pending] = {}
         #: object key -> controller key
         self._waiters: dict[str, str] = {}
+
+    @classmethod
+    def of(cls, informer: Informer) -> Expectations:
+        """Expectations over `informer`'s cache, ticked off by its events."""
+        expectations = cls(informer.store)
+        informer.add_handler(expectations.observe, replay=False)
+        return expectations
 
     def _entry(self, key: str) -> _Pending:
         """The key's entry, its clock restarted: the timeout counts from the latest expectation."""

@@ -13,7 +13,7 @@ from playground.controllers import namespace as namespace_controller
 from playground.controllers.namespace import Pass, recheck_delay, updated_conditions
 from runtime.api.kinds import CONFIGMAPS, CRDS, DEPLOYMENTS, NAMESPACES, PODS, SECRETS, SERVICEACCOUNTS
 from runtime.api.resource import Resource
-from runtime.core import Client, NotFoundError
+from runtime.core import Client, NotFoundError, Request, Store
 from tests.playground.conftest import eventually, running
 
 
@@ -157,6 +157,35 @@ async def test_a_namespace_that_is_not_deleted_is_left_alone(
         # a namespace deleted after ours was set up is finalized, so ours was seen and skipped by then
         await eventually(lambda: _gone(client, NAMESPACES, other), within=20)
     ns = await client.get(NAMESPACES, namespace)
+    assert ns["status"]["phase"] == "Active"
+    assert ns["spec"]["finalizers"] == ["kubernetes"]
+    assert (await client.get(CONFIGMAPS, "kept", namespace=namespace))["metadata"]["name"] == "kept"
+
+
+async def test_a_stale_cache_of_a_deleted_namespace_leaves_the_new_one_by_that_name_alone(
+    client: Client, namespace: str
+) -> None:
+    # the cache still holds the deleted namespace while a new one of the same name exists (a tenant
+    # namespace re-created by its controller right after an unpeer): nothing of the new one may go
+    live = await client.get(NAMESPACES, namespace)
+    await client.create(CONFIGMAPS, {"metadata": {"name": "kept"}}, namespace=namespace)
+    stale = {
+        "metadata": {
+            "name": namespace,
+            "uid": str(uuid.uuid4()),
+            "deletionTimestamp": "2026-01-01T00:00:00Z",
+        },
+        "spec": {"finalizers": ["kubernetes"]},
+        "status": {"phase": "Terminating"},
+    }
+    cache = Store()
+    cache.upsert(stale)
+    reconciler = namespace_controller.NamespaceReconciler(client, cache)
+
+    assert await reconciler.reconcile(Request("", namespace)) is None
+
+    ns = await client.get(NAMESPACES, namespace)
+    assert ns["metadata"]["uid"] == live["metadata"]["uid"]
     assert ns["status"]["phase"] == "Active"
     assert ns["spec"]["finalizers"] == ["kubernetes"]
     assert (await client.get(CONFIGMAPS, "kept", namespace=namespace))["metadata"]["name"] == "kept"

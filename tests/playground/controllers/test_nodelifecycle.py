@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 
 from playground.controllers import nodelifecycle
-from playground.controllers.nodelifecycle import condition, desired_taints, eviction, tolerates
+from playground.controllers.nodelifecycle import condition, desired_taints, eviction
 from playground.controlplane import ControlPlaneOptions
+from playground.scheduler.taints import tolerates
 from runtime.api.kinds import EVENTS, LEASES, NAMESPACES, NODES, PODS, SERVICEACCOUNTS
 from runtime.core import Client, NotFoundError
 from tests.playground.conftest import eventually, running

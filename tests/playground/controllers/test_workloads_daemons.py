@@ -15,7 +15,7 @@ from playground.controllers.workloads.daemons import (
     target_node,
     updated_and_old,
 )
-from playground.controllers.workloads.scheduling import tolerates
+from playground.scheduler.taints import tolerates
 
 JSON = dict[str, Any]
 NOW = datetime(2024, 5, 1, tzinfo=UTC)

@@ -7,10 +7,10 @@ from pathlib import Path
 from typing import Any
 
 from playground.nodeagent import Taint
-from playground.nodeagent.lease import NODE_LEASE_NAMESPACE
 from playground.nodeagent.node import KUBELET_VERSION
 from runtime.api.kinds import LEASES, NODES
 from runtime.core import Client, NotFoundError
+from runtime.virtualkubelet.lease import NODE_LEASE_NAMESPACE
 from tests.playground.conftest import eventually
 
 from .conftest import agent, condition, options

@@ -1,4 +1,8 @@
-"""Label selectors, node selectors and node affinity, with apimachinery's semantics."""
+"""Label selectors, node selectors and node affinity as the scheduler evaluates them, with apimachinery's semantics.
+
+Node affinity is `runtime.api.selectors`' (shared with the DaemonSet controller); label selectors
+are read through pod affinity terms, where one that cannot be evaluated selects nothing.
+"""
 
 from __future__ import annotations
 
@@ -6,13 +10,11 @@ from typing import Any
 
 import pytest
 
-from playground.scheduler.affinity import (
-    PodAffinityTerm,
-    fits_node_selector,
-    matches_label_selector,
-    matches_node_selector_term,
-    preferred_node_weight,
-    required_pod_affinity_terms,
+from playground.scheduler.affinity import PodAffinityTerm, required_pod_affinity_terms
+from runtime.api.selectors import (
+    label_selector,
+    preferred_node_affinity_weight,
+    required_node_affinity_matches,
 )
 
 from .builders import JSON, node, pod
@@ -58,10 +60,17 @@ LABELS = {"app": "web", "tier": "front"}
     ],
 )
 def test_label_selector(selector: dict[str, Any] | None, expected: bool) -> None:
-    assert matches_label_selector(selector, LABELS) is expected
+    term = PodAffinityTerm.of({"labelSelector": selector, "topologyKey": "zone"}, namespace="mine")
+    assert term.matches("mine", LABELS, namespace_labels={}) is expected
 
 
 NODE = node("n1", labels={"disk": "ssd", "cores": "16"})
+
+
+def required(*terms: JSON) -> JSON:
+    return {
+        "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": list(terms)}}
+    }
 
 
 @pytest.mark.parametrize(
@@ -104,13 +113,7 @@ NODE = node("n1", labels={"disk": "ssd", "cores": "16"})
     ],
 )
 def test_node_selector_term(term: JSON, expected: bool) -> None:
-    assert matches_node_selector_term(term, NODE) is expected
-
-
-def required(*terms: JSON) -> JSON:
-    return {
-        "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": list(terms)}}
-    }
+    assert required_node_affinity_matches({"affinity": required(term)}, NODE) is expected
 
 
 @pytest.mark.parametrize(
@@ -149,7 +152,7 @@ def required(*terms: JSON) -> JSON:
     ],
 )
 def test_fits_node_selector(spec: JSON, expected: bool) -> None:
-    assert fits_node_selector(pod("p", **spec), NODE) is expected
+    assert required_node_affinity_matches(pod("p", **spec)["spec"], NODE) is expected
 
 
 def test_preferred_node_weight_sums_matching_terms() -> None:
@@ -164,10 +167,14 @@ def test_preferred_node_weight_sums_matching_terms() -> None:
         },
         {"weight": 50, "preference": {"matchExpressions": [{"key": "gpu", "operator": "Exists"}]}},
         {"weight": 70, "preference": {}},
+        {
+            "weight": 90,
+            "preference": {"matchFields": [{"key": "metadata.uid", "operator": "In", "values": ["n1"]}]},
+        },
     ]
     body = pod("p", affinity={"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": preferred}})
-    assert preferred_node_weight(body, NODE) == 15
-    assert preferred_node_weight(pod("plain"), NODE) == 0
+    assert preferred_node_affinity_weight(body["spec"], NODE) == 15
+    assert preferred_node_affinity_weight(pod("plain")["spec"], NODE) == 0
 
 
 def test_pod_affinity_terms_default_to_their_pods_namespace() -> None:
@@ -183,7 +190,7 @@ def test_pod_affinity_terms_default_to_their_pods_namespace() -> None:
     )
     own, listed, everywhere = required_pod_affinity_terms(body, "podAntiAffinity")
     assert own == PodAffinityTerm(
-        {"matchLabels": {"app": "db"}}, frozenset({"mine"}), None, "kubernetes.io/hostname"
+        label_selector({"matchLabels": {"app": "db"}}), frozenset({"mine"}), None, "kubernetes.io/hostname"
     )
     assert own.matches("mine", {"app": "db"}, namespace_labels={})
     assert not own.matches("elsewhere", {"app": "db"}, namespace_labels={})

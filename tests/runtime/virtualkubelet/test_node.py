@@ -6,15 +6,15 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from runtime.api import constants as c
+from runtime.forge.nodestatus import heartbeat_age, report_delay, status_differs
 from runtime.forge.virtualnode import virtual_node
 from runtime.virtualkubelet.health import Health
 from runtime.virtualkubelet.lease import NODE_LEASE_NAMESPACE, lease_time, node_lease
 from runtime.virtualkubelet.node import (
-    heartbeat_age,
+    STATUS_FIELDS,
     node_conditions,
     node_object,
     node_status,
-    status_differs,
     with_labels_and_taints,
 )
 
@@ -39,11 +39,22 @@ def vn(**spec: Any) -> JSON:
     return body
 
 
-def registered(virtual: JSON) -> JSON:
-    status = node_status(
-        virtual, node_name="liqo-milan", health=READY, version="v1.32.0", address=None, current=[], now=NOW
+def status(
+    virtual: JSON, *, health: Health = READY, current: list[JSON] | None = None, now: str = NOW
+) -> JSON:
+    return node_status(
+        virtual,
+        node_name="liqo-milan",
+        health=health,
+        version="v1.32.0",
+        address=None,
+        current=current or [],
+        now=now,
     )
-    node = node_object(virtual, node_name="liqo-milan", status=status)
+
+
+def registered(virtual: JSON) -> JSON:
+    node = node_object(virtual, node_name="liqo-milan", status=status(virtual))
     node["metadata"].update({"uid": "u1", "resourceVersion": "1"})
     return node
 
@@ -123,30 +134,11 @@ def test_conditions_keep_their_transition_time_while_the_status_holds() -> None:
 def test_only_heartbeats_are_not_a_change() -> None:
     virtual = vn()
     current = registered(virtual)["status"]
-    later = node_status(
-        virtual,
-        node_name="liqo-milan",
-        health=READY,
-        version="v1.32.0",
-        address=None,
-        current=current["conditions"],
-        now=LATER,
-    )
-    assert not status_differs(current, later)
-    resized = node_status(
-        vn(resources={"cpu": "2"}),
-        node_name="liqo-milan",
-        health=READY,
-        version="v1.32.0",
-        address=None,
-        current=current["conditions"],
-        now=LATER,
-    )
-    assert status_differs(current, resized)
-    down = node_status(
-        virtual, node_name="liqo-milan", health=DOWN, version="v1.32.0", address=None, current=[], now=NOW
-    )
-    assert status_differs(current, down)
+    later = status(virtual, current=current["conditions"], now=LATER)
+    assert not status_differs(current, later, fields=STATUS_FIELDS)
+    resized = status(vn(resources={"cpu": "2"}), current=current["conditions"], now=LATER)
+    assert status_differs(current, resized, fields=STATUS_FIELDS)
+    assert status_differs(current, status(virtual, health=DOWN), fields=STATUS_FIELDS)
 
 
 def test_heartbeat_age() -> None:
@@ -154,6 +146,27 @@ def test_heartbeat_age() -> None:
     at = datetime(2025, 1, 1, 10, 0, 30, tzinfo=UTC)
     assert heartbeat_age(status, at) == 30
     assert heartbeat_age({}, at) is None
+
+
+def test_the_status_is_due_when_it_changes_or_its_heartbeat_is_stale() -> None:
+    virtual = vn()
+    current = registered(virtual)["status"]
+    same = status(virtual, current=current["conditions"], now=LATER)
+    down = status(virtual, health=DOWN)
+
+    def delay(desired: JSON, *, seconds_after_now: int) -> float:
+        at = datetime(2025, 1, 1, 10, 0, 0, tzinfo=UTC) + timedelta(seconds=seconds_after_now)
+        return report_delay(current, desired, fields=STATUS_FIELDS, now=at, period=300)
+
+    assert delay(same, seconds_after_now=30) == 270
+    assert delay(same, seconds_after_now=300) == 0
+    assert delay(same, seconds_after_now=-5) == 0
+    assert delay(down, seconds_after_now=30) == 0
+    unreadable = {
+        **current,
+        "conditions": [{**cond, "lastHeartbeatTime": "x"} for cond in current["conditions"]],
+    }
+    assert report_delay(unreadable, unreadable, fields=STATUS_FIELDS, now=datetime.now(UTC), period=300) == 0
 
 
 def test_the_node_lease() -> None:
