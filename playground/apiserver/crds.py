@@ -54,6 +54,8 @@ StrategyFactory = Callable[[Obj, Obj], Strategy]
 MAP_TYPE = "x-kubernetes-map-type"
 VALIDATIONS = "x-kubernetes-validations"
 API_APPROVAL = "api-approved.kubernetes.io"
+#: where CRDs are stored
+STORAGE_KEY = "customresourcedefinitions.apiextensions.k8s.io"
 
 _OPENAPI_TYPES = ["array", "boolean", "integer", "number", "object", "string"]
 _COLUMN_TYPES = ["boolean", "date", "integer", "number", "string"]
@@ -1424,6 +1426,42 @@ def established_status(crd: Mapping[str, Any], *, now: datetime.datetime | None 
     if storage and storage not in stored:
         stored.append(storage)
     return {"conditions": conditions, "acceptedNames": _accepted_names(spec), "storedVersions": stored}
+
+
+def condition_true(crd: Mapping[str, Any], condition_type: str) -> bool:
+    status = _mapping(crd.get("status"))
+    return any(
+        _mapping(c).get("type") == condition_type and _mapping(c).get("status") == "True"
+        for c in status.get("conditions") or []
+    )
+
+
+def with_condition(
+    crd: Mapping[str, Any],
+    condition_type: str,
+    status: str,
+    reason: str,
+    message: str,
+    *,
+    now: datetime.datetime | None = None,
+) -> Obj:
+    """A copy of `crd` whose condition `condition_type` is set, as `SetCRDCondition` does.
+
+    lastTransitionTime changes only when the condition's status does.
+    """
+    updated = copy.deepcopy(dict(crd))
+    conditions: list[Obj] = updated.setdefault("status", {}).setdefault("conditions", [])
+    stamp = (now or datetime.datetime.now(datetime.UTC)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    condition = {"type": condition_type, "status": status, "reason": reason, "message": message}
+    for position, previous in enumerate(conditions):
+        if previous.get("type") == condition_type:
+            same = previous.get("status") == status and previous.get("lastTransitionTime")
+            condition["lastTransitionTime"] = previous["lastTransitionTime"] if same else stamp
+            conditions[position] = condition
+            return updated
+    condition["lastTransitionTime"] = stamp
+    conditions.append(condition)
+    return updated
 
 
 def _accepted_names(spec: Mapping[str, Any]) -> Obj:

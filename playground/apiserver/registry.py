@@ -25,7 +25,7 @@ from typing import Any, Protocol
 import yaml
 
 from . import apply as ssa
-from . import decoding, errors, patch
+from . import crds, decoding, errors, patch
 from .errors import Cause
 from .fieldvalidation import IGNORE, FieldValidator
 from .identity import UserInfo
@@ -233,6 +233,7 @@ class Registry:
         self, rt: ResourceType, namespace: str, body: Obj, opts: WriteOptions, *, applied: bool = False
     ) -> Obj:
         """Create; `applied` objects come from server-side apply and keep the managedFields it computed."""
+        self._check_crd_accepts_creates(rt)
         obj = self._decode(rt, namespace, body)
         if not applied:
             obj = self._typed_body(rt, obj)
@@ -729,6 +730,14 @@ class Registry:
         else:
             meta.pop("namespace", None)
         return obj
+
+    def _check_crd_accepts_creates(self, rt: ResourceType) -> None:
+        """A custom resource whose CRD is Terminating serves everything but creates."""
+        crd = self.storage.get(crds.STORAGE_KEY, "", rt.crd) if rt.crd else None
+        if crd is not None and crds.condition_true(crd, "Terminating"):
+            raise errors.method_not_supported(
+                rt.plural, rt.group, "create not allowed while custom resource definition is terminating"
+            )
 
     def _validate(self, rt: ResourceType, obj: Obj, old: Obj | None) -> None:
         meta = obj["metadata"]

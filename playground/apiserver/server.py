@@ -21,14 +21,15 @@ from pathlib import Path
 
 from aiohttp import web
 
-from . import crds, errors, openapi, rbac
+from . import errors, openapi, rbac
 from .admission import WebhookDispatcher
 from .admission_chain import AdmissionChain
 from .app import build_app
 from .authn import Authenticator
+from .crd_controller import SYSTEM_USER, CRDController
 from .fieldvalidation import FieldValidator
 from .handlers import ResourceHandlers
-from .identity import MASTERS_GROUP, UserInfo
+from .identity import MASTERS_GROUP
 from .kubeconfig import kubeconfig, write_kubeconfig
 from .pki import CertificateAuthority
 from .plugins import system_priority_classes
@@ -37,7 +38,6 @@ from .resources.base import Obj, ResourceType
 from .resources.builtin import builtin_types
 from .resources.catalog import Catalog
 from .resources.core import ServiceStrategy
-from .resources.extensions import CLEANUP_FINALIZER, CustomResourceStrategy
 from .reviews import Reviews
 from .storage import Storage, read_snapshot, write_snapshot
 from .subresources import Subresources
@@ -48,8 +48,6 @@ logger = logging.getLogger(__name__)
 KUBERNETES_VERSION = "v1.32.0"
 ADMIN_USER = "kubernetes-admin"
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
-CRD_KEY = "customresourcedefinitions.apiextensions.k8s.io"
-SYSTEM_USER = UserInfo(name="system:apiserver", groups=(MASTERS_GROUP,))
 #: on stop, how long requests in flight may take before they are cancelled (aiohttp waits 60 s by
 #: default, and the state is saved only after): a stopped server must exit and keep its objects
 SHUTDOWN_TIMEOUT = 2.0
@@ -119,6 +117,7 @@ class APIServer:
         self.resources = ResourceHandlers(self)
         self.subresources = Subresources(self)
         self.reviews = Reviews(self)
+        self.crd_controller = CRDController(self)
         self.openapi = openapi.OpenAPI.load()
         self.ca: CertificateAuthority
         self.signer: TokenSigner
@@ -166,11 +165,10 @@ class APIServer:
             resolve_service=self._resolve_service,
         )
         self.registry.admission = AdmissionChain(self, self.webhooks)
-        for crd in self.storage.objects(CRD_KEY):
-            self._serve_crd(crd)
+        self.crd_controller.serve_stored()
         await self._listen()
         await self._bootstrap()
-        self._tasks.append(asyncio.create_task(self._crd_controller(), name="apiserver-crd-controller"))
+        self._tasks.append(asyncio.create_task(self.crd_controller.run(), name="apiserver-crd-controller"))
         if self.settings.persist:
             self._tasks.append(asyncio.create_task(self._persist_loop(), name="apiserver-persist"))
         await self._write_kubeconfig()
@@ -315,61 +313,6 @@ class APIServer:
         if rt is None:
             raise errors.internal(f"resource {plural}.{group}/{version} is not served")
         return rt
-
-    # custom resources: what apiextensions-apiserver's controllers do in-process
-
-    def _serve_crd(self, crd: Obj) -> None:
-        def strategy(crd_obj: Obj, version: Obj) -> CustomResourceStrategy:
-            schema = (version.get("schema") or {}).get("openAPIV3Schema")
-            return CustomResourceStrategy(schema, kind=crd_obj["spec"]["names"]["kind"])
-
-        self.catalog.replace_crd(crd["metadata"]["name"], crds.resource_types(crd, strategy_factory=strategy))
-
-    async def _crd_controller(self) -> None:
-        sub = self.storage.subscribe(CRD_KEY, None)
-        crd_rt = self._type("apiextensions.k8s.io", "v1", "customresourcedefinitions")
-        try:
-            while True:
-                event = await sub.queue.get()
-                if event is None:
-                    return
-                try:
-                    await self._reconcile_crd(crd_rt, event.type, event.obj)
-                except errors.APIError as exc:
-                    logger.warning("customresourcedefinition %s: %s", event.obj["metadata"]["name"], exc)
-        finally:
-            self.storage.unsubscribe(sub)
-
-    async def _reconcile_crd(self, crd_rt: ResourceType, event_type: str, stored: Obj) -> None:
-        name = stored["metadata"]["name"]
-        if event_type == "DELETED":
-            for rt in self.catalog.remove_crd(name):
-                self.storage.close_watches(rt.storage_key)
-            return
-        crd = self.registry.find(crd_rt, "", name)
-        if crd is None:
-            return
-        if crd["metadata"].get("deletionTimestamp"):
-            await self._finalize_crd(crd_rt, crd)
-            return
-        self._serve_crd(crd)
-        status = crds.established_status(crd)
-        if crd.get("status") != status:
-            updated = copy.deepcopy(crd)
-            updated["status"] = status
-            await self.registry.write_internal(crd_rt, updated, crd, user=SYSTEM_USER)
-
-    async def _finalize_crd(self, crd_rt: ResourceType, crd: Obj) -> None:
-        types = self.catalog.remove_crd(crd["metadata"]["name"])
-        for rt in types[:1]:
-            self.storage.drop_collection(rt.storage_key)
-            self.storage.close_watches(rt.storage_key)
-        finalizers = [f for f in crd["metadata"].get("finalizers") or [] if f != CLEANUP_FINALIZER]
-        updated = copy.deepcopy(crd)
-        updated["metadata"]["finalizers"] = finalizers
-        if not finalizers:
-            updated["metadata"].pop("finalizers")
-        await self.registry.write_internal(crd_rt, updated, crd, user=SYSTEM_USER)
 
     # admission webhooks' view of the world
 

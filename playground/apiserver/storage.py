@@ -149,12 +149,6 @@ class Storage:
         self._emit(Event(rv, key, "DELETED", gone, old))
         return gone
 
-    def drop_collection(self, key: str) -> list[Obj]:
-        """Remove every object of a key (a deleted CRD takes its objects with it)."""
-        removed = [self.remove(key, obj) for obj in self.objects(key)]
-        self._collections.pop(key, None)
-        return removed
-
     def _emit(self, event: Event) -> None:
         if len(self._log) == self._log.maxlen:
             self._compacted_rv = self._log[0].rv

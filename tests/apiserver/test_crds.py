@@ -13,7 +13,7 @@ from kubernetes import client
 from .conftest import Cluster
 
 
-def _crd(group: str, *, scope: str = "Namespaced") -> dict[str, Any]:
+def widget_crd(group: str, *, scope: str = "Namespaced") -> dict[str, Any]:
     schema = {
         "type": "object",
         "properties": {
@@ -78,7 +78,7 @@ def _crd(group: str, *, scope: str = "Namespaced") -> dict[str, Any]:
     }
 
 
-def _wait_established(ext: client.ApiextensionsV1Api, name: str) -> dict[str, Any]:
+def wait_established(ext: client.ApiextensionsV1Api, name: str) -> dict[str, Any]:
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
         crd = ext.read_custom_resource_definition(name)
@@ -89,7 +89,7 @@ def _wait_established(ext: client.ApiextensionsV1Api, name: str) -> dict[str, An
     raise AssertionError(f"CRD {name} not Established within 20 s")
 
 
-def _wait_served(cluster: Cluster, path: str) -> None:
+def wait_served(cluster: Cluster, path: str) -> None:
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
         if cluster.raw("GET", path).status == 200:
@@ -102,9 +102,9 @@ def _wait_served(cluster: Cluster, path: str) -> None:
 def widgets(cluster: Cluster) -> Iterator[str]:
     group = f"t{uuid.uuid4().hex[:8]}.example.com"
     ext = client.ApiextensionsV1Api(cluster.api)
-    ext.create_custom_resource_definition(_crd(group))
-    _wait_established(ext, f"widgets.{group}")
-    _wait_served(cluster, f"/apis/{group}/v1/widgets")
+    ext.create_custom_resource_definition(widget_crd(group))
+    wait_established(ext, f"widgets.{group}")
+    wait_served(cluster, f"/apis/{group}/v1/widgets")
     yield group
     try:
         ext.delete_custom_resource_definition(f"widgets.{group}")
@@ -212,7 +212,7 @@ def test_custom_resource_table_uses_printer_columns(cluster: Cluster, widgets: s
 
 
 def test_invalid_crd_is_rejected(cluster: Cluster) -> None:
-    body = _crd("bad.example.com")
+    body = widget_crd("bad.example.com")
     body["metadata"]["name"] = "wrong.example.com"
     status, reply = cluster.json("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", body)
     assert status == 422
@@ -222,9 +222,9 @@ def test_invalid_crd_is_rejected(cluster: Cluster) -> None:
 def test_deleting_crd_removes_its_objects(cluster: Cluster, namespace: str) -> None:
     group = f"d{uuid.uuid4().hex[:8]}.example.com"
     ext = client.ApiextensionsV1Api(cluster.api)
-    ext.create_custom_resource_definition(_crd(group))
-    _wait_established(ext, f"widgets.{group}")
-    _wait_served(cluster, f"/apis/{group}/v1/widgets")
+    ext.create_custom_resource_definition(widget_crd(group))
+    wait_established(ext, f"widgets.{group}")
+    wait_served(cluster, f"/apis/{group}/v1/widgets")
     api = client.CustomObjectsApi(cluster.api)
     api.create_namespaced_custom_object(
         group,
@@ -244,3 +244,74 @@ def test_deleting_crd_removes_its_objects(cluster: Cluster, namespace: str) -> N
     with pytest.raises(client.ApiException) as err:
         ext.read_custom_resource_definition(f"widgets.{group}")
     assert err.value.status == 404
+
+
+CLEANUP_FINALIZER = "customresourcecleanup.apiextensions.k8s.io"
+
+
+def eventually(check: Any, what: str, *, within: float = 60) -> Any:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        result = check()
+        if result:
+            return result
+        time.sleep(0.2)
+    pytest.fail(f"{what} within {within:.0f} s")
+
+
+def test_deleting_crd_waits_for_finalizers_of_its_objects(cluster: Cluster, namespace: str) -> None:
+    """The CRD turns Terminating, its objects are deleted (kept while finalizers remain), then it goes."""
+    group = f"f{uuid.uuid4().hex[:8]}.example.com"
+    name = f"widgets.{group}"
+    crd_path = f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}"
+    widgets = f"/apis/{group}/v1/namespaces/{namespace}/widgets"
+    ext = client.ApiextensionsV1Api(cluster.api)
+    ext.create_custom_resource_definition(widget_crd(group))
+    wait_established(ext, name)
+    wait_served(cluster, f"/apis/{group}/v1/widgets")
+    held = {
+        "apiVersion": f"{group}/v1",
+        "kind": "Widget",
+        "metadata": {"name": "held", "finalizers": ["example.com/hold"]},
+        "spec": {"size": 1},
+    }
+    status, _ = cluster.json("POST", widgets, held)
+    assert status == 201
+    try:
+        ext.delete_custom_resource_definition(name)
+
+        def terminating() -> dict[str, Any] | None:
+            status, crd = cluster.json("GET", crd_path)
+            assert status == 200, f"the CRD went ({status}) while one of its widgets has a finalizer"
+            conditions = {c["type"]: c for c in crd["status"].get("conditions") or []}
+            return crd if conditions.get("Terminating", {}).get("status") == "True" else None
+
+        crd = eventually(terminating, "the deleted CRD has no Terminating=True condition")
+        assert crd["metadata"]["deletionTimestamp"]
+        assert crd["metadata"]["finalizers"] == [CLEANUP_FINALIZER]
+
+        def deleting() -> dict[str, Any] | None:
+            status, widget = cluster.json("GET", f"{widgets}/held")
+            assert status == 200, f"the widget with a finalizer went ({status}) before its finalizer did"
+            return widget if widget["metadata"].get("deletionTimestamp") else None
+
+        widget = eventually(deleting, "the widget of the deleted CRD got no deletionTimestamp")
+        assert widget["metadata"]["finalizers"] == ["example.com/hold"]
+        fresh = {**held, "metadata": {"name": "fresh"}}
+        status, reply = cluster.json("POST", widgets, fresh)
+        assert (status, reply["reason"], reply["message"]) == (
+            405,
+            "MethodNotAllowed",
+            "create not allowed while custom resource definition is terminating",
+        )
+        _, crd = cluster.json("GET", crd_path)
+        assert crd["metadata"]["finalizers"] == [CLEANUP_FINALIZER]
+    finally:
+        cluster.json(
+            "PATCH",
+            f"{widgets}/held",
+            {"metadata": {"finalizers": None}},
+            headers={"Content-Type": "application/merge-patch+json"},
+        )
+    eventually(lambda: cluster.raw("GET", crd_path).status == 404, "the CRD is not gone after its objects")
+    assert cluster.raw("GET", f"/apis/{group}/v1/widgets").status == 404

@@ -750,7 +750,8 @@ def test_delete_namespace_without_waiting_leaves_it_terminating(cluster: Cluster
     EMULATED,
     strict=True,
     reason="the emulator is kube-apiserver alone: no namespace controller (kube-controller-manager's job) "
-    "empties a deleted namespace and removes its `kubernetes` finalizer, so it stays Terminating",
+    "empties a deleted namespace and removes its `kubernetes` finalizer, so it stays Terminating; "
+    "on a playground cluster it finishes (tests/playground/test_namespace_kubectl.py)",
 )
 def test_delete_namespace_waits_until_its_content_and_the_namespace_are_gone(cluster: Cluster) -> None:
     name = _unique("kdelw")

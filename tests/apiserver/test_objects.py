@@ -213,6 +213,55 @@ def test_pods_get_default_service_account_and_token_volume(core: client.CoreV1Ap
     assert any(t.key == "node.kubernetes.io/not-ready" for t in pod.spec.tolerations)
 
 
+def test_pod_requests_default_to_limits_per_resource(cluster: Cluster, namespace: str) -> None:
+    limits = {"cpu": "200m", "memory": "128Mi"}
+    body = {
+        "metadata": {"name": "limited"},
+        "spec": {
+            "initContainers": [{"name": "init", "image": "busybox:1.36", "resources": {"limits": limits}}],
+            "containers": [
+                {"name": "only-limits", "image": "busybox:1.36", "resources": {"limits": limits}},
+                {
+                    "name": "some-requests",
+                    "image": "busybox:1.36",
+                    "resources": {"limits": limits, "requests": {"cpu": "50m"}},
+                },
+                {"name": "none", "image": "busybox:1.36"},
+            ],
+        },
+    }
+    status, pod = cluster.json("POST", f"/api/v1/namespaces/{namespace}/pods", body)
+    assert status == 201, pod
+    init, only_limits, some_requests, none = [
+        c["resources"] for c in pod["spec"]["initContainers"] + pod["spec"]["containers"]
+    ]
+    assert init == {"limits": limits, "requests": limits}
+    assert only_limits == {"limits": limits, "requests": limits}
+    assert some_requests == {"limits": limits, "requests": {"cpu": "50m", "memory": "128Mi"}}
+    assert none == {}
+    assert pod["status"]["qosClass"] == "Burstable"
+
+
+def test_pod_template_requests_are_not_defaulted_from_limits(cluster: Cluster, namespace: str) -> None:
+    """Only a Pod gets requests from its limits: a Deployment's template keeps what was sent."""
+    limits = {"cpu": "200m", "memory": "128Mi"}
+    body = {
+        "metadata": {"name": "template-limits"},
+        "spec": {
+            "selector": {"matchLabels": {"app": "t"}},
+            "template": {
+                "metadata": {"labels": {"app": "t"}},
+                "spec": {
+                    "containers": [{"name": "c", "image": "nginx:1.27", "resources": {"limits": limits}}]
+                },
+            },
+        },
+    }
+    status, dep = cluster.json("POST", f"/apis/apps/v1/namespaces/{namespace}/deployments", body)
+    assert status == 201, dep
+    assert dep["spec"]["template"]["spec"]["containers"][0]["resources"] == {"limits": limits}
+
+
 def test_pod_spec_is_immutable_except_image(core: client.CoreV1Api, namespace: str) -> None:
     core.create_namespaced_pod(
         namespace,

@@ -73,6 +73,24 @@ def default_pod_spec(spec: Obj) -> None:
             projected.setdefault("defaultMode", 0o644)
 
 
+def default_requests_from_limits(spec: Obj) -> None:
+    """A container's missing requests take its limits, resource by resource.
+
+    kube-apiserver does this for Pods only (`SetDefaults_Pod`), not for pod templates.
+    """
+    for key in ("containers", "initContainers"):
+        for container in spec.get(key) or []:
+            resources = container.get("resources") if isinstance(container, dict) else None
+            limits = resources.get("limits") if isinstance(resources, dict) else None
+            if not isinstance(resources, dict) or not isinstance(limits, dict) or not limits:
+                continue
+            requests = resources.get("requests")
+            if not isinstance(requests, dict):
+                requests = resources["requests"] = {}
+            for name, quantity in limits.items():
+                requests.setdefault(name, quantity)
+
+
 def validate_pod_spec(spec: Any, path: str) -> list[Cause]:
     if not isinstance(spec, dict):
         return [Cause(path, "Required value", "FieldValueRequired")]
@@ -155,6 +173,7 @@ class PodStrategy(Strategy):
         spec = obj.get("spec")
         if isinstance(spec, dict):
             default_pod_spec(spec)
+            default_requests_from_limits(spec)
 
     def prepare_for_create(self, obj: Obj, *, status_subresource: bool) -> None:
         spec = obj.get("spec")

@@ -30,6 +30,7 @@ from playground.apiserver.resources.catalog import Catalog
 from playground.apiserver.server import APIServer, Settings
 from playground.apiserver.storage import Storage
 from tests.apiserver.conftest import Cluster, api_client, start_emulator, stop_emulator
+from tests.apiserver.test_crds import eventually, wait_established, wait_served, widget_crd
 
 NAMESPACE = "persisted"
 PROMPT_SECONDS = 5
@@ -202,6 +203,50 @@ def test_sigterm_with_an_open_watch_stops_promptly_and_ends_the_watch(restart: R
     assert restart.first.stop_seconds < PROMPT_SECONDS
     assert restart.first.exit_code == 0
     assert all(json.loads(line)["type"] == "ADDED" for line in restart.first.watch_rest.splitlines())
+
+
+def test_a_crd_terminating_at_shutdown_finishes_after_the_restart(tmp_path: Path) -> None:
+    """The CRD finalizer picks up a CRD that was still waiting for its objects when the server stopped."""
+    group = "restart.example.com"
+    crd_path = f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.{group}"
+    held_path = f"/apis/{group}/v1/namespaces/default/widgets/held"
+    process, kubeconfig = start_emulator(tmp_path)
+    try:
+        cluster = Cluster(kubeconfig, api_client(kubeconfig), emulated=True, process=process)
+        ext = client.ApiextensionsV1Api(cluster.api)
+        ext.create_custom_resource_definition(widget_crd(group))
+        wait_established(ext, f"widgets.{group}")
+        wait_served(cluster, f"/apis/{group}/v1/widgets")
+        held = {
+            "apiVersion": f"{group}/v1",
+            "kind": "Widget",
+            "metadata": {"name": "held", "finalizers": ["example.com/hold"]},
+            "spec": {"size": 1},
+        }
+        assert cluster.json("POST", f"/apis/{group}/v1/namespaces/default/widgets", held)[0] == 201
+        ext.delete_custom_resource_definition(f"widgets.{group}")
+        eventually(
+            lambda: cluster.json("GET", held_path)[1]["metadata"].get("deletionTimestamp"),
+            "the widget of the deleted CRD got no deletionTimestamp",
+        )
+    finally:
+        stop_emulator(process)
+    process, kubeconfig = start_emulator(tmp_path)
+    try:
+        cluster = Cluster(kubeconfig, api_client(kubeconfig), emulated=True, process=process)
+        assert cluster.raw("GET", crd_path).status == 200
+        status, _ = cluster.json(
+            "PATCH",
+            held_path,
+            {"metadata": {"finalizers": None}},
+            headers={"Content-Type": "application/merge-patch+json"},
+        )
+        assert status == 200
+        eventually(
+            lambda: cluster.raw("GET", crd_path).status == 404, "the CRD is not gone after its objects"
+        )
+    finally:
+        stop_emulator(process)
 
 
 # --- the watch window, in process -------------------------------------------------------------------
