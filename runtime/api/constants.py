@@ -125,6 +125,12 @@ CREDENTIAL_SECRET_PREFIX: Final = "liqo-credential-"
 CREDENTIAL_KUBECONFIG_KEY: Final = "kubeconfig"
 #: the key of the peering token in the Secret a ForeignCluster's `tokenSecretRef` names
 TOKEN_SECRET_KEY: Final = "token"
+#: that Secret, as the front ends write it in the runtime's namespace: liqo-token-<provider name>
+TOKEN_SECRET_PREFIX: Final = "liqo-token-"
+#: the only kind of peering the runtime sets up (a ForeignCluster's `spec.peeringType`)
+PEERING_TYPE_OUT_OF_BAND: Final = "OutOfBand"
+#: the `app.kubernetes.io/component` of the consumer's peering objects (token, key pair and credential Secrets)
+COMPONENT_PEERING: Final = "peering"
 
 # Field managers (server-side apply): one per writer, so ownership shows who set what.
 FIELD_MANAGER_INSTALL: Final = "liqo-install"
@@ -134,3 +140,11 @@ FIELD_MANAGER_CONTROLLER_MANAGER: Final = "liqo-controller-manager"
 FIELD_MANAGER_AUTH: Final = "liqo-auth"
 FIELD_MANAGER_WEBHOOK: Final = "liqo-webhook"
 FIELD_MANAGER_VIRTUAL_KUBELET: Final = "liqo-virtual-kubelet"
+
+# The provider's authentication service.
+#: the Secret (in the runtime's namespace) with the auth service's serving key, created once by the controller
+#: manager and kept: consumers pin its public key on first use (key `tls.key`, PKCS#8 PEM)
+AUTH_SERVING_KEY_SECRET: Final = "liqo-auth-serving-key"
+AUTH_SERVING_KEY: Final = "tls.key"
+#: a ForeignCluster's reason: the provider's auth service presents another key than the one pinned on first use
+REASON_AUTH_SERVICE_KEY_CHANGED: Final = "AuthServiceKeyChanged"

@@ -176,6 +176,10 @@ FOREIGN_CLUSTER = Kind(
         ),
         remoteVersion=string("The remote cluster's runtime version."),
         apiServerURL=string("The remote cluster's API server, as its authentication service advertised it."),
+        authServiceKeyFingerprint=string(
+            "sha256:<hex> of the public key of the remote authentication service's certificate, trusted on the"
+            " first contact; later contacts refuse another key. Clear it to trust a new key."
+        ),
         virtualNodes=array(string(), "Virtual nodes standing for the remote cluster."),
         observedGeneration=integer(),
         conditions=conditions(),
@@ -252,6 +256,10 @@ IDENTITY = Kind(
         clusterName=string("The provider's cluster name."),
         secretRef=_object_ref("The Secret holding the kubeconfig for the provider (key `kubeconfig`)."),
         apiServerURL=string("The provider's API server URL."),
+        remoteVersion=string("The provider's runtime version, as its authentication service last said."),
+        authServiceKeyFingerprint=string(
+            "sha256:<hex> of the public key of the provider's authentication service the credential came from."
+        ),
     ),
     status=obj(
         expiresAt=string("When the credential expires.", fmt="date-time"),

@@ -4,7 +4,7 @@ Routes (the contract is in `runtime.forge.credential`):
 
 | route | handler |
 | --- | --- |
-| `GET /v1/cluster` | who this provider is (no authentication) |
+| `GET /v1/cluster` | who this provider is, its version and cluster labels (no authentication) |
 | `POST /v1/identity` | peering token + identity -> credential |
 | `POST /v1/identity/renew` | signed request -> fresh credential |
 | `POST /v1/identity/revoke` | signed request -> Tenant deleted |
@@ -31,6 +31,7 @@ from typing import Any
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
+from runtime.api import constants as c
 from runtime.core import APIError
 from runtime.forge import credential as contract
 from runtime.forge.credential import ClusterInfo, cluster_info, error_body, identity_response, parse_rfc3339
@@ -53,6 +54,12 @@ _SIGNATURE_BYTES = 64
 MAX_BODY = web.AppKey("max_body", int)
 #: statuses that spend a source address's failure budget
 _FAILURES = frozenset({400, 401})
+
+
+def cluster_body(info: ClusterInfo, labels: dict[str, str]) -> JSON:
+    """The body of `GET /v1/cluster`: the contract's cluster info plus `clusterLabels`, which the consumer's
+    virtual node carries (`runtime.controllers.core.authclient` reads them)."""
+    return {**cluster_info(info), c.IDENTITY_CLUSTER_LABELS: dict(labels)}
 
 
 def parse_identity_request(body: object) -> tuple[str, IdentityRequest]:
@@ -104,17 +111,19 @@ class Handlers:
         self,
         *,
         cluster: ClusterInfo,
+        cluster_labels: dict[str, str],
         tokens: PeeringTokens,
         issuer: IdentityIssuer,
         signed: SignedRequests,
     ) -> None:
         self._cluster = cluster
+        self._cluster_labels = dict(cluster_labels)
         self._tokens = tokens
         self._issuer = issuer
         self._signed = signed
 
     async def cluster(self, request: web.Request) -> web.Response:
-        return web.json_response(cluster_info(self._cluster))
+        return web.json_response(cluster_body(self._cluster, self._cluster_labels))
 
     async def identity(self, request: web.Request) -> web.Response:
         token, identity = parse_identity_request(await _body(request))

@@ -1,20 +1,22 @@
 """The authentication service put together: informers, a self-signed HTTPS endpoint, the published URL.
 
 `AuthServer.run()` starts the token Secret and Tenant informers (and the health
-endpoint, if any), waits for their caches, reads the cluster identity, generates a
-serving certificate (ECDSA P-256, self-signed; SANs: the listen address, the advertised
-host and `liqo-auth.<namespace>.svc`), starts listening, and writes its URL into the
-identity ConfigMap as `authURL` (the `--advertise-url` if given, else
+endpoint, if any), waits for their caches, reads the cluster identity (id, name, version,
+cluster labels: what `GET /v1/cluster` advertises) and the serving key (the Secret
+`liqo-auth-serving-key`, which the controller manager creates once; see `servingkey.py`),
+signs a serving certificate with that key (self-signed; SANs: the listen address, the
+advertised host and `liqo-auth.<namespace>.svc`), starts listening, and writes its URL
+into the identity ConfigMap as `authURL` (the `--advertise-url` if given, else
 `https://<listen address>`), from where `liqo_generate` reads it. Then it is ready and
-serves until cancelled. Consumers authenticate the provider by the peering token, not
-by the certificate, which changes with every start and stays in memory only.
+serves until cancelled. The certificate is signed anew at every start, but its key stays:
+consumers pin the key on their first contact and refuse a service holding another one.
 """
 
 from __future__ import annotations
 
 import asyncio
-import datetime as dt
 import ipaddress
+import json
 import logging
 import ssl
 from collections.abc import Awaitable, Callable
@@ -22,10 +24,7 @@ from typing import TypeVar
 from urllib.parse import urlsplit
 
 from aiohttp import web
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from prometheus_client import CollectorRegistry
 
 from runtime.api import constants as c
@@ -43,16 +42,16 @@ from .identities import CLUSTER_ID_INDEX, IdentityIssuer, ProviderIdentity, clus
 from .options import AuthOptions
 from .ratelimit import FailureLimiter
 from .renewal import SignedRequests
+from .servingkey import key_of, serving_certificate
 from .tokens import PeeringTokens
 
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-#: validity of the serving certificate (it is regenerated at every start)
-CERTIFICATE_DAYS = 365
 #: the longest wait between attempts to read the identity or publish the URL
 _RETRY_MAX = 30.0
+_NOT_INSTALLED = "is the runtime installed?"
 
 
 def service_host(namespace: str) -> str:
@@ -67,40 +66,6 @@ def url_for(host: str, port: int) -> str:
     except ValueError:
         literal = host
     return f"https://{literal}:{port}"
-
-
-def serving_certificate(hosts: list[str]) -> tuple[bytes, bytes]:
-    """(certificate PEM, key PEM): self-signed, for these host names and IP addresses."""
-    key = ec.generate_private_key(ec.SECP256R1())
-    names: list[x509.GeneralName] = []
-    for host in dict.fromkeys(h for h in hosts if h):
-        try:
-            address = ipaddress.ip_address(host)
-        except ValueError:
-            names.append(x509.DNSName(host))
-            continue
-        if not address.is_unspecified:
-            names.append(x509.IPAddress(address))
-    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "liqo-auth")])
-    now = dt.datetime.now(dt.UTC)
-    builder = (
-        x509.CertificateBuilder()
-        .subject_name(subject)
-        .issuer_name(subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - dt.timedelta(hours=1))
-        .not_valid_after(now + dt.timedelta(days=CERTIFICATE_DAYS))
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-    )
-    if names:
-        builder = builder.add_extension(x509.SubjectAlternativeName(names), critical=False)
-    certificate = builder.sign(key, hashes.SHA256())
-    key_pem = key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    )
-    return certificate.public_bytes(serialization.Encoding.PEM), key_pem
 
 
 def _server_context(certificate: bytes, key: bytes) -> ssl.SSLContext:
@@ -145,7 +110,12 @@ class AuthServer:
                 )
                 group.create_task(health.run(), name="auth health endpoint")
             await informers.wait_synced()
-            cluster = await self._cluster_info()
+            identity = await self._retrying("read the cluster identity", self._read_identity)
+            cluster = ClusterInfo(
+                cluster_id=identity[c.IDENTITY_CLUSTER_ID],
+                cluster_name=identity[c.IDENTITY_CLUSTER_NAME],
+                version=identity.get(c.IDENTITY_VERSION) or package_version(),
+            )
             provider = ProviderIdentity(
                 cluster=cluster,
                 api_server_url=options.api_server_url or self._client.host,
@@ -153,22 +123,28 @@ class AuthServer:
             )
             handlers = Handlers(
                 cluster=cluster,
+                cluster_labels=_cluster_labels(identity, where=self._identity_name()),
                 tokens=PeeringTokens(self._client, secrets, namespace=options.namespace),
                 issuer=IdentityIssuer(self._client, tenants, provider=provider, token_ttl=options.token_ttl),
                 signed=SignedRequests(self._client, tenants, window=options.signature_window),
             )
             limiter = FailureLimiter(burst=options.failure_burst, refill_per_second=options.failure_refill)
-            await self._serve(auth_app(handlers, limiter=limiter, max_body=options.max_body))
+            key = await self._retrying(
+                "read the serving key",
+                self._read_serving_key,
+                missing="the controller manager creates it; is it running?",
+            )
+            await self._serve(key, auth_app(handlers, limiter=limiter, max_body=options.max_body))
 
-    async def _serve(self, app: web.Application) -> None:
+    async def _serve(self, key: ec.EllipticCurvePrivateKey, app: web.Application) -> None:
         options = self._options
         hosts = [
             options.host,
             urlsplit(options.advertise_url).hostname or "",
             service_host(options.namespace),
         ]
-        certificate, key = await asyncio.to_thread(serving_certificate, hosts)
-        context = await asyncio.to_thread(_server_context, certificate, key)
+        certificate, key_pem = await asyncio.to_thread(serving_certificate, hosts, key)
+        context = await asyncio.to_thread(_server_context, certificate, key_pem)
         runner = web.AppRunner(app, access_log=None, shutdown_timeout=2.0)
         await runner.setup()
         try:
@@ -185,24 +161,30 @@ class AuthServer:
             self.started.clear()
             await runner.cleanup()
 
-    async def _cluster_info(self) -> ClusterInfo:
-        data = await self._retrying("read the cluster identity", self._read_identity)
-        return ClusterInfo(
-            cluster_id=data[c.IDENTITY_CLUSTER_ID],
-            cluster_name=data[c.IDENTITY_CLUSTER_NAME],
-            version=data.get(c.IDENTITY_VERSION) or package_version(),
-        )
-
     async def _read_identity(self) -> dict[str, str]:
         ns = self._options.namespace
         configmap = await self._client.get(CONFIGMAPS, c.CLUSTER_IDENTITY_CONFIGMAP, namespace=ns)
         data = configmap.get("data") or {}
         missing = [key for key in (c.IDENTITY_CLUSTER_ID, c.IDENTITY_CLUSTER_NAME) if not data.get(key)]
         if missing:
+            raise LookupError(f"{self._identity_name()}: no {', '.join(missing)}; reinstall the runtime")
+        identity = {str(k): str(v) for k, v in data.items()}
+        _cluster_labels(identity, where=self._identity_name())
+        return identity
+
+    async def _read_serving_key(self) -> ec.EllipticCurvePrivateKey:
+        ns = self._options.namespace
+        secret = await self._client.get(SECRETS, c.AUTH_SERVING_KEY_SECRET, namespace=ns)
+        try:
+            return key_of(secret)
+        except ValueError as exc:
             raise LookupError(
-                f"{ns}/{c.CLUSTER_IDENTITY_CONFIGMAP}: no {', '.join(missing)}; reinstall the runtime"
-            )
-        return {str(k): str(v) for k, v in data.items()}
+                f"the Secret {ns}/{c.AUTH_SERVING_KEY_SECRET}: {exc}; delete it and the controller manager"
+                " creates a new key (consumers that pinned the old one must then trust the new one)"
+            ) from None
+
+    def _identity_name(self) -> str:
+        return f"{self._options.namespace}/{c.CLUSTER_IDENTITY_CONFIGMAP}"
 
     async def _publish(self, url: str) -> None:
         ns = self._options.namespace
@@ -219,23 +201,33 @@ class AuthServer:
         await self._retrying("publish the authURL", publish)
         logger.info("%s/%s: published authURL %s", ns, c.CLUSTER_IDENTITY_CONFIGMAP, url)
 
-    async def _retrying(self, what: str, attempt: Callable[[], Awaitable[T]]) -> T:
+    async def _retrying(
+        self, what: str, attempt: Callable[[], Awaitable[T]], *, missing: str = _NOT_INSTALLED
+    ) -> T:
+        """`attempt()` until it succeeds, logging each failure; `missing` is the hint for a 404."""
         ns = self._options.namespace
         delay = 0.5
         while True:
             try:
                 return await attempt()
-            except NotFoundError:
-                problem = f"{ns}/{c.CLUSTER_IDENTITY_CONFIGMAP} does not exist (is the runtime installed?)"
+            except NotFoundError as exc:
+                problem = f"{exc} ({missing})"
             except (APIError, LookupError) as exc:
                 problem = str(exc)
-            logger.warning(
-                "%s/%s: could not %s: %s; retrying in %.3g s",
-                ns,
-                c.CLUSTER_IDENTITY_CONFIGMAP,
-                what,
-                problem,
-                delay,
-            )
+            logger.warning("%s: could not %s: %s; retrying in %.3g s", ns, what, problem, delay)
             await asyncio.sleep(delay)
             delay = min(delay * 2, _RETRY_MAX)
+
+
+def _cluster_labels(identity: dict[str, str], *, where: str) -> dict[str, str]:
+    """The identity's cluster labels (a JSON object of strings); LookupError naming the ConfigMap otherwise."""
+    text = identity.get(c.IDENTITY_CLUSTER_LABELS) or "{}"
+    try:
+        labels = json.loads(text)
+    except ValueError:
+        labels = None
+    if not isinstance(labels, dict) or not all(isinstance(v, str) for v in labels.values()):
+        raise LookupError(
+            f"{where}: {c.IDENTITY_CLUSTER_LABELS} {text!r} is not a JSON object of strings; reinstall the runtime"
+        )
+    return {str(key): value for key, value in labels.items()}

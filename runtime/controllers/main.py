@@ -32,7 +32,7 @@ from typing import Any, Literal
 
 from runtime.core import Client, KubeconfigError, LeaderElectionSettings, Manager, ServerSettings, Settings
 
-from .authentication import identity, resourceslice, tenant
+from .authentication import identity, resourceslice, servingkey, tenant
 from .core import foreigncluster
 from .offloading import virtualnode
 from .options import ControllerOptions
@@ -46,6 +46,7 @@ SETUPS: tuple[Setup, ...] = (
     foreigncluster.setup,
     identity.setup,
     tenant.setup,
+    servingkey.setup,
     resourceslice.setup,
     virtualnode.setup,
 )

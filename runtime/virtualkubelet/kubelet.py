@@ -14,6 +14,12 @@ kubelet cares about: its VirtualNode, its Node, its credential Secret):
 `/readyz` answers ready once the Node is registered and the provider was checked once.
 Cancellation stops everything but leaves the Node: a restarted virtual kubelet takes
 it over, and the controller manager deletes it when the peering goes.
+
+The virtual kubelet also watches its VirtualNode and stops by itself (`run()` returns)
+once it is deleted or being deleted, so the node's Lease stops being renewed at once,
+whether or not its Deployment is gone yet; a virtual kubelet started for a VirtualNode
+already being deleted returns at once too. The Node is the controller manager's to
+delete (`runtime.controllers.offloading.virtualnode`).
 """
 
 from __future__ import annotations
@@ -111,6 +117,21 @@ class CredentialReconciler:
         return None
 
 
+class DeletionWatcher:
+    """Sets `deleted` once the VirtualNode is gone from the cache or being deleted."""
+
+    def __init__(self, *, virtual_nodes: Store, deleted: asyncio.Event) -> None:
+        self._virtual_nodes = virtual_nodes
+        self._deleted = deleted
+
+    async def reconcile(self, request: Request) -> Result | None:
+        virtual_node = self._virtual_nodes.get(request.name, namespace=request.namespace)
+        if virtual_node is None or virtual_node["metadata"].get("deletionTimestamp"):
+            logger.info("%s: the VirtualNode is being deleted; stopping", request)
+            self._deleted.set()
+        return None
+
+
 def _named(name: str) -> str:
     return f"metadata.name={name}"
 
@@ -148,19 +169,20 @@ class VirtualKubelet:
     async def _virtual_node(self) -> JSON:
         ref = self._ref
         try:
-            virtual_node = await self._client.get(VIRTUALNODES, ref.name, namespace=ref.namespace)
+            return await self._client.get(VIRTUALNODES, ref.name, namespace=ref.namespace)
         except NotFoundError:
             raise VirtualKubeletError(
                 f"{ref}: VirtualNode not found; a virtual kubelet runs for an existing VirtualNode "
                 "(check --virtual-node)"
             ) from None
-        if virtual_node["metadata"].get("deletionTimestamp"):
-            raise VirtualKubeletError(f"{ref}: the VirtualNode is being deleted; nothing to run for")
-        return virtual_node
 
     async def run(self) -> None:
+        """Run until cancelled, or until the VirtualNode is deleted (then return)."""
         ref = self._ref
         virtual_node = await self._virtual_node()
+        if virtual_node["metadata"].get("deletionTimestamp"):
+            logger.info("%s: the VirtualNode is being deleted; nothing to run for", ref)
+            return
         try:
             secret = forge.credential_secret(virtual_node)
         except ValueError as exc:
@@ -189,10 +211,16 @@ class VirtualKubelet:
             CredentialReconciler(secrets=secrets.store, remote=remote, health=checker),
             primary=secrets,
         )
+        virtual_nodes = manager.informer(
+            VIRTUALNODES, namespace=ref.namespace, field_selector=_named(ref.name)
+        )
+        deleted = asyncio.Event()
+        manager.controller(
+            "virtualnode-deletion",
+            DeletionWatcher(virtual_nodes=virtual_nodes.store, deleted=deleted),
+            primary=virtual_nodes,
+        )
         if self._creates_node:
-            virtual_nodes = manager.informer(
-                VIRTUALNODES, namespace=ref.namespace, field_selector=_named(ref.name)
-            )
             nodes = manager.informer(NODES, field_selector=_named(node_name))
             self._node = NodeReconciler(
                 self._client,
@@ -207,19 +235,33 @@ class VirtualKubelet:
             node_controller = manager.controller("node", self._node, primary=nodes)
             node_controller.watches(virtual_nodes, lambda obj: [node_request])
         logger.info("%s: virtual kubelet for provider %s (node %s) starting", ref, provider, node_name)
+        work = asyncio.create_task(
+            self._run_all(manager, checker, provider, node_name), name=f"{ref} kubelet"
+        )
+        until_deleted = asyncio.create_task(deleted.wait(), name=f"{ref} deletion")
         try:
-            async with asyncio.TaskGroup() as group:
-                group.create_task(manager.run(), name="virtual kubelet manager")
-                group.create_task(checker.run(), name=f"health checks of provider {provider}")
-                if self._settings.server is not None:
-                    self.server = HealthServer(
-                        settings=self._settings.server, registry=self._registry, ready=self.ready
-                    )
-                    group.create_task(self.server.run(), name="virtual kubelet health server")
-                if self._node is not None:
-                    group.create_task(self._heartbeat(self._node, node_name), name=f"lease {node_name}")
+            await asyncio.wait({work, until_deleted}, return_when=asyncio.FIRST_COMPLETED)
+            if work.done():
+                work.result()
+                return
         finally:
+            for task in (work, until_deleted):
+                task.cancel()
+            await asyncio.gather(work, until_deleted, return_exceptions=True)
             await remote.close()
+        logger.info("%s: the VirtualNode is being deleted; the virtual kubelet stopped", ref)
+
+    async def _run_all(self, manager: Manager, checker: HealthChecker, provider: str, node_name: str) -> None:
+        async with asyncio.TaskGroup() as group:
+            group.create_task(manager.run(), name="virtual kubelet manager")
+            group.create_task(checker.run(), name=f"health checks of provider {provider}")
+            if self._settings.server is not None:
+                self.server = HealthServer(
+                    settings=self._settings.server, registry=self._registry, ready=self.ready
+                )
+                group.create_task(self.server.run(), name="virtual kubelet health server")
+            if self._node is not None:
+                group.create_task(self._heartbeat(self._node, node_name), name=f"lease {node_name}")
 
     async def _heartbeat(self, node: NodeReconciler, node_name: str) -> None:
         await node.registered.wait()

@@ -91,7 +91,9 @@ class IdentityReconciler:
             )
             await self._failed(identity, f"{missing} is missing; the peering will authenticate again")
             return None
-        service = authclient.AuthClient(auth_url, timeout=self._options.auth_timeout)
+        service = authclient.AuthClient(
+            auth_url, timeout=self._options.auth_timeout, pinned=authclient.pinned_key(foreign_cluster)
+        )
         issued_at = datetime.now(UTC)
         try:
             credential = await service.renew(cluster_id=local.cluster_id, sign=key.sign)
@@ -106,6 +108,7 @@ class IdentityReconciler:
             namespace=request.namespace,
             credential=credential,
             cluster_labels=objects.cluster_labels_of(identity),
+            key_fingerprint=str((identity.get("spec") or {}).get(authclient.PIN_FIELD) or ""),
             issued_at=issued_at,
             renew_fraction=self._options.credential_renew_fraction,
             condition=conditions.condition(

@@ -10,15 +10,31 @@ reason it names (`RequestRefusedError`: a cluster name taken by another cluster 
 being deleted). Messages carry the service's own `message`, never the token.
 
 TLS: the authentication service serves a self-signed certificate that nothing distributes to
-consumers, so the certificate is NOT verified (as Liqo's own consumers do). The peering token
-is what authenticates the exchange; the issued credential is then used against the provider's
-API server with the CA bundle the service returned. Each call opens its own short-lived HTTP
-session with bounded timeouts: calls are rare (peering, renewal, unpeer), and nothing is left
-open when a controller stops.
+consumers, so no CA can vouch for it. Instead the service's public key is trusted on first use:
+the first successful contact records the SHA-256 fingerprint of the key in the leaf certificate
+(`sha256:<hex>` of its DER SubjectPublicKeyInfo; the ForeignCluster keeps it in
+`status.authServiceKeyFingerprint`), and every later connection whose certificate holds another
+key is closed right after the TLS handshake, before any byte of the request (the peering token,
+a signed renewal) is sent (`KeyPinMismatchError`). The provider keeps that key across restarts
+(`runtime.auth.servingkey`); the certificate around it is signed anew at each start, which is
+why the key is pinned rather than the certificate.
+
+What this protects against: after the first contact, an impostor at the authURL (DNS or
+routing hijacked, a man in the middle) cannot take the renewal and unpeer calls or a
+re-authentication, nor be handed a peering token. What it does not: the first contact itself
+is unauthenticated (an attacker in the path then is trusted; the peering token, being
+single-purpose and revocable, limits the damage), a stolen provider key defeats it, and a
+provider that legitimately replaced its key is refused until a user re-trusts it (clear the
+status field or re-create the ForeignCluster). The issued credential is then used against the
+provider's API server with the CA bundle the service returned, verified as usual. Each call
+opens its own short-lived HTTP session with bounded timeouts: calls are rare (peering, renewal,
+unpeer), and nothing is left open when a controller stops.
 """
 
 from __future__ import annotations
 
+import asyncio
+import hashlib
 import json
 import logging
 from collections.abc import Callable, Mapping
@@ -28,6 +44,8 @@ from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
 import aiohttp
+from cryptography import x509
+from cryptography.hazmat.primitives import serialization
 
 from runtime.api import constants as c
 from runtime.forge import credential as contract
@@ -95,6 +113,17 @@ class AuthenticationFailedError(AuthServiceError):
         self.service_reason = service_reason
 
 
+class KeyPinMismatchError(AuthServiceError):
+    """The service's certificate holds another key than the one trusted on the first contact."""
+
+    default_reason = c.REASON_AUTH_SERVICE_KEY_CHANGED
+
+    def __init__(self, url: str, detail: str, *, pinned: str, found: str) -> None:
+        super().__init__(url, detail)
+        self.pinned = pinned
+        self.found = found
+
+
 class RateLimitedError(AuthServiceError):
     """429: too many failed attempts from this address; retry after `retry_after`."""
 
@@ -137,12 +166,66 @@ def check_url(url: str) -> None:
         raise InvalidAuthURLError(url, "the authentication URL must be https://<host>[:port]")
 
 
-class AuthClient:
-    """Calls to the authentication service at one URL; `__init__` does no I/O."""
+#: the ForeignCluster status field keeping the pinned key fingerprint
+PIN_FIELD = "authServiceKeyFingerprint"
 
-    def __init__(self, url: str, *, timeout: float) -> None:
+
+def pinned_key(foreign_cluster: Mapping[str, Any]) -> str | None:
+    """The key fingerprint a ForeignCluster trusts (None before the first contact, or once a user cleared it)."""
+    return str((foreign_cluster.get("status") or {}).get(PIN_FIELD) or "") or None
+
+
+def key_fingerprint(certificate: bytes) -> str:
+    """`sha256:<hex>` of the SubjectPublicKeyInfo (DER) of a DER certificate: what a consumer pins."""
+    spki = (
+        x509.load_der_x509_certificate(certificate)
+        .public_key()
+        .public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
+    )
+    return "sha256:" + hashlib.sha256(spki).hexdigest()
+
+
+class _KeyPin(aiohttp.Fingerprint):
+    """aiohttp's check of a server right after the TLS handshake, on the certificate's key instead of its bytes.
+
+    aiohttp connects without verifying the chain when `ssl` is a Fingerprint, then calls `check(transport)`
+    before it sends the request; a mismatch closes the connection. `seen` is the key fingerprint found.
+    """
+
+    def __init__(self, pinned: str | None) -> None:
+        super().__init__(bytes(32))
+        self.pinned = pinned
+        self.seen: str | None = None
+
+    def check(self, transport: asyncio.Transport) -> None:
+        ssl_object = transport.get_extra_info("ssl_object")
+        certificate = ssl_object.getpeercert(binary_form=True) if ssl_object is not None else None
+        if not certificate:
+            raise aiohttp.ServerFingerprintMismatch(b"", b"", *_peer(transport))
+        self.seen = key_fingerprint(certificate)
+        if self.pinned is not None and self.seen != self.pinned:
+            raise aiohttp.ServerFingerprintMismatch(
+                self.pinned.encode(), self.seen.encode(), *_peer(transport)
+            )
+
+
+def _peer(transport: asyncio.Transport) -> tuple[str, int]:
+    host, port, *_ = transport.get_extra_info("peername") or ("?", 0)
+    return str(host), int(port)
+
+
+class AuthClient:
+    """Calls to the authentication service at one URL; `__init__` does no I/O.
+
+    `pinned` is the key fingerprint trusted earlier (None: trust whatever answers, the first contact);
+    after a call, `key_fingerprint` is the fingerprint of the key the service presented.
+    """
+
+    def __init__(self, url: str, *, timeout: float, pinned: str | None = None) -> None:
         self.url = url.rstrip("/")
         self._timeout = timeout
+        self._pinned = pinned or None
+        self.key_fingerprint: str | None = None
 
     async def cluster(self, *, expected_cluster_id: str | None = None) -> Provider:
         """`GET /v1/cluster`: who answers here; ClusterIDMismatchError if it is not `expected_cluster_id`."""
@@ -220,8 +303,9 @@ class AuthClient:
     async def _call(self, method: str, path: str, body: JSON | None = None) -> _Answer:
         check_url(self.url)
         limits = aiohttp.ClientTimeout(total=self._timeout, sock_connect=min(self._timeout, 5.0))
-        # ssl=False: the service's certificate is self-signed and not verified (see the module docstring)
-        connector = aiohttp.TCPConnector(ssl=False, limit=1)
+        # the certificate's key is checked against the pin instead of a CA (see the module docstring)
+        pin = _KeyPin(self._pinned)
+        connector = aiohttp.TCPConnector(ssl=pin, limit=1)
         try:
             async with (
                 aiohttp.ClientSession(connector=connector, timeout=limits) as session,
@@ -232,6 +316,16 @@ class AuthClient:
                 data = await response.read()
                 retry_after = _seconds(response.headers.get("Retry-After"))
                 status = response.status
+        except aiohttp.ServerFingerprintMismatch:
+            if pin.seen is None:
+                raise RuntimeNotInstalledError(self.url, "it presented no TLS certificate") from None
+            raise KeyPinMismatchError(
+                self.url,
+                f"the service presents a key with fingerprint {pin.seen}, but {self._pinned} was trusted on the"
+                " first contact",
+                pinned=str(self._pinned),
+                found=pin.seen,
+            ) from None
         except aiohttp.ClientSSLError as exc:
             raise RuntimeNotInstalledError(
                 self.url, f"it does not speak TLS as the runtime's service does ({exc})"
@@ -244,6 +338,7 @@ class AuthClient:
             raise InvalidAuthURLError(self.url, f"not a URL: {exc}") from None
         except aiohttp.ClientError as exc:
             raise ProviderUnreachableError(self.url, f"the connection failed ({exc!r})") from None
+        self.key_fingerprint = pin.seen
         text = data.decode(errors="replace")
         try:
             parsed: object = json.loads(text) if text else None
@@ -266,7 +361,7 @@ def _seconds(value: str | None) -> float | None:
 
 
 def _labels(body: object) -> dict[str, str]:
-    labels = body.get("clusterLabels") if isinstance(body, Mapping) else None
+    labels = body.get(c.IDENTITY_CLUSTER_LABELS) if isinstance(body, Mapping) else None
     if not isinstance(labels, Mapping):
         return {}
     return {str(key): str(value) for key, value in labels.items() if isinstance(value, str)}

@@ -16,7 +16,11 @@ Failures are remembered per ForeignCluster with what was tried (authURL, cluster
 of the token), so a status update or a resync does not call the service again before the
 backoff has passed: a refused token is not retried until it changes or minutes pass (the
 service rate-limits failures), an unreachable provider is retried from 1 s up to 30 s.
-Changing the token, the URL or the cluster id retries at once.
+Changing the token, the URL or the cluster id, or clearing the pinned key, retries at once.
+
+The authentication service's key is trusted on first use (`authclient`): the first
+successful `GET /v1/cluster` records its fingerprint in the status, and later calls refuse
+a service with another key (reason AuthServiceKeyChanged, saying how to trust the new one).
 """
 
 from __future__ import annotations
@@ -36,11 +40,12 @@ from runtime.controllers.options import ControllerOptions
 from runtime.core import AlreadyExistsError, Client, EventRecorder, NotFoundError
 from runtime.forge import conditions
 from runtime.forge import credential as contract
+from runtime.forge.peering import token_of
 from runtime.forge.tenant import tenant_namespace
 
 from . import authclient, keys, objects
 from .credentials import store_credential
-from .peering import Blocked, Caches, LocalCluster, PeeringSpec, token_of
+from .peering import Blocked, Caches, LocalCluster, PeeringSpec
 from .status import Step, done, failed, waiting
 
 logger = logging.getLogger(__name__)
@@ -57,6 +62,7 @@ _BACKOFF: dict[str, tuple[float, float]] = {
     c.REASON_RUNTIME_NOT_INSTALLED: (5.0, 300.0),
     c.REASON_CLUSTER_ID_MISMATCH: (5.0, 300.0),
     c.REASON_AUTHENTICATION_FAILED: (60.0, 600.0),
+    c.REASON_AUTH_SERVICE_KEY_CHANGED: (30.0, 300.0),
 }
 _DEFAULT_BACKOFF = (30.0, 600.0)
 
@@ -69,14 +75,16 @@ class Session:
     expires_at: datetime
     step: Step
     cluster_labels: dict[str, str] = field(default_factory=dict)
-    #: the provider's runtime version, when this reconcile authenticated ("" otherwise: keep the status's)
+    #: the provider's runtime version, as the Identity keeps it ("" if it does not: keep the status's)
     remote_version: str = ""
     api_server_url: str = ""
+    #: the auth service's key fingerprint pinned on the first contact, as the Identity keeps it
+    key_fingerprint: str = ""
 
 
 @dataclass(frozen=True)
 class _Failure:
-    fingerprint: tuple[str, str, str]
+    fingerprint: tuple[str, str, str, str]
     count: int
     retry_at: float
     step: Step
@@ -108,6 +116,15 @@ def messages(error: authclient.AuthServiceError, *, spec: PeeringSpec) -> Step:
             c.REASON_CLUSTER_ID_MISMATCH,
             f"{error.detail}: the authentication service at {url} belongs to another cluster — check cluster_id"
             f" and auth_url of the peering with {provider} (liqo_generate on {provider})",
+        )
+    if isinstance(error, authclient.KeyPinMismatchError):
+        return failed(
+            c.REASON_AUTH_SERVICE_KEY_CHANGED,
+            f"refusing the authentication service at {url}: it presents the key {error.found}, not the key"
+            f" {error.pinned} trusted on the first contact with {provider} — someone may be impersonating it,"
+            f" or {provider}'s serving key was replaced (its Secret {c.AUTH_SERVING_KEY_SECRET} re-created). If"
+            f" the new key is {provider}'s own, trust it: clear status.{authclient.PIN_FIELD} of this"
+            " ForeignCluster (or delete and re-create the ForeignCluster)",
         )
     if isinstance(error, authclient.RateLimitedError):
         return failed(
@@ -147,7 +164,7 @@ class Authentication:
     def forget(self, name: str) -> None:
         self._failures.pop(name, None)
 
-    def held(self, spec: PeeringSpec, *, status: JSON) -> Session | None:
+    def held(self, spec: PeeringSpec) -> Session | None:
         """The credential already held for the provider, if it is still good for a while."""
         namespace = spec.tenant_namespace
         identity = self._caches.identities.get(spec.name, namespace=namespace)
@@ -162,25 +179,28 @@ class Authentication:
             return None
         if expiry - EXPIRY_MARGIN <= datetime.now(UTC):
             return None
+        identity_spec = identity.get("spec") or {}
         return Session(
             kubeconfig=kubeconfig,
             expires_at=expiry,
             step=authenticated(spec, namespace=_context_namespace(kubeconfig)),
             cluster_labels=objects.cluster_labels_of(identity),
-            remote_version=str(status.get("remoteVersion") or ""),
-            api_server_url=str((identity.get("spec") or {}).get("apiServerURL") or ""),
+            remote_version=str(identity_spec.get("remoteVersion") or ""),
+            api_server_url=str(identity_spec.get("apiServerURL") or ""),
+            key_fingerprint=str(identity_spec.get(authclient.PIN_FIELD) or ""),
         )
 
     async def ensure(self, foreign_cluster: JSON, spec: PeeringSpec, local: LocalCluster) -> Session:
         """A credential for the provider: the one held, or a new one; Blocked when it cannot be had now."""
-        held = self.held(spec, status=foreign_cluster.get("status") or {})
+        held = self.held(spec)
         if held is not None:
             self.forget(spec.name)
             return held
         await self._ensure_namespace(spec)
         key = await self._ensure_keys(spec)
         token = await self._token(spec)
-        fingerprint = (spec.auth_url, spec.cluster_id, token_fingerprint(token))
+        pinned = authclient.pinned_key(foreign_cluster) or ""
+        fingerprint = (spec.auth_url, spec.cluster_id, token_fingerprint(token), pinned)
         loop_time = _loop_time()
         previous = self._failures.get(spec.name)
         if previous is not None and previous.fingerprint == fingerprint and loop_time < previous.retry_at:
@@ -208,7 +228,8 @@ class Authentication:
         key: Ed25519PrivateKey,
         token: str,
     ) -> Session:
-        service = authclient.AuthClient(spec.auth_url, timeout=self._options.auth_timeout)
+        pinned = authclient.pinned_key(foreign_cluster)
+        service = authclient.AuthClient(spec.auth_url, timeout=self._options.auth_timeout, pinned=pinned)
         provider = await service.cluster(expected_cluster_id=spec.cluster_id)
         issued_at = datetime.now(UTC)
         credential = await service.identity(
@@ -224,12 +245,14 @@ class Authentication:
                 found=provider.info,
             )
         step = authenticated(spec, namespace=credential.namespace)
+        key_fingerprint = pinned or service.key_fingerprint or ""
         await store_credential(
             self._client,
             provider=spec.name,
             namespace=spec.tenant_namespace,
             credential=credential,
             cluster_labels=provider.labels,
+            key_fingerprint=key_fingerprint,
             issued_at=issued_at,
             renew_fraction=self._options.credential_renew_fraction,
             condition=conditions.condition(
@@ -251,6 +274,7 @@ class Authentication:
             cluster_labels=provider.labels,
             remote_version=credential.version,
             api_server_url=credential.api_server_url,
+            key_fingerprint=key_fingerprint,
         )
 
     async def _ensure_namespace(self, spec: PeeringSpec) -> None:
@@ -310,7 +334,7 @@ class Authentication:
             except NotFoundError:
                 secret = None
         token = token_of(secret)
-        if token is None:
+        if not token:
             ref = f"{spec.token_namespace}/{spec.token_name}"
             problem = "does not exist" if secret is None else f"has no {c.TOKEN_SECRET_KEY!r} key"
             raise Blocked(

@@ -30,6 +30,7 @@ async def store_credential(
     namespace: str,
     credential: contract.Credential,
     cluster_labels: dict[str, str],
+    key_fingerprint: str,
     issued_at: datetime,
     renew_fraction: float,
     condition: JSON,
@@ -44,7 +45,13 @@ async def store_credential(
     )
     identity = await client.apply(
         IDENTITIES,
-        objects.identity(provider, namespace=namespace, credential=credential, cluster_labels=cluster_labels),
+        objects.identity(
+            provider,
+            namespace=namespace,
+            credential=credential,
+            cluster_labels=cluster_labels,
+            key_fingerprint=key_fingerprint,
+        ),
         field_manager=manager,
         force=True,
     )

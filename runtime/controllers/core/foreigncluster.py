@@ -46,7 +46,7 @@ from runtime.core import (
 from runtime.forge import conditions
 from runtime.forge import virtualnode as forge_vn
 
-from . import keys, negotiate, objects
+from . import authclient, keys, negotiate, objects
 from .authenticate import Authentication, Session
 from .peering import Blocked, Caches, LocalCluster, PeeringSpec, SpecError, has_incoming
 from .status import Observed, Step, done, failed, foreign_cluster_status, waiting
@@ -79,6 +79,7 @@ class ForeignClusterReconciler:
         foreign_cluster = self._caches.foreign_clusters.get(request.name)
         if foreign_cluster is None:
             self._authentication.forget(request.name)
+            self._unpeering.forget(request.name)
             return None
         local = LocalCluster.of(next(iter(self._caches.cluster_identity), None))
         meta = foreign_cluster["metadata"]
@@ -248,6 +249,8 @@ class ForeignClusterReconciler:
             or str(current.get("remoteVersion") or ""),
             api_server_url=(session.api_server_url if session else "")
             or str(current.get("apiServerURL") or ""),
+            auth_service_key_fingerprint=(session.key_fingerprint if session else "")
+            or str(current.get(authclient.PIN_FIELD) or ""),
             virtual_nodes=[node] if has_vn or (virtual_node is not None and virtual_node.done) else [],
         )
 

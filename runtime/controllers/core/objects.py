@@ -65,11 +65,14 @@ def identity(
     namespace: str,
     credential: contract.Credential,
     cluster_labels: dict[str, str] | None = None,
+    key_fingerprint: str = "",
 ) -> JSON:
     """The Identity naming the credential Secret for `provider` (its spec; the status is written apart).
 
     The provider's cluster labels, when its service advertised them, are kept in an annotation,
-    so the virtual node gets them without asking the provider again.
+    so the virtual node gets them without asking the provider again; the provider's version and
+    the fingerprint of its auth service's key are kept in the spec, from where every reconcile
+    reports them in the ForeignCluster's status.
     """
     meta = metadata(
         provider,
@@ -89,6 +92,8 @@ def identity(
             "clusterName": credential.cluster_name,
             "secretRef": {"name": credential_secret_name(provider), "namespace": namespace},
             "apiServerURL": credential.api_server_url,
+            "remoteVersion": credential.version,
+            **({"authServiceKeyFingerprint": key_fingerprint} if key_fingerprint else {}),
         },
     }
 

@@ -9,8 +9,6 @@ A step that cannot go on raises `Blocked` with the condition to show and when to
 
 from __future__ import annotations
 
-import base64
-import binascii
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -139,18 +137,6 @@ class Caches:
     virtual_nodes: Store
     #: the identity ConfigMap of this cluster
     cluster_identity: Store
-
-
-def token_of(secret: JSON | None) -> str | None:
-    """The peering token in a Secret (key `token`), stripped; None when absent or not decodable."""
-    encoded = ((secret or {}).get("data") or {}).get(c.TOKEN_SECRET_KEY)
-    if not isinstance(encoded, str):
-        return None
-    try:
-        token = base64.b64decode(encoded, validate=True).decode().strip()
-    except (binascii.Error, UnicodeDecodeError):
-        return None
-    return token or None
 
 
 def has_incoming(tenants: Store, cluster_id: str) -> bool:

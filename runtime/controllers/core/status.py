@@ -79,6 +79,8 @@ class Observed:
     remote_tenant_namespace: str = ""
     remote_version: str = ""
     api_server_url: str = ""
+    #: the auth service's key fingerprint trusted on first use ("" before the first contact)
+    auth_service_key_fingerprint: str = ""
     virtual_nodes: list[str] = field(default_factory=list)
 
 
@@ -145,6 +147,7 @@ def foreign_cluster_status(current: JSON | None, observed: Observed, *, at: str)
         },
         "remoteVersion": observed.remote_version,
         "apiServerURL": observed.api_server_url,
+        "authServiceKeyFingerprint": observed.auth_service_key_fingerprint,
         "virtualNodes": list(observed.virtual_nodes),
         "conditions": conditions.merged(current.get("conditions"), [ready], at=at),
     }

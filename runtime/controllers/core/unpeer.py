@@ -15,12 +15,19 @@ reset it) covers the waits of steps 1 and 2: once it has passed, the VirtualNode
 longer waited for, an unreachable provider is given up on with a Warning event that says
 what was left there, and the finalizer goes. Every request to the provider is limited to
 the time left.
+
+A reconcile may read the caches before they show this unpeer's own writes: the
+VirtualNode not yet terminating after its delete, or the ForeignCluster still holding the
+finalizer just removed. What this process already did for a ForeignCluster (by uid) is
+remembered until it is gone from the cache, so such a stale read neither repeats a step
+nor logs it twice.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -47,6 +54,19 @@ REMOTE_RETRY = 0.5
 MIN_REQUEST_TIMEOUT = 0.5
 
 
+@dataclass
+class _Progress:
+    """What this process did for the deletion of one ForeignCluster that the caches may not show yet."""
+
+    uid: str
+    #: the VirtualNode whose deletion was asked for
+    virtual_node_uid: str = ""
+    #: the provider side is done (revoked, or given up on)
+    remote_done: bool = False
+    #: the resourceVersion of the ForeignCluster the finalizer was removed from
+    finished_version: str | None = None
+
+
 class Unpeering:
     """The deletion branch of the ForeignCluster reconciler."""
 
@@ -57,25 +77,36 @@ class Unpeering:
         self._caches = caches
         self._options = options
         self._recorder = recorder
-        #: ForeignCluster uids whose provider side is done (revoked, or given up on)
-        self._remote_done: set[str] = set()
+        #: by ForeignCluster name, until `forget`
+        self._progress: dict[str, _Progress] = {}
+
+    def forget(self, name: str) -> None:
+        """The ForeignCluster `name` is gone from the cache: nothing of its unpeer is left to remember."""
+        self._progress.pop(name, None)
 
     async def run(self, foreign_cluster: JSON, local: LocalCluster | None) -> Result | None:
         meta = foreign_cluster["metadata"]
         name = str(meta["name"])
         if c.FINALIZER_FOREIGNCLUSTER not in (meta.get("finalizers") or []):
             return None
-        left = self._time_left(meta)
-        if not await self._virtual_node_gone(name, forced=left <= 0):
-            return Result(requeue_after=min(VIRTUAL_NODE_RECHECK, max(left, 0.05)))
         uid = str(meta.get("uid") or name)
-        if uid not in self._remote_done:
+        progress = self._progress.get(name)
+        if progress is None or progress.uid != uid:
+            progress = self._progress[name] = _Progress(uid)
+        version = str(meta.get("resourceVersion") or "")
+        if progress.finished_version == version:
+            return None  # the cache does not show the finalizer's removal yet
+        left = self._time_left(meta)
+        if not await self._virtual_node_gone(name, progress, forced=left <= 0):
+            return Result(requeue_after=min(VIRTUAL_NODE_RECHECK, max(left, 0.05)))
+        if not progress.remote_done:
             await self._remote(foreign_cluster, local, left=left)
-            self._remote_done.add(uid)
+            progress.remote_done = True
         await self._local(name, str((foreign_cluster.get("spec") or {}).get("clusterID") or ""))
-        await self._remove_finalizer(foreign_cluster)
-        self._remote_done.discard(uid)
-        logger.info("%s: unpeered", name)
+        removed = await self._remove_finalizer(foreign_cluster)
+        progress.finished_version = version
+        if removed:
+            logger.info("%s: unpeered", name)
         return None
 
     def _time_left(self, meta: JSON) -> float:
@@ -86,15 +117,18 @@ class Unpeering:
         elapsed = (datetime.now(UTC) - deleted_at).total_seconds()
         return self._options.unpeer_timeout - elapsed
 
-    async def _virtual_node_gone(self, name: str, *, forced: bool) -> bool:
+    async def _virtual_node_gone(self, name: str, progress: _Progress, *, forced: bool) -> bool:
         namespace = tenant_namespace_name(name)
         virtual_node = self._caches.virtual_nodes.get(name, namespace=namespace)
         if virtual_node is None:
             return True
-        if not (virtual_node.get("metadata") or {}).get("deletionTimestamp"):
+        meta = virtual_node.get("metadata") or {}
+        uid = str(meta.get("uid") or "")
+        if not meta.get("deletionTimestamp") and not (uid and uid == progress.virtual_node_uid):
             with contextlib.suppress(NotFoundError):
                 await self._client.delete(VIRTUALNODES, name, namespace=namespace)
                 logger.info("%s: deleting the VirtualNode %s/%s", name, namespace, name)
+            progress.virtual_node_uid = uid
         if forced:
             logger.warning(
                 "%s: the VirtualNode %s/%s is still being deleted; not waiting any longer",
@@ -134,7 +168,11 @@ class Unpeering:
         if key is None:
             problems.append("the key pair is gone, so the identity cannot be revoked")
         else:
-            service = authclient.AuthClient(spec.auth_url, timeout=min(timeout, self._options.auth_timeout))
+            service = authclient.AuthClient(
+                spec.auth_url,
+                timeout=min(timeout, self._options.auth_timeout),
+                pinned=authclient.pinned_key(foreign_cluster),
+            )
             try:
                 await service.revoke(cluster_id=local.cluster_id, sign=key.sign)
                 logger.info("%s: the provider revoked this cluster's identity", name)
@@ -183,9 +221,13 @@ class Unpeering:
             await self._client.delete(NAMESPACES, namespace)
             logger.info("%s: deleting the tenant namespace %s", name, namespace)
 
-    async def _remove_finalizer(self, foreign_cluster: JSON) -> None:
+    async def _remove_finalizer(self, foreign_cluster: JSON) -> bool:
+        """Remove the finalizer; False if the ForeignCluster was already gone."""
         meta = foreign_cluster["metadata"]
         finalizers = [f for f in meta.get("finalizers") or [] if f != c.FINALIZER_FOREIGNCLUSTER]
         patch = {"metadata": {"finalizers": finalizers, "resourceVersion": meta.get("resourceVersion")}}
-        with contextlib.suppress(NotFoundError):
+        try:
             await self._client.patch(FOREIGNCLUSTERS, str(meta["name"]), patch)
+        except NotFoundError:
+            return False
+        return True

@@ -29,6 +29,7 @@ from runtime.api import constants as c
 from runtime.api.kinds import SECRETS, SERVICEACCOUNTS
 from runtime.auth.options import AuthOptions
 from runtime.auth.server import AuthServer
+from runtime.auth.servingkey import generate_key, serving_key_secret
 from runtime.controllers.options import ControllerOptions
 from runtime.core import Client, Manager, Settings
 from runtime.forge import credential as contract
@@ -43,12 +44,14 @@ OPTIONS = InstallOptions(
     api_server_url="https://127.0.0.1:6443",
     pod_cidr="10.244.0.0/16",
     service_cidr="10.96.0.0/16",
+    cluster_labels={"topology.liqo.io/region": "south"},
 )
 NAMESPACE = OPTIONS.namespace
 
 
 async def install(admin: Client) -> None:
-    """The installation, but the webhook configuration (no webhook runs here, and it fails closed)."""
+    """The installation, but the webhook configuration (no webhook runs here, and it fails closed), and the
+    auth service's serving key, which the controller manager would create."""
     for obj in install_manifests(OPTIONS):
         if obj["kind"] == "ValidatingWebhookConfiguration":
             continue
@@ -60,6 +63,7 @@ async def install(admin: Client) -> None:
             field_manager=c.FIELD_MANAGER_INSTALL,
             force=True,
         )
+    await admin.create(SECRETS, serving_key_secret(namespace=NAMESPACE, key=generate_key()))
 
 
 async def service_account_client(admin: Client, kubeconfig: Path, name: str) -> Client:

@@ -6,10 +6,13 @@ import logging
 import uuid
 
 import pytest
+from cryptography import x509
 
 from runtime.api import constants as c
 from runtime.api.crds import RESOURCESLICES, TENANTS
+from runtime.api.image import package_version
 from runtime.api.kinds import CONFIGMAPS, NAMESPACES, NODES, SECRETS
+from runtime.auth.servingkey import key_of
 from runtime.core import Client, ForbiddenError
 from runtime.forge import credential as contract
 from runtime.forge.tenant import tenant_namespace_name
@@ -27,8 +30,27 @@ async def test_cluster_endpoint_says_who_the_provider_is_and_its_url_is_publishe
     assert answer.status == 200
     info = contract.parse_cluster_info(answer.body)
     assert (info.cluster_id, info.cluster_name) == (OPTIONS.cluster_id, OPTIONS.cluster_name)
-    assert info.version == identity["data"][c.IDENTITY_VERSION]
+    assert info.version == identity["data"][c.IDENTITY_VERSION] == package_version()
+    assert (
+        answer.body[c.IDENTITY_CLUSTER_LABELS]
+        == OPTIONS.cluster_labels
+        == {"topology.liqo.io/region": "south"}
+    )
     assert identity["data"][c.IDENTITY_AUTH_URL] == server.url == f"https://127.0.0.1:{server.port}"
+
+
+async def test_the_serving_key_outlives_a_restart_while_the_certificate_is_signed_anew(
+    admin: Client, auth_client: Client
+) -> None:
+    certificates = []
+    for _ in range(2):
+        async with serving(auth_client) as server:
+            assert server.certificate is not None
+            certificates.append(x509.load_pem_x509_certificate(server.certificate))
+    first, second = certificates
+    assert first.serial_number != second.serial_number
+    stored = key_of(await admin.get(SECRETS, c.AUTH_SERVING_KEY_SECRET, namespace=NAMESPACE))
+    assert first.public_key() == second.public_key() == stored.public_key()
 
 
 async def test_advertised_url_is_published_instead_of_the_listen_address(

@@ -20,7 +20,7 @@ from .cluster import NAMESPACE, OPTIONS
 
 
 async def test_the_service_runs_from_flags_and_stops_cleanly_on_sigterm(
-    admin: Client, provider_kubeconfig: Path
+    admin: Client, installed_kubeconfig: Path
 ) -> None:
     await admin.patch(
         CONFIGMAPS, c.CLUSTER_IDENTITY_CONFIGMAP, {"data": {c.IDENTITY_AUTH_URL: None}}, namespace=NAMESPACE
@@ -31,7 +31,7 @@ async def test_the_service_runs_from_flags_and_stops_cleanly_on_sigterm(
         "runtime",
         "auth",
         "--log-format=json",
-        f"--kubeconfig={provider_kubeconfig}",
+        f"--kubeconfig={installed_kubeconfig}",
         f"--namespace={NAMESPACE}",
         "--listen=127.0.0.1:0",
         "--health-address=127.0.0.1:0",

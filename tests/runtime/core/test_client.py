@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-from runtime.core.client import Client, Resource
+from runtime.core.client import Client, Resource, group_version_path
 from runtime.core.errors import (
     AlreadyExistsError,
     ConflictError,
@@ -156,6 +156,19 @@ async def test_discovery_finds_resources_by_api_version_and_kind(client: Client)
         await client.resource_for("v1", "Nonsense")
     with pytest.raises(NotFoundError):
         await client.resource_for("nowhere.example.com/v1", "Thing")
+
+
+async def test_get_path_reads_discovery_documents(client: Client) -> None:
+    groups = await client.get_path("/apis")
+    assert groups["kind"] == "APIGroupList"
+    assert "apps" in {group["name"] for group in groups["groups"]}
+    core = await client.get_path(group_version_path("v1"))
+    assert core["groupVersion"] == "v1"
+    assert "configmaps" in {entry["name"] for entry in core["resources"]}
+    apps = await client.get_path(group_version_path("apps/v1"))
+    assert apps["groupVersion"] == "apps/v1"
+    with pytest.raises(NotFoundError):
+        await client.get_path(group_version_path("nowhere.example.com/v1"))
 
 
 async def _token_client(emulator: Emulator, token: str) -> Client:

@@ -81,6 +81,21 @@ async def test_two_workers_never_hold_the_same_key(looptime: float) -> None:
     assert len(processed) < 200  # adds that met a waiting key were merged
 
 
+async def test_a_delayed_add_due_while_the_key_is_processed_waits_for_done(looptime: float) -> None:
+    q = queue()
+    q.add("a")
+    assert await q.get() == "a"
+    q.add_after("a", 1)  # a reconcile's requeue_after, or an event's add, due mid-reconcile
+    q.add_rate_limited("a")
+    second = asyncio.create_task(q.get(), name="second worker")
+    await asyncio.sleep(5)
+    assert not second.done()
+    assert len(q) == 0
+    q.done("a")
+    assert await second == "a"
+    assert len(q) == 0
+
+
 async def test_add_after_hands_keys_out_in_order_of_their_due_time(looptime: float) -> None:
     q = queue()
     q.add_after("late", 3)

@@ -89,8 +89,11 @@ class Cluster:
     process: subprocess.Popen[bytes]
     #: the authentication service's URL (None when the runtime is not installed)
     auth_url: str | None = None
+    #: the authentication service's certificate (PEM), once it started
+    auth_certificate: bytes | None = None
     tasks: list[asyncio.Task[None]] = field(default_factory=list)
     controller_manager: asyncio.Task[None] | None = None
+    auth_service: asyncio.Task[None] | None = None
     clients: list[Client] = field(default_factory=list)
     stopped: bool = False
 
@@ -225,12 +228,28 @@ class Clusters:
             setup(control_plane, ControlPlaneOptions())
         self._run(cluster, "control plane", control_plane.run())
         self._run(cluster, "virtual kubelets", self._virtual_kubelets(cluster))
-        auth_client = await _service_account_client(cluster, c.DEFAULT_NAMESPACE, "liqo-auth")
-        server = AuthServer(auth_client, AuthOptions(host="127.0.0.1", port=0, token_ttl=600))
-        self._run(cluster, "auth service", server.run())
+        server = await self._auth_service(cluster, port=0)
         await self.start_controller_manager(cluster)
         await asyncio.wait_for(server.started.wait(), 20)
         cluster.auth_url = server.url
+        cluster.auth_certificate = server.certificate
+
+    async def _auth_service(self, cluster: Cluster, *, port: int) -> AuthServer:
+        auth_client = await _service_account_client(cluster, c.DEFAULT_NAMESPACE, "liqo-auth")
+        server = AuthServer(auth_client, AuthOptions(host="127.0.0.1", port=port, token_ttl=600))
+        cluster.auth_service = self._run(cluster, "auth service", server.run())
+        return server
+
+    async def restart_auth_service(self, cluster: Cluster) -> None:
+        """Stop the cluster's authentication service and start it again on the same address."""
+        task, url = cluster.auth_service, cluster.auth_url
+        assert task is not None and url is not None
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        server = await self._auth_service(cluster, port=int(url.rsplit(":", 1)[1]))
+        await asyncio.wait_for(server.started.wait(), 20)
+        assert server.url == url
+        cluster.auth_certificate = server.certificate
 
     async def start_controller_manager(self, cluster: Cluster) -> None:
         client = await _service_account_client(cluster, c.DEFAULT_NAMESPACE, "liqo-controller-manager")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import hashlib
 import ssl
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -12,10 +13,12 @@ from typing import Any
 
 import pytest
 from aiohttp import web
+from cryptography import x509
+from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from runtime.api import constants as c
-from runtime.auth.server import serving_certificate
+from runtime.auth.servingkey import serving_certificate
 from runtime.controllers.core import authclient, keys, objects
 from runtime.controllers.core.authenticate import messages
 from runtime.controllers.core.peering import PeeringSpec
@@ -74,11 +77,22 @@ async def _serve(app: web.Application, context: ssl.SSLContext | None) -> AsyncI
         await runner.cleanup()
 
 
+#: the scripted service's certificate and key (PEM)
+CERTIFICATE, KEY = serving_certificate(["127.0.0.1"])
+
+
 def _tls() -> ssl.SSLContext:
-    certificate, key = serving_certificate(["127.0.0.1"])
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    load_cert_chain(context, certificate, key, label="test server")
+    load_cert_chain(context, CERTIFICATE, KEY, label="test server")
     return context
+
+
+def _spki_sha256(certificate_pem: bytes) -> str:
+    public_key = x509.load_pem_x509_certificate(certificate_pem).public_key()
+    spki = public_key.public_bytes(
+        serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
+    return "sha256:" + hashlib.sha256(spki).hexdigest()
 
 
 @pytest.fixture
@@ -210,6 +224,30 @@ async def test_renew_and_revoke_are_signed_with_the_consumer_key(service: Script
         key.public_key().verify(base64.b64decode(body["signature"]), message)
 
 
+async def test_the_first_contact_reports_the_key_and_a_pinned_key_is_accepted(service: Scripted) -> None:
+    service.answer("GET", "/v1/cluster", 200, contract.cluster_info(INFO))
+    first = authclient.AuthClient(service.url, timeout=5)
+    await first.cluster(expected_cluster_id=PROVIDER_ID)
+    assert first.key_fingerprint == _spki_sha256(CERTIFICATE)
+
+    pinned = authclient.AuthClient(service.url, timeout=5, pinned=first.key_fingerprint)
+    assert (await pinned.cluster(expected_cluster_id=PROVIDER_ID)).info == INFO
+    assert pinned.key_fingerprint == first.key_fingerprint
+
+
+async def test_another_key_is_refused_before_the_token_is_sent(service: Scripted) -> None:
+    service.answer("POST", "/v1/identity", 200, contract.identity_response(CREDENTIAL))
+    trusted = "sha256:" + "ab" * 32
+    client = authclient.AuthClient(service.url, timeout=5, pinned=trusted)
+    with pytest.raises(authclient.KeyPinMismatchError) as refused:
+        await client.identity(
+            token="secret-token", cluster_id="rome-id", cluster_name="rome", public_key=b"k" * 32
+        )
+    assert (refused.value.pinned, refused.value.found) == (trusted, _spki_sha256(CERTIFICATE))
+    assert refused.value.reason == c.REASON_AUTH_SERVICE_KEY_CHANGED
+    assert service.received == []
+
+
 async def test_nothing_listening_is_unreachable() -> None:
     url = f"https://127.0.0.1:{free_port()}"
     with pytest.raises(authclient.ProviderUnreachableError, match="cannot connect"):
@@ -265,6 +303,10 @@ def test_each_failure_message_says_what_to_do() -> None:
         authclient.ClusterIDMismatchError("https://a:1", "other", found=INFO): (
             c.REASON_CLUSTER_ID_MISMATCH,
             "check cluster_id and auth_url",
+        ),
+        authclient.KeyPinMismatchError("https://a:1", "other key", pinned="sha256:aa", found="sha256:bb"): (
+            c.REASON_AUTH_SERVICE_KEY_CHANGED,
+            "clear status.authServiceKeyFingerprint of this ForeignCluster (or delete and re-create",
         ),
     }
     for error, (reason, words) in cases.items():

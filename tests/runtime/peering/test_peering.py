@@ -10,16 +10,22 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import hashlib
+import logging
 import os
 from pathlib import Path
 from typing import Any
 
 import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
 from runtime.api import constants as c
-from runtime.api.crds import FOREIGNCLUSTERS, IDENTITIES, RESOURCESLICES, TENANTS
-from runtime.api.kinds import EVENTS, NAMESPACES, NODES, PODS, SECRETS, SERVICEACCOUNTS
+from runtime.api.crds import FOREIGNCLUSTERS, IDENTITIES, RESOURCESLICES, TENANTS, VIRTUALNODES
+from runtime.api.image import package_version
+from runtime.api.kinds import DEPLOYMENTS, EVENTS, LEASES, NAMESPACES, NODES, PODS, SECRETS, SERVICEACCOUNTS
 from runtime.api.quantity import parse_quantity
+from runtime.controllers.core import unpeer
 from runtime.controllers.core.objects import kubeconfig_of
 from runtime.core import Client, ForbiddenError, NotFoundError
 from runtime.forge import conditions
@@ -80,6 +86,15 @@ async def _kubectl(cluster: Cluster, *args: str) -> str:
     return out.decode()
 
 
+def _key_fingerprint(certificate_pem: bytes) -> str:
+    spki = (
+        x509.load_pem_x509_certificate(certificate_pem)
+        .public_key()
+        .public_bytes(Encoding.DER, PublicFormat.SubjectPublicKeyInfo)
+    )
+    return "sha256:" + hashlib.sha256(spki).hexdigest()
+
+
 async def _credential_client(consumer: Cluster, provider: str) -> Client:
     secret = await consumer.admin.get(
         SECRETS, f"{c.CREDENTIAL_SECRET_PREFIX}{provider}", namespace=f"liqo-tenant-{provider}"
@@ -93,7 +108,9 @@ async def _credential_client(consumer: Cluster, provider: str) -> Client:
 async def test_peering_gives_a_ready_virtual_node_and_unpeering_removes_everything(
     clusters: Clusters,
 ) -> None:
-    rome, milan = await asyncio.gather(clusters.cluster("rome"), clusters.cluster("milan"))
+    rome, milan = await asyncio.gather(
+        clusters.cluster("rome"), clusters.cluster("milan", labels={"topology.kubernetes.io/region": "north"})
+    )
     await clusters.peer(rome, milan, node_labels={"example.com/tier": "burst"})
 
     node = await clusters.eventually(lambda: _ready_node(rome, "liqo-milan"))
@@ -102,6 +119,8 @@ async def test_peering_gives_a_ready_virtual_node_and_unpeering_removes_everythi
     assert labels[c.LABEL_REMOTE_CLUSTER_ID] == milan.cluster_id
     assert c.LABEL_ROLE_AGENT in labels
     assert labels["example.com/tier"] == "burst"
+    # milan's cluster labels, as its authentication service advertised them
+    assert labels["topology.kubernetes.io/region"] == "north"
     assert {"key": c.TAINT_VIRTUAL_NODE, "effect": c.TAINT_VIRTUAL_NODE_EFFECT}.items() <= next(
         t for t in node["spec"]["taints"] if t["key"] == c.TAINT_VIRTUAL_NODE
     ).items()
@@ -124,6 +143,10 @@ async def test_peering_gives_a_ready_virtual_node_and_unpeering_removes_everythi
     assert status["virtualNodes"] == ["liqo-milan"]
     assert status["tenantNamespace"] == {"local": "liqo-tenant-milan", "remote": "liqo-tenant-rome"}
     assert status["apiServerURL"] == milan.api_server_url
+    assert status["remoteVersion"] == package_version()
+    # milan's authentication service key, trusted on this first contact
+    assert milan.auth_certificate is not None
+    assert status["authServiceKeyFingerprint"] == _key_fingerprint(milan.auth_certificate)
     reasons = {
         cond["type"]: cond["reason"]
         for module in ("authentication", "offloading")
@@ -172,6 +195,26 @@ async def test_peering_gives_a_ready_virtual_node_and_unpeering_removes_everythi
     assert (await milan.admin.list(TENANTS)).items == []
     assert (await milan.admin.list(RESOURCESLICES)).items == []
     assert (await rome.admin.list(IDENTITIES)).items == []
+
+
+@pytest.mark.slow
+async def test_an_unpeer_deletes_the_virtual_node_and_says_unpeered_once(
+    clusters: Clusters, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Reconciles that read the caches before they show the unpeer's own writes repeat nothing."""
+    rome, milan = await asyncio.gather(clusters.cluster("rome"), clusters.cluster("milan"))
+    await clusters.peer(rome, milan)
+    await clusters.eventually(lambda: _ready_node(rome, "liqo-milan"))
+    caplog.set_level(logging.INFO, logger=unpeer.__name__)
+
+    await rome.admin.delete(FOREIGNCLUSTERS, "milan")
+    await clusters.eventually(lambda: _gone(rome.admin, FOREIGNCLUSTERS, "milan"))
+    # the tenant namespace goes after the finalizer, so every reconcile the unpeer caused has run by then
+    await clusters.eventually(lambda: _gone(rome.admin, NAMESPACES, "liqo-tenant-milan"))
+
+    said = [r.getMessage() for r in caplog.records if r.name == unpeer.__name__]
+    assert said.count("milan: deleting the VirtualNode liqo-tenant-milan/milan") == 1, said
+    assert said.count("milan: unpeered") == 1, said
 
 
 @pytest.mark.slow
@@ -375,3 +418,76 @@ async def test_credentials_are_renewed_and_a_restarted_controller_manager_change
         assert await _established(rome, "milan") == before
         again = await _ready_node(rome, "liqo-milan")
         assert again is not None and again["metadata"]["uid"] == node["metadata"]["uid"]
+
+
+@pytest.mark.slow
+async def test_an_auth_service_with_another_key_is_refused_until_a_user_trusts_it(clusters: Clusters) -> None:
+    rome, milan = await asyncio.gather(clusters.cluster("rome"), clusters.cluster("milan"))
+    await clusters.peer(rome, milan)
+    first = await clusters.eventually(lambda: _established(rome, "milan"))
+    assert milan.auth_certificate is not None
+    trusted = _key_fingerprint(milan.auth_certificate)
+    assert first["authServiceKeyFingerprint"] == trusted
+
+    # a restart keeps the key: the service is still trusted
+    await clusters.restart_auth_service(milan)
+    assert _key_fingerprint(milan.auth_certificate) == trusted
+
+    # milan's key replaced (as an impostor's would be), and rome has to authenticate again
+    await milan.admin.delete(SECRETS, c.AUTH_SERVING_KEY_SECRET, namespace=c.DEFAULT_NAMESPACE)
+    await clusters.eventually(
+        lambda: _get(milan.admin, SECRETS, c.AUTH_SERVING_KEY_SECRET, namespace=c.DEFAULT_NAMESPACE)
+    )
+    await clusters.restart_auth_service(milan)
+    replaced = _key_fingerprint(milan.auth_certificate)
+    assert replaced != trusted
+    await rome.admin.delete(IDENTITIES, "milan", namespace="liqo-tenant-milan")
+
+    refused = await clusters.eventually(
+        lambda: _condition_reason(rome, "milan", c.REASON_AUTH_SERVICE_KEY_CHANGED), within=20
+    )
+    message = _ready_condition(refused)["message"]
+    for words in (
+        replaced,
+        trusted,
+        "clear status.authServiceKeyFingerprint",
+        "re-create the ForeignCluster",
+    ):
+        assert words in message, message
+    assert refused["authServiceKeyFingerprint"] == trusted
+    assert refused["authentication"] == "Error"
+
+    # the user trusts the new key: clearing the field makes the next contact the first one again
+    await rome.admin.patch_status(FOREIGNCLUSTERS, "milan", {"status": {"authServiceKeyFingerprint": None}})
+
+    async def trusting_the_new_key() -> JSON | None:
+        status = await _established(rome, "milan")
+        return status if status is not None and status["authServiceKeyFingerprint"] == replaced else None
+
+    await clusters.eventually(trusting_the_new_key)
+
+
+@pytest.mark.slow
+async def test_disabling_outgoing_peering_deletes_the_virtual_node_and_its_node(clusters: Clusters) -> None:
+    rome, milan = await asyncio.gather(clusters.cluster("rome"), clusters.cluster("milan"))
+    await clusters.peer(rome, milan)
+    await clusters.eventually(lambda: _ready_node(rome, "liqo-milan"))
+    await clusters.eventually(lambda: _get(rome.admin, LEASES, "liqo-milan", namespace="kube-node-lease"))
+
+    await rome.admin.patch(FOREIGNCLUSTERS, "milan", {"spec": {"outgoingPeeringEnabled": False}})
+
+    # the VirtualNode goes, and with it its virtual kubelet (which exits cleanly), the Node and its Lease
+    tenant = "liqo-tenant-milan"
+    await clusters.eventually(lambda: _gone(rome.admin, VIRTUALNODES, "milan", namespace=tenant))
+    await clusters.eventually(lambda: _gone(rome.admin, DEPLOYMENTS, "liqo-vk-milan", namespace=tenant))
+    await clusters.eventually(lambda: _gone(rome.admin, NODES, "liqo-milan"))
+    await clusters.eventually(lambda: _gone(rome.admin, LEASES, "liqo-milan", namespace="kube-node-lease"))
+
+    async def withdrawn() -> JSON | None:
+        fc = await _get(rome.admin, FOREIGNCLUSTERS, "milan")
+        status = (fc or {}).get("status") or {}
+        return (
+            status if status.get("outgoingPeering") == "None" and status.get("virtualNodes") == [] else None
+        )
+
+    await clusters.eventually(withdrawn)

@@ -262,3 +262,40 @@ async def test_a_missing_virtual_node_is_an_error(consumer: Path, caplog: Any) -
 
 async def _is(value: Any, expected: str) -> bool:
     return bool(await value == expected)
+
+
+async def test_the_virtual_kubelet_stops_by_itself_when_its_virtual_node_is_deleted(
+    client: Client, consumer: Path, peering: Peering
+) -> None:
+    # a finalizer holds the VirtualNode, as the controller manager's does while it cleans up
+    await client.patch(
+        VIRTUALNODES,
+        peering.name,
+        {"metadata": {"finalizers": ["example.com/hold"]}},
+        namespace=peering.namespace,
+    )
+    args = [f"--virtual-node={peering.namespace}/{peering.name}", f"--kubeconfig={consumer}"]
+    kubelet = asyncio.create_task(main([*args, "--health-address=127.0.0.1:0"]))
+    try:
+        await eventually(lambda: _lease(client, peering), within=20)
+        await client.delete(VIRTUALNODES, peering.name, namespace=peering.namespace)
+        await eventually(kubelet.done, within=20)
+        assert kubelet.result() == 0
+        # started again (its Deployment not deleted yet), it has nothing to run for
+        assert await main([*args, "--health-address=127.0.0.1:0"]) == 0
+    finally:
+        kubelet.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await kubelet
+        await client.patch(
+            VIRTUALNODES, peering.name, {"metadata": {"finalizers": []}}, namespace=peering.namespace
+        )
+    # the Node stays: it is the controller manager's to delete
+    assert await node_of(client, peering) is not None
+
+
+async def _lease(client: Client, peering: Peering) -> JSON | None:
+    try:
+        return await client.get(LEASES, peering.node, namespace="kube-node-lease")
+    except NotFoundError:
+        return None

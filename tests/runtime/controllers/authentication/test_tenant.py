@@ -224,7 +224,7 @@ async def test_a_namespace_that_is_not_the_tenants_is_left_alone(
 
 
 async def test_the_finalizer_is_released_within_the_bound_when_the_namespace_cannot_be_deleted(
-    admin: Client, tenant_kubeconfig: Path
+    admin: Client, installed_kubeconfig: Path
 ) -> None:
     role = copy.deepcopy(
         next(r for r in cluster_roles() if r["metadata"]["name"] == "liqo-controller-manager")
@@ -257,7 +257,7 @@ async def test_the_finalizer_is_released_within_the_bound_when_the_namespace_can
     ns = obj["metadata"]["namespace"]
     options = dataclasses.replace(OPTIONS, tenant_deletion_timeout=1.0)
     async with (
-        await service_account_client(admin, tenant_kubeconfig, "tenant-test") as limited,
+        await service_account_client(admin, installed_kubeconfig, "tenant-test") as limited,
         controllers(limited, setup, options=options),
     ):
         await eventually(has(lambda t: conditions_of(t).get("Ready") == ("True", "Provisioned"), admin, obj))

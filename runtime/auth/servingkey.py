@@ -1,0 +1,98 @@
+"""The authentication service's serving key and certificate (pure: no I/O).
+
+The key is generated once (by the controller manager, which may create Secrets; the auth
+service may only read them) and kept in the Secret `liqo-auth-serving-key` of the
+runtime's namespace, so it survives restarts: consumers pin its public key on first use
+(`runtime.controllers.core.authclient`). The certificate is self-signed with that key at
+every start for the service's current host names; only the key is what consumers trust.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import datetime as dt
+import ipaddress
+from typing import Any
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+from runtime.api import constants as c
+from runtime.forge.meta import metadata
+
+JSON = dict[str, Any]
+
+#: validity of the serving certificate (it is signed again at every start)
+CERTIFICATE_DAYS = 365
+COMPONENT = "auth"
+
+
+def generate_key() -> bytes:
+    """A new ECDSA P-256 private key, PKCS#8 PEM."""
+    return ec.generate_private_key(ec.SECP256R1()).private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+
+
+def serving_key_secret(*, namespace: str, key: bytes) -> JSON:
+    """The Secret keeping the serving key (`key` is PKCS#8 PEM)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": metadata(c.AUTH_SERVING_KEY_SECRET, namespace=namespace, component=COMPONENT),
+        "type": "Opaque",
+        "data": {c.AUTH_SERVING_KEY: base64.b64encode(key).decode("ascii")},
+    }
+
+
+def key_of(secret: JSON) -> ec.EllipticCurvePrivateKey:
+    """The serving key in the Secret; ValueError saying what is wrong with it."""
+    encoded = (secret.get("data") or {}).get(c.AUTH_SERVING_KEY)
+    if not encoded:
+        raise ValueError(f"no key {c.AUTH_SERVING_KEY!r}")
+    try:
+        key = serialization.load_pem_private_key(base64.b64decode(encoded, validate=True), password=None)
+    except (binascii.Error, ValueError, TypeError) as exc:
+        raise ValueError(f"{c.AUTH_SERVING_KEY!r} is not an unencrypted PEM private key ({exc})") from None
+    if not isinstance(key, ec.EllipticCurvePrivateKey):
+        raise ValueError(f"{c.AUTH_SERVING_KEY!r} is not an ECDSA key")
+    return key
+
+
+def serving_certificate(
+    hosts: list[str], key: ec.EllipticCurvePrivateKey | None = None
+) -> tuple[bytes, bytes]:
+    """(certificate PEM, key PEM): self-signed with `key` (a new one if None), for these host names and IPs."""
+    key = key if key is not None else ec.generate_private_key(ec.SECP256R1())
+    names: list[x509.GeneralName] = []
+    for host in dict.fromkeys(h for h in hosts if h):
+        try:
+            address = ipaddress.ip_address(host)
+        except ValueError:
+            names.append(x509.DNSName(host))
+            continue
+        if not address.is_unspecified:
+            names.append(x509.IPAddress(address))
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "liqo-auth")])
+    now = dt.datetime.now(dt.UTC)
+    builder = (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(hours=1))
+        .not_valid_after(now + dt.timedelta(days=CERTIFICATE_DAYS))
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+    )
+    if names:
+        builder = builder.add_extension(x509.SubjectAlternativeName(names), critical=False)
+    certificate = builder.sign(key, hashes.SHA256())
+    key_pem = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+    return certificate.public_bytes(serialization.Encoding.PEM), key_pem

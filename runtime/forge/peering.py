@@ -1,0 +1,92 @@
+"""The consumer's request for an out-of-band peering: the ForeignCluster and the Secret with its token.
+
+Both front ends (the Terraform provider's `liqo_peer`, the Pulumi components) write
+these two objects on the consumer; the runtime's ForeignCluster controller does the
+rest. The ForeignCluster is named after the provider's cluster name (the controller
+requires it) and names the token Secret `liqo-token-<provider name>` in the runtime's
+namespace, key `token`. `split_resources` and `token_of` read the same objects back.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Mapping
+from typing import Any, Final
+
+from runtime.api import constants as c
+from runtime.api.crds import FOREIGNCLUSTERS
+
+from .meta import metadata
+
+JSON = dict[str, Any]
+
+#: the ForeignCluster resource keys front ends have dedicated attributes for (the rest are extended resources)
+CPU, MEMORY, PODS, EPHEMERAL_STORAGE = "cpu", "memory", "pods", "ephemeral-storage"
+STANDARD_RESOURCES: Final = (CPU, MEMORY, PODS, EPHEMERAL_STORAGE)
+
+
+def token_secret_name(cluster_name: str) -> str:
+    """`liqo-token-<provider name>`."""
+    return f"{c.TOKEN_SECRET_PREFIX}{cluster_name}"
+
+
+def token_secret(cluster_name: str, token: str, *, namespace: str) -> JSON:
+    """The Secret holding the provider's peering token for the consumer's controller (key `token`)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": metadata(
+            token_secret_name(cluster_name), namespace=namespace, component=c.COMPONENT_PEERING
+        ),
+        "type": "Opaque",
+        "data": {c.TOKEN_SECRET_KEY: base64.b64encode(token.encode()).decode("ascii")},
+    }
+
+
+def foreign_cluster(
+    cluster_name: str,
+    *,
+    cluster_id: str,
+    auth_url: str,
+    namespace: str,
+    resources: Mapping[str, str],
+    node_labels: Mapping[str, str],
+) -> JSON:
+    """The ForeignCluster asking for an out-of-band peering with the provider `cluster_name`."""
+    return {
+        "apiVersion": FOREIGNCLUSTERS.api_version,
+        "kind": FOREIGNCLUSTERS.kind,
+        "metadata": {
+            "name": cluster_name,
+            "labels": {c.LABEL_REMOTE_CLUSTER_ID: cluster_id, c.LABEL_MANAGED_BY: c.MANAGED_BY},
+        },
+        "spec": {
+            "clusterID": cluster_id,
+            "clusterName": cluster_name,
+            "peeringType": c.PEERING_TYPE_OUT_OF_BAND,
+            "authURL": auth_url,
+            "tokenSecretRef": {"name": token_secret_name(cluster_name), "namespace": namespace},
+            "outgoingPeeringEnabled": True,
+            "resources": dict(resources),
+            "nodeLabels": dict(node_labels),
+        },
+    }
+
+
+def token_of(secret: Mapping[str, Any] | None) -> str:
+    """The token a token Secret holds, stripped ("" when it holds none or it does not decode)."""
+    encoded = ((secret or {}).get("data") or {}).get(c.TOKEN_SECRET_KEY)
+    if not isinstance(encoded, str):
+        return ""
+    try:
+        return base64.b64decode(encoded, validate=True).decode().strip()
+    except (binascii.Error, UnicodeDecodeError):
+        return ""
+
+
+def split_resources(resources: Mapping[str, Any]) -> tuple[dict[str, str], dict[str, str]]:
+    """A ForeignCluster's requested resources: (cpu/memory/pods/ephemeral-storage, the extended ones)."""
+    standard = {key: str(value) for key, value in resources.items() if key in STANDARD_RESOURCES}
+    extended = {key: str(value) for key, value in resources.items() if key not in STANDARD_RESOURCES}
+    return standard, extended
