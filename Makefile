@@ -23,6 +23,7 @@ lint: venv
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
+# Two playground clusters peered by `terraform apply` of examples/terraform (builds the provider mirror on the way).
 demo: venv
 	$(BIN)/python -m playground.demo
 
@@ -33,6 +34,8 @@ mirror: venv
 bench: venv
 	$(BIN)/python bench/apiserver.py
 	$(BIN)/python bench/playground.py
+	$(BIN)/python bench/peering.py
+	$(BIN)/python bench/terraform.py
 
 clean:
 	rm -rf $(VENV) .playground .pytest_cache .mypy_cache .ruff_cache

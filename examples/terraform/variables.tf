@@ -33,7 +33,7 @@ variable "milan_name" {
 }
 
 variable "rome_pod_cidr" {
-  description = "Pod CIDR of rome (null: what the cluster tells)."
+  description = "Pod CIDR of rome (null: discovered from the cluster, see README.md)."
   type        = string
   default     = null
 }
@@ -45,7 +45,7 @@ variable "rome_service_cidr" {
 }
 
 variable "milan_pod_cidr" {
-  description = "Pod CIDR of milan (null: what the cluster tells)."
+  description = "Pod CIDR of milan (null: discovered from the cluster, see README.md)."
   type        = string
   default     = null
 }

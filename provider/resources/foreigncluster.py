@@ -1,9 +1,7 @@
-"""The consumer's side of a peering as `liqo_peer` and `data "liqo_peering"` see it: the ForeignCluster and
-its token Secret, how to read a peering's progress from its status, and the bounded waits.
+"""The consumer's side of a peering as `liqo_peer` and `data "liqo_peering"` see it: reading the ForeignCluster
+and its token Secret (built by `runtime.forge.peering`), a peering's progress, and the bounded waits.
 
-The ForeignCluster is named after the provider's cluster name (the controller requires
-it) and names the token Secret `liqo-token-<provider name>` in the runtime's namespace
-(key `token`). `Peering` summarises the status the controller writes (`Ready` with the
+`Peering` summarises the status the controller writes (`Ready` with the
 reason of the first step not done, per-module conditions, one-word phases), and
 `wait_established` polls it until the virtual node is Ready with the capacity asked for,
 ending early when the controller reports a failure a wait cannot fix (a refused token, a
@@ -13,7 +11,6 @@ wrong cluster id, denied resources).
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import logging
 import threading
@@ -25,7 +22,7 @@ from runtime.api import constants as c
 from runtime.api.crds import FOREIGNCLUSTERS
 from runtime.api.kinds import NODES, SECRETS
 from runtime.core import Client, NotFoundError
-from runtime.forge.meta import metadata
+from runtime.forge.peering import token_of, token_secret_name
 from runtime.forge.virtualnode import node_name_for
 
 from ..framework.waits import wait_until
@@ -34,11 +31,6 @@ logger = logging.getLogger(__name__)
 
 JSON = dict[str, Any]
 
-TOKEN_SECRET_PREFIX: Final = "liqo-token-"
-COMPONENT: Final = "peering"
-#: the ForeignCluster resource keys the dedicated attributes stand for (the rest are extended resources)
-CPU, MEMORY, PODS, EPHEMERAL_STORAGE = "cpu", "memory", "pods", "ephemeral-storage"
-STANDARD_RESOURCES: Final = (CPU, MEMORY, PODS, EPHEMERAL_STORAGE)
 #: reasons of the Ready condition a wait cannot fix: the spec, the token or the provider's answer must change
 DEFINITIVE: Final = frozenset(
     {
@@ -54,65 +46,6 @@ FAIL_AFTER: Final = 15.0
 #: how often waits look again (at most): a few reads a second, so an apply ends within a second of readiness
 POLL_INTERVAL: Final = 0.25
 POLL_MAX_INTERVAL: Final = 1.0
-
-
-# the objects
-
-
-def token_secret_name(cluster_name: str) -> str:
-    return f"{TOKEN_SECRET_PREFIX}{cluster_name}"
-
-
-def token_secret(cluster_name: str, token: str, *, namespace: str) -> JSON:
-    """The Secret holding the provider's peering token for the consumer's controller (key `token`)."""
-    return {
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "metadata": metadata(token_secret_name(cluster_name), namespace=namespace, component=COMPONENT),
-        "type": "Opaque",
-        "data": {c.TOKEN_SECRET_KEY: base64.b64encode(token.encode()).decode("ascii")},
-    }
-
-
-def foreign_cluster(
-    cluster_name: str,
-    *,
-    cluster_id: str,
-    auth_url: str,
-    namespace: str,
-    resources: Mapping[str, str],
-    node_labels: Mapping[str, str],
-) -> JSON:
-    """The ForeignCluster asking for an out-of-band peering with the provider `cluster_name`."""
-    return {
-        "apiVersion": FOREIGNCLUSTERS.api_version,
-        "kind": FOREIGNCLUSTERS.kind,
-        "metadata": {
-            "name": cluster_name,
-            "labels": {c.LABEL_REMOTE_CLUSTER_ID: cluster_id, c.LABEL_MANAGED_BY: c.MANAGED_BY},
-        },
-        "spec": {
-            "clusterID": cluster_id,
-            "clusterName": cluster_name,
-            "peeringType": "OutOfBand",
-            "authURL": auth_url,
-            "tokenSecretRef": {"name": token_secret_name(cluster_name), "namespace": namespace},
-            "outgoingPeeringEnabled": True,
-            "resources": dict(resources),
-            "nodeLabels": dict(node_labels),
-        },
-    }
-
-
-def token_of(secret: Mapping[str, Any] | None) -> str:
-    """The token a token Secret holds ("" when it holds none)."""
-    encoded = ((secret or {}).get("data") or {}).get(c.TOKEN_SECRET_KEY)
-    if not isinstance(encoded, str):
-        return ""
-    try:
-        return base64.b64decode(encoded).decode().strip()
-    except ValueError:
-        return ""
 
 
 # reading a peering
@@ -219,13 +152,6 @@ def _condition(module: str, entry: Mapping[str, Any]) -> Condition:
         message=str(entry.get("message") or ""),
         observed_generation=int(generation) if generation is not None else None,
     )
-
-
-def split_resources(resources: Mapping[str, Any]) -> tuple[dict[str, str], dict[str, str]]:
-    """A ForeignCluster's requested resources: (cpu/memory/pods/ephemeral-storage, the extended ones)."""
-    standard = {k: str(v) for k, v in resources.items() if k in STANDARD_RESOURCES}
-    extended = {k: str(v) for k, v in resources.items() if k not in STANDARD_RESOURCES}
-    return standard, extended
 
 
 async def get(client: Client, name: str) -> Peering | None:

@@ -16,7 +16,9 @@ cluster work); this module maps Terraform's lifecycle onto it:
   are listed in `missing_objects`, which plans an update that re-creates them;
 - destroy: refused while ForeignClusters or NamespaceOffloadings exist, unless `force`
   (checked when the destroy runs, not in its plan: the same destroy may remove the
-  `liqo_peer` first); `purge` also removes the namespace, CRDs and cluster identity;
+  `liqo_peer` first); the namespace, the CRDs, the cluster identity and the auth service's
+  serving key stay (a reinstall keeps the cluster id and the key consumers pinned) unless
+  `purge`;
 - import: by namespace name.
 """
 
@@ -145,8 +147,10 @@ class InstallResource(Resource):
                 computed=True,
                 use_state_for_unknown=True,
                 description=(
-                    "The cluster's pod CIDR. Default: what the cluster tells (kubeadm's `kubeadm-config`, or the "
-                    "kube-controller-manager's `--cluster-cidr`); set it when the cluster tells neither."
+                    "The cluster's pod CIDR. Default: what the cluster tells (kubeadm's `kubeadm-config`, the "
+                    "kube-controller-manager's `--cluster-cidr`, else the smallest network covering the nodes' "
+                    "`spec.podCIDR`); set it when the cluster tells none of them, or when nodes added later will "
+                    "get pod CIDRs outside what the nodes have now."
                 ),
             ),
             Attribute(
@@ -227,8 +231,9 @@ class InstallResource(Resource):
                 computed=True,
                 default=False,
                 description=(
-                    "On destroy, also delete the namespace, the CRDs and the cluster identity (the next install "
-                    "gets a new cluster ID). Apply it before the destroy."
+                    "On destroy, also delete the namespace, the CRDs, the cluster identity and the auth service's "
+                    "serving key (the next install gets a new cluster ID and a new key, which consumers that "
+                    "peered before refuse). Apply it before the destroy."
                 ),
             ),
             Attribute(
@@ -601,7 +606,8 @@ def _plan_cidrs(diags: Diagnostics, planned: State, config: State, cidrs: Cidrs)
         (
             "pod_cidr",
             cidrs.pod_cidr,
-            "kube-system/kubeadm-config, nor a kube-controller-manager pod's --cluster-cidr",
+            "kube-system/kubeadm-config, a kube-controller-manager pod's --cluster-cidr, nor the nodes' "
+            "spec.podCIDR",
         ),
         (
             "service_cidr",

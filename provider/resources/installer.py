@@ -57,6 +57,10 @@ POLL_MAX_INTERVAL: Final = 1.0
 _PROBE_IP: Final = "0.0.0.0"
 _VALID_RANGE: Final = re.compile(r"The range of valid IPs is ([0-9a-fA-F.:/]+)")
 _CLUSTER_CIDR_FLAG: Final = "--cluster-cidr="
+#: what peers know this cluster by, kept by an uninstall without purge: the identity (the cluster id). The
+#: auth service's serving key (consumers pin its public key) is created by the controller manager, not by the
+#: install manifests, so it stays with the namespace an uninstall without purge keeps
+KEPT_WITHOUT_PURGE: Final = frozenset({(kinds.CONFIGMAPS, c.CLUSTER_IDENTITY_CONFIGMAP)})
 
 
 @dataclass(frozen=True)
@@ -104,12 +108,16 @@ async def discover_cidrs(client: Client) -> Cidrs:
     """The cluster's pod and Service CIDRs where the cluster tells them (None: it does not).
 
     In order: kubeadm's `kube-system/kubeadm-config` (kind and kubeadm clusters), the
-    kube-controller-manager pod's `--cluster-cidr`, and for Services the API server's
-    answer to a dry-run Service with an address outside every range (as liqoctl does).
+    kube-controller-manager pod's `--cluster-cidr` (as liqoctl does), else the smallest
+    network covering the nodes' `spec.podCIDRs` (clusters whose node IPAM is not
+    visible, like the playground's); for Services, the API server's answer to a dry-run
+    Service with an address outside every range (as liqoctl does).
     """
     pod_cidr, service_cidr = await _kubeadm_networking(client)
     if pod_cidr is None:
         pod_cidr = await _controller_manager_cluster_cidr(client)
+    if pod_cidr is None:
+        pod_cidr = await _nodes_pod_cidr(client)
     if service_cidr is None:
         service_cidr = await _service_range(client)
     return Cidrs(pod_cidr, service_cidr)
@@ -143,6 +151,33 @@ async def _controller_manager_cluster_cidr(client: Client) -> str | None:
                 if isinstance(argument, str) and argument.startswith(_CLUSTER_CIDR_FLAG):
                     return _cidr(argument.removeprefix(_CLUSTER_CIDR_FLAG))
     return None
+
+
+async def _nodes_pod_cidr(client: Client) -> str | None:
+    nodes = await client.list(kinds.NODES)
+    cidrs: list[str] = []
+    for node in nodes.items:
+        if ((node.get("metadata") or {}).get("labels") or {}).get(c.LABEL_TYPE) == c.TYPE_VIRTUAL_NODE:
+            continue  # its pods run in another cluster
+        spec = node.get("spec") or {}
+        cidrs += spec.get("podCIDRs") or ([spec["podCIDR"]] if spec.get("podCIDR") else [])
+    return covering_network(cidrs)
+
+
+def covering_network(cidrs: Iterable[Any]) -> str | None:
+    """The smallest network holding every CIDR of `cidrs` of the first one's IP family (None: there is none).
+
+    Invalid values are skipped; a dual-stack node's second family is left out, as
+    Liqo's pod CIDR is one network.
+    """
+    networks = [ipaddress.ip_network(cidr) for cidr in map(_cidr, cidrs) if cidr is not None]
+    if not networks:
+        return None
+    family = [network for network in networks if network.version == networks[0].version]
+    covering = family[0]
+    while not all(network.subnet_of(covering) for network in family):  # type: ignore[arg-type]
+        covering = covering.supernet()
+    return str(covering)
 
 
 async def _service_range(client: Client) -> str | None:
@@ -424,8 +459,9 @@ async def uninstall(
     """Delete the installation in reverse order; the warnings worth showing (what was forced).
 
     Peerings and offloaded namespaces are deleted first when `force` (their finalizers get
-    half of the time, then are removed). Without `purge`, the namespace, the CRDs and the
-    identity ConfigMap stay, so a reinstall keeps the cluster id.
+    half of the time, then are removed). Without `purge`, the namespace, the CRDs and what
+    peers know the cluster by (`KEPT_WITHOUT_PURGE`) stay, so a reinstall keeps the cluster
+    id and the serving key consumers pinned; `purge` deletes the namespace and all in it.
     """
     loop = asyncio.get_running_loop()
     deadline = loop.time() + seconds
@@ -434,7 +470,7 @@ async def uninstall(
         warnings += await _remove_blockers(client, seconds=seconds / 2, stop=stop)
     kept = {kinds.NAMESPACES, kinds.CRDS} if not purge else set()
     for target in reversed(object_refs(namespace)):
-        if target.resource in kept or (not purge and target.name == c.CLUSTER_IDENTITY_CONFIGMAP):
+        if target.resource in kept or (not purge and (target.resource, target.name) in KEPT_WITHOUT_PURGE):
             continue
         if target.resource == kinds.CRDS:
             await _strip_finalizers(client, target.name)

@@ -295,7 +295,9 @@ class PeerResource(Resource):
 
     def _write(self, ctx: ApplyContext, planned: State, *, prior: State | None) -> State | None:
         """Apply the token Secret and the ForeignCluster, then wait for the peering."""
-        from .foreigncluster import PeeringFailedError, foreign_cluster, token_secret, wait_established
+        from runtime.forge.peering import foreign_cluster, token_secret
+
+        from .foreigncluster import PeeringFailedError, wait_established
 
         name = str(planned["cluster_name"])
         namespace = str(planned["namespace"])
@@ -385,8 +387,9 @@ class PeerResource(Resource):
 
     def delete(self, ctx: ApplyContext, current: State) -> None:  # type: ignore[override]
         from runtime.core import APIConnectionError
+        from runtime.forge.peering import token_secret_name
 
-        from .foreigncluster import orphan, token_secret_name, wait_gone
+        from .foreigncluster import orphan, wait_gone
 
         name = str(current.get("id") or current.get("cluster_name"))
         namespace = str(current.get("namespace") or c.DEFAULT_NAMESPACE)
@@ -521,7 +524,7 @@ def _state(planned: State, peering: Peering | None) -> State:
 
 
 def _observed_state(current: State, peering: Peering, *, token: str, namespace: str) -> State:
-    from .foreigncluster import split_resources
+    from runtime.forge.peering import split_resources
 
     spec = peering.spec
     standard, extended = split_resources(spec.get("resources") or {})

@@ -9,8 +9,10 @@ from tf.schema import Schema
 
 from provider import docs
 from provider.framework.schema import walk
+from provider.provider import LiqoProvider
 
 PAGES = docs.pages()
+INDEX = docs.DOCS / "index.md"
 
 
 @pytest.mark.parametrize("path", PAGES, ids=lambda p: str(p.relative_to(docs.DOCS)))
@@ -33,6 +35,32 @@ def test_every_attribute_appears_with_its_description(path: Path) -> None:
         assert attribute.description, f"{dotted} has no description"
         assert f"- `{attribute.name}` (" in page, f"{dotted} is not documented in {path.name}"
         assert attribute.description in page, f"the description of {dotted} is not in {path.name}"
+
+
+def _entries() -> list[tuple[str, str, str]]:
+    """(type, kind, folder) of every resource and data source the provider serves."""
+    provider = LiqoProvider(environ={})
+    prefix = provider.get_model_prefix()
+    entries = [(prefix + cls.get_name(), "resource", "resources") for cls in provider.get_resources()]
+    entries += [
+        (prefix + cls.get_name(), "data source", "data-sources") for cls in provider.get_data_sources()
+    ]
+    return entries
+
+
+@pytest.mark.parametrize(("name", "kind", "folder"), _entries(), ids=lambda value: str(value))
+def test_the_index_lists_every_resource_and_data_source_with_a_link_to_its_page(
+    name: str, kind: str, folder: str
+) -> None:
+    page = f"{folder}/{name.removeprefix('liqo_')}.md"
+    assert (docs.DOCS / page).exists()
+    assert f"| {kind} | [{name}]({page}) |" in INDEX.read_text(), (
+        f"docs/terraform/index.md does not list {name}"
+    )
+
+
+def test_the_index_says_liqo_offload_is_to_come() -> None:
+    assert "`liqo_offload`" in INDEX.read_text()
 
 
 def test_render_refuses_a_page_without_a_schema_region() -> None:

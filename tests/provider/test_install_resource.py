@@ -16,10 +16,20 @@ from tf.types import Unknown
 from playground.controllers import namespace as namespace_controller
 from provider.kube import Kube
 from provider.resources.install import InstallResource
+from provider.resources.installer import covering_network
 from runtime.api import constants as c
 from runtime.api.crds import FOREIGNCLUSTERS, NAMESPACEOFFLOADINGS, TENANTS
 from runtime.api.image import package_version, runtime_image
-from runtime.api.kinds import CONFIGMAPS, CRDS, DEPLOYMENTS, NAMESPACES, VALIDATINGWEBHOOKS
+from runtime.api.kinds import (
+    CONFIGMAPS,
+    CRDS,
+    DEPLOYMENTS,
+    NAMESPACES,
+    NODES,
+    SECRETS,
+    VALIDATINGWEBHOOKS,
+)
+from runtime.auth.servingkey import generate_key, serving_key_secret
 from runtime.core import Client, NotFoundError
 from runtime.forge.install import VALIDATING_WEBHOOK
 from tests.playground.conftest import running
@@ -207,6 +217,43 @@ def test_a_create_plan_shows_what_the_cluster_tells(provider: Provider) -> None:
     [(summary, detail, path)] = outcome.errors
     assert (summary, path) == ("Cannot discover pod_cidr", ["pod_cidr"])
     assert "set pod_cidr in the liqo_install resource" in detail
+
+
+async def test_without_kubeadm_or_a_controller_manager_the_pod_cidr_covers_the_nodes_pod_cidrs(
+    provider: Provider, api: Client
+) -> None:
+    for name, cidrs in (
+        ("rome-control-plane", ["10.244.0.0/24"]),
+        ("rome-worker", ["10.244.1.0/24", "fd00::/64"]),
+    ):
+        await api.create(
+            NODES, {"metadata": {"name": name}, "spec": {"podCIDR": cidrs[0], "podCIDRs": cidrs}}
+        )
+    virtual = {"metadata": {"name": "liqo-milan", "labels": {c.LABEL_TYPE: c.TYPE_VIRTUAL_NODE}}}
+    await api.create(NODES, {**virtual, "spec": {"podCIDR": "10.250.0.0/24"}})
+
+    outcome = await asyncio.to_thread(harness.plan, resource(provider), config())
+
+    assert outcome.errors == []
+    assert outcome.state is not None
+    assert outcome.state["pod_cidr"] == "10.244.0.0/23"
+
+
+@pytest.mark.parametrize(
+    ("cidrs", "expected"),
+    [
+        (["10.244.0.0/24"], "10.244.0.0/24"),
+        (["10.244.0.0/24", "10.244.2.0/24"], "10.244.0.0/22"),
+        (["10.244.3.0/24", "10.244.4.0/24"], "10.244.0.0/21"),
+        (["fd00::/64", "10.244.0.0/24", "fd00:0:0:1::/64"], "fd00::/63"),
+        (["not a cidr", None, "10.1.0.0/16"], "10.1.0.0/16"),
+        ([], None),
+    ],
+)
+def test_the_covering_network_is_the_smallest_holding_every_cidr_of_the_first_family(
+    cidrs: list[Any], expected: str | None
+) -> None:
+    assert covering_network(cidrs) == expected
 
 
 async def test_a_cidr_left_to_apply_that_the_cluster_does_not_tell_is_an_error_on_it(
@@ -444,7 +491,31 @@ async def test_destroy_keeps_the_identity_so_a_reinstall_keeps_the_cluster_id(
     assert again["cluster_id"] == state["cluster_id"]
 
 
-async def test_a_purge_removes_the_namespace_crds_and_identity(
+async def add_serving_key(api: Client, namespace: str = "liqo") -> dict[str, Any]:
+    """The auth service's serving key, as the controller manager creates it once the runtime runs."""
+    secret = serving_key_secret(namespace=namespace, key=generate_key())
+    return await api.create(
+        SECRETS, secret, namespace=namespace, field_manager=c.FIELD_MANAGER_CONTROLLER_MANAGER
+    )
+
+
+async def test_destroy_keeps_the_serving_key_so_consumers_still_trust_a_reinstall(
+    provider: Provider, api: Client
+) -> None:
+    element, state = await create_installed(provider, api)
+    pinned = (await add_serving_key(api))["data"]
+
+    outcome = await asyncio.to_thread(harness.delete, element, state)
+
+    assert outcome.errors == []
+    kept = await api.get(SECRETS, c.AUTH_SERVING_KEY_SECRET, namespace="liqo")
+    assert kept["data"] == pinned, "consumers pinned this key: a new one makes them refuse the provider"
+    await create_installed(provider, api)
+    again = await api.get(SECRETS, c.AUTH_SERVING_KEY_SECRET, namespace="liqo")
+    assert again["data"] == pinned
+
+
+async def test_a_purge_removes_the_namespace_crds_identity_and_serving_key(
     provider: Provider, api: Client, emulator: Path
 ) -> None:
     element, state = await create_installed(provider, api)
@@ -455,6 +526,7 @@ async def test_a_purge_removes_the_namespace_crds_and_identity(
         "spec": {"clusterID": str(uuid.uuid4())},
     }
     await api.create(TENANTS, tenant, namespace="liqo-tenant-rome")
+    await add_serving_key(api)
     state = {**state, "purge": True, "timeouts": {"create": None, "update": None, "delete": "20s"}}
 
     async with running(emulator, namespace_controller.setup):
@@ -465,6 +537,7 @@ async def test_a_purge_removes_the_namespace_crds_and_identity(
         api.get(NAMESPACES, "liqo"),
         api.get(CRDS, TENANTS.plural + "." + TENANTS.group),
         api.get(TENANTS, "rome", namespace="liqo-tenant-rome"),
+        api.get(SECRETS, c.AUTH_SERVING_KEY_SECRET, namespace="liqo"),
     ):
         with pytest.raises(NotFoundError):
             await get

@@ -1,0 +1,92 @@
+"""`make demo` end to end: `python -m playground.demo` as the Makefile runs it, in a state dir, mirror and
+HOME of the test's own, then the cluster state checked with the Kubernetes client and the clusters stopped."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from playground.cluster import STATE_DIR_ENV
+from provider.mirror import ENVIRONMENT as MIRROR_ENV
+from runtime.api.crds import FOREIGNCLUSTERS
+from runtime.api.kinds import NODES
+from runtime.core import Client
+
+pytestmark = [pytest.mark.slow, pytest.mark.kubectl]
+
+ROOT = Path(__file__).resolve().parents[2]
+#: the bound of the whole demo (it takes well under a minute on the playground)
+DEMO_TIMEOUT = 300
+
+
+def _table_row(output: str, first: str) -> list[str]:
+    """The columns of the first line of a kubectl table that starts with `first`."""
+    for line in output.splitlines():
+        columns = line.split()
+        if columns and columns[0] == first:
+            return columns
+    raise AssertionError(f"no row {first!r} in:\n{output}")
+
+
+async def test_the_demo_peers_rome_with_milan_through_terraform_and_leaves_the_clusters_up(
+    tmp_path: Path,
+) -> None:
+    assert shutil.which("kubectl"), "kubectl is not on PATH"
+    state_dir, home = tmp_path / "state", tmp_path / "home"
+    home.mkdir()
+    env = {
+        **os.environ,
+        STATE_DIR_ENV: str(state_dir),
+        MIRROR_ENV: str(tmp_path / "mirror"),
+        "HOME": str(home),
+    }
+    try:
+        demo = await asyncio.to_thread(
+            subprocess.run,
+            [sys.executable, "-m", "playground.demo"],
+            cwd=ROOT,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=DEMO_TIMEOUT,
+        )
+        output = demo.stdout + demo.stderr
+        assert demo.returncode == 0, output
+
+        assert "Terraform has been successfully initialized!" in output
+        assert "Apply complete! Resources: 4 added, 0 changed, 0 destroyed." in output
+        header = _table_row(output, "NAME")
+        assert "OUTGOING" in header and "AUTHENTICATION" in header, header
+        assert _table_row(output, "milan")[:5] == ["milan", "OutOfBand", "Established", "None", "None"]
+        assert _table_row(output, "liqo-milan")[1] == "Ready"
+        assert _table_row(output, "rome-control-plane")[1] == "Ready"
+        assert len(re.findall(r"^hello-\S+\s+1/1\s+Running", output, re.MULTILINE)) == 3, output
+        assert re.search(r"^\s+total\s+\d+\.\d s$", output, re.MULTILINE), "the timings"
+        assert "destroy" in output and "playground down" in output
+        assert not (home / ".terraform.d").exists(), "nothing under $HOME"
+
+        async with await Client.from_kubeconfig(state_dir / "rome" / "kubeconfig") as rome:
+            peering = await rome.get(FOREIGNCLUSTERS, "milan")
+            assert peering["status"]["outgoingPeering"] == "Established"
+            node = await rome.get(NODES, "liqo-milan")
+            ready = [entry for entry in node["status"]["conditions"] if entry["type"] == "Ready"]
+            assert ready[0]["status"] == "True"
+    finally:
+        down = await asyncio.to_thread(
+            subprocess.run,
+            [sys.executable, "-m", "playground", "down", "--state-dir", str(state_dir)],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    assert down.returncode == 0, down.stdout + down.stderr
