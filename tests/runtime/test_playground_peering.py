@@ -1,0 +1,406 @@
+"""Peering on two real playground clusters: what only the runtime's real processes can show.
+
+rome (consumer) and milan (provider) are playground clusters with the default, overlapping
+pod CIDRs. The runtime is installed in both as `liqo_install` does it (`installer.apply`
+then `installer.wait_ready`, webhook by URL), so its Deployments' pods run as local
+processes under the playground's node agents; rome peers with milan by server-side
+applying only what `liqo_peer` writes (`peering.token_secret` and `peering.foreign_cluster`)
+with a token issued as `liqo_generate` issues it. One cluster pair goes through every step:
+
+1. the Ready virtual node `liqo-milan` with issue 4's labels, taint and capacity, and
+   `kubectl get foreignclusters` (the real binary) reading like Liqo's docs;
+2. the consumer's credential on milan (the Secret the virtual kubelet reads) is refused
+   outside its tenant namespace (403) and accepted in it;
+3. runtime components killed (pods deleted, a process SIGKILLed) converge on the same
+   virtual node (same uid) and no duplicate Tenant, ResourceSlice or VirtualNode;
+4. milan's API server stopped turns the virtual node NotReady, started again Ready;
+5. unpeer removes the virtual node, Tenant, tenant namespaces and ResourceSlices on both sides.
+
+Known bug, xfailed precisely: the auth service advertises its pod's IP, so once step 3
+re-created milan's auth pod, rome's `spec.authURL` is stale and the unpeer cannot revoke
+rome's identity on milan (see `xfail_if_auth_url_moved`). Runs in about 90 s.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import os
+import signal
+import threading
+import uuid
+from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from playground import processes
+from playground.cluster import Cluster
+from playground.testing import Playground
+from provider.resources import installer
+from runtime.api import constants as c
+from runtime.api.crds import FOREIGNCLUSTERS, IDENTITIES, RESOURCESLICES, TENANTS, VIRTUALNODES
+from runtime.api.kinds import CONFIGMAPS, DEPLOYMENTS, NAMESPACES, NODES, PODS, SECRETS
+from runtime.api.quantity import parse_quantity
+from runtime.controllers.core.objects import kubeconfig_of
+from runtime.core import Client, ForbiddenError, NotFoundError
+from runtime.forge import install, peering, tokens
+from runtime.forge import virtualnode as forge_vn
+from tests.playground.conftest import eventually
+
+pytestmark = [pytest.mark.slow, pytest.mark.kubectl]
+
+JSON = dict[str, Any]
+NAMESPACE = c.DEFAULT_NAMESPACE
+NODE = "liqo-milan"
+#: milan's cluster labels, which its virtual node on rome carries
+MILAN_LABELS = {"topology.kubernetes.io/region": "north"}
+#: the peering's extra node labels (the ForeignCluster's spec.nodeLabels)
+NODE_LABELS = {"example.com/tier": "burst"}
+INSTALL_SECONDS = 300.0
+#: generous bounds: the machine is shared, and the virtual kubelet needs three failed pings 10 s apart
+WITHIN = 180.0
+
+
+async def install_runtime(cluster: Cluster, *, labels: Mapping[str, str]) -> dict[str, str]:
+    """Install the runtime as `liqo_install` does and wait until it runs; its identity ConfigMap's data."""
+    async with cluster.client() as api:
+        cidrs = await installer.discover_cidrs(api)
+        options = install.InstallOptions(
+            cluster_id=str(uuid.uuid4()),
+            cluster_name=cluster.name,
+            api_server_url=cluster.spec.api_server_url,
+            pod_cidr=cidrs.pod_cidr or cluster.spec.pod_cidr,
+            service_cidr=cidrs.service_cidr or cluster.spec.service_cidr,
+            cluster_labels=dict(labels),
+            webhook_mode="url",
+        )
+        options.validate()
+        await installer.apply(api, options, progress=installer.Progress())
+        ready = await installer.wait_ready(api, options, seconds=INSTALL_SECONDS, stop=threading.Event())
+    return ready.identity
+
+
+async def peer(rome: Client, milan: Client, identity: Mapping[str, str]) -> None:
+    """A token issued on milan (as `liqo_generate`), then what `liqo_peer` writes on rome."""
+    token = tokens.generate_token()
+    await milan.create(
+        SECRETS,
+        tokens.token_secret(token, namespace=NAMESPACE),
+        namespace=NAMESPACE,
+        field_manager=c.FIELD_MANAGER_TERRAFORM,
+    )
+    name = identity[c.IDENTITY_CLUSTER_NAME]
+    await rome.apply(
+        SECRETS,
+        peering.token_secret(name, token, namespace=NAMESPACE),
+        namespace=NAMESPACE,
+        field_manager=c.FIELD_MANAGER_TERRAFORM,
+        force=True,
+    )
+    body = peering.foreign_cluster(
+        name,
+        cluster_id=identity[c.IDENTITY_CLUSTER_ID],
+        auth_url=identity[c.IDENTITY_AUTH_URL],
+        namespace=NAMESPACE,
+        resources={},
+        node_labels=NODE_LABELS,
+    )
+    await rome.apply(FOREIGNCLUSTERS, body, field_manager=c.FIELD_MANAGER_TERRAFORM, force=True)
+
+
+async def get(api: Client, resource: Any, name: str, *, namespace: str | None = None) -> JSON | None:
+    try:
+        return await api.get(resource, name, namespace=namespace)
+    except NotFoundError:
+        return None
+
+
+def ready_status(node: JSON | None) -> str | None:
+    for condition in ((node or {}).get("status") or {}).get("conditions") or []:
+        if condition.get("type") == "Ready":
+            return str(condition.get("status"))
+    return None
+
+
+async def virtual_node_ready(rome: Client) -> JSON | None:
+    node = await get(rome, NODES, NODE)
+    return node if ready_status(node) == "True" else None
+
+
+async def established(rome: Client) -> JSON | None:
+    """milan's ForeignCluster status once its outgoing peering is Established (it lags the node by a reconcile)."""
+    status = ((await get(rome, FOREIGNCLUSTERS, "milan")) or {}).get("status") or {}
+    return status if status.get("outgoingPeering") == "Established" else None
+
+
+async def until(check: Callable[[], Awaitable[JSON | None]], what: str) -> JSON:
+    """The first truthy value of `check`, polled within WITHIN seconds; AssertionError naming `what` otherwise."""
+    found: list[JSON] = []
+
+    async def condition() -> bool:
+        value = await check()
+        if value:
+            found.append(value)
+        return bool(value)
+
+    try:
+        await eventually(condition, within=WITHIN, every=0.25)
+    except AssertionError:
+        raise AssertionError(f"{what}: not after {WITHIN:g} s") from None
+    return found[-1]
+
+
+async def kubectl(kubeconfig: Path, *args: str) -> str:
+    """The real kubectl against a cluster (its discovery cache under the cluster's directory)."""
+    process = await asyncio.create_subprocess_exec(
+        "kubectl",
+        "--kubeconfig",
+        str(kubeconfig),
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, "HOME": str(kubeconfig.parent)},
+    )
+    out, err = await process.communicate()
+    assert process.returncode == 0, f"kubectl {' '.join(args)}: {err.decode()}"
+    return out.decode()
+
+
+async def running_pods(api: Client, namespace: str, component: str) -> list[JSON]:
+    pods = (
+        await api.list(PODS, namespace=namespace, label_selector=f"{c.LABEL_COMPONENT}={component}")
+    ).items
+    return [
+        pod
+        for pod in pods
+        if (pod.get("status") or {}).get("phase") == "Running"
+        and not pod["metadata"].get("deletionTimestamp")
+    ]
+
+
+async def replaced(api: Client, namespace: str, component: str, old_uid: str) -> JSON | None:
+    """The one Running pod of `component` once it is another pod than `old_uid` (its Deployment re-created it)."""
+    pods = await running_pods(api, namespace, component)
+    fresh = [pod for pod in pods if pod["metadata"]["uid"] != old_uid]
+    return fresh[0] if len(pods) == 1 and fresh else None
+
+
+def process_of(cluster: Cluster, pod: JSON) -> processes.ProcInfo | None:
+    """The running process of the pod's first container, from the node agent's pid file (`<pid> <start time>`)."""
+    container = pod["spec"]["containers"][0]["name"]
+    path = (
+        cluster.paths.node(pod["spec"]["nodeName"])
+        / "pods"
+        / pod["metadata"]["uid"]
+        / "run"
+        / f"{container}.pid"
+    )
+    try:
+        pid, started = path.read_text().split()
+    except (FileNotFoundError, ValueError):
+        return None
+    info = processes.read_proc(int(pid))
+    return info if info is not None and str(info.start_time) == started else None
+
+
+async def restarted(
+    cluster: Cluster, api: Client, namespace: str, component: str, old_pid: int
+) -> JSON | None:
+    """The pod of `component` once its container runs as another process than `old_pid`."""
+    pods = await running_pods(api, namespace, component)
+    if len(pods) != 1:
+        return None
+    info = process_of(cluster, pods[0])
+    return pods[0] if info is not None and info.pid != old_pid else None
+
+
+async def absent(api: Client, resource: Any, name: str, namespace: str | None) -> JSON | None:
+    return None if await get(api, resource, name, namespace=namespace) else {"absent": True}
+
+
+async def count(api: Client, resource: Any, namespace: str | None = None) -> int:
+    return len((await api.list(resource, namespace=namespace)).items)
+
+
+async def assert_single_peering(rome: Client, milan: Client) -> None:
+    """One of each peering object: no duplicates after restarts."""
+    assert await count(milan, TENANTS) == 1
+    assert await count(milan, RESOURCESLICES) == 1
+    assert await count(rome, VIRTUALNODES) == 1
+    assert await count(rome, IDENTITIES) == 1
+    assert await count(rome, DEPLOYMENTS, namespace="liqo-tenant-milan") == 1
+    assert [
+        node["metadata"]["name"]
+        for node in (await rome.list(NODES)).items
+        if node["metadata"]["name"].startswith(c.VIRTUAL_NODE_PREFIX)
+    ] == [NODE]
+
+
+async def xfail_if_auth_url_moved(milan: Client, peered_url: str) -> None:
+    """xfail when milan's Tenant outlived the unpeer because its auth service moved (the known bug), else return.
+
+    The auth service listens on, and advertises, its pod's IP (`runtime.forge.install._auth_args`:
+    `--listen=$(POD_IP):8443`, no `--advertise-url`); in the playground a re-created pod gets
+    another IP, so the ForeignCluster's `spec.authURL` goes stale and the consumer can neither
+    revoke its identity (unpeer takes the forced path, leaving the Tenant and its namespace
+    for the provider's orphan collection) nor renew its credential.
+    """
+    data = (await milan.get(CONFIGMAPS, c.CLUSTER_IDENTITY_CONFIGMAP, namespace=NAMESPACE)).get("data") or {}
+    current = data.get(c.IDENTITY_AUTH_URL)
+    if current != peered_url:
+        pytest.xfail(
+            f"known bug: milan's auth service moved from {peered_url} to {current} when its pod was re-created,"
+            " so rome could not revoke its identity and the Tenant rome is left on milan"
+        )
+
+
+async def test_peering_on_real_processes_survives_kills_and_an_api_server_outage_and_unpeers(
+    playground: Playground,
+) -> None:
+    clusters = await playground.up("rome", "milan")
+    rome_cluster, milan_cluster = clusters["rome"], clusters["milan"]
+    assert rome_cluster.spec.pod_cidr == milan_cluster.spec.pod_cidr, "the default pod CIDRs overlap"
+    _, identity = await asyncio.gather(
+        install_runtime(rome_cluster, labels={}), install_runtime(milan_cluster, labels=MILAN_LABELS)
+    )
+    async with rome_cluster.client() as rome, milan_cluster.client() as milan:
+        await peer(rome, milan, identity)
+
+        # 1. a Ready virtual node standing for milan, with the labels, taint and capacity of issue 4
+        node = await until(lambda: virtual_node_ready(rome), f"rome: node {NODE} Ready")
+        uid = node["metadata"]["uid"]
+        labels = node["metadata"]["labels"]
+        assert labels[c.LABEL_TYPE] == c.TYPE_VIRTUAL_NODE
+        assert labels[c.LABEL_REMOTE_CLUSTER_ID] == identity[c.IDENTITY_CLUSTER_ID]
+        assert c.LABEL_ROLE_AGENT in labels
+        assert MILAN_LABELS.items() <= labels.items()
+        assert NODE_LABELS.items() <= labels.items()
+        taint = {"key": c.TAINT_VIRTUAL_NODE, "effect": c.TAINT_VIRTUAL_NODE_EFFECT}
+        assert any(taint.items() <= entry.items() for entry in node["spec"].get("taints") or [])
+        slice_ = await milan.get(RESOURCESLICES, "rome", namespace="liqo-tenant-rome")
+        granted = slice_["status"]["resources"]
+        for resource in ("cpu", "memory", "pods"):
+            assert parse_quantity(granted[resource]).value > 0, granted
+            for field in ("capacity", "allocatable"):
+                assert parse_quantity(node["status"][field][resource]) == parse_quantity(granted[resource]), (
+                    field,
+                    node["status"],
+                    granted,
+                )
+        # the default share: 90 % of milan's free allocatable, so less than its nodes have
+        milan_cpu = sum(
+            parse_quantity(item["status"]["allocatable"]["cpu"]).value
+            for item in (await milan.list(NODES)).items
+        )
+        assert parse_quantity(granted["cpu"]).value < milan_cpu
+
+        await until(lambda: established(rome), "rome: ForeignCluster milan Established")
+        table = (await kubectl(rome_cluster.kubeconfig, "get", "foreignclusters")).splitlines()
+        assert table[0].split() == [
+            "NAME",
+            "TYPE",
+            "OUTGOING",
+            "PEERING",
+            "INCOMING",
+            "PEERING",
+            "NETWORKING",
+            "AUTHENTICATION",
+            "AGE",
+        ], table
+        assert len(table) == 2, table
+        assert table[1].split()[:6] == ["milan", "OutOfBand", "Established", "None", "None", "Established"]
+        wide = (await kubectl(rome_cluster.kubeconfig, "get", "foreignclusters", "-o", "wide")).splitlines()
+        assert wide[0].split()[-3:] == ["CLUSTER", "ID", "AGE"], wide
+        assert wide[1].split()[-2] == identity[c.IDENTITY_CLUSTER_ID], wide
+
+        # 2. the credential the virtual kubelet uses reaches only rome's tenant namespace on milan
+        secret = await rome.get(SECRETS, f"{c.CREDENTIAL_SECRET_PREFIX}milan", namespace="liqo-tenant-milan")
+        config = kubeconfig_of(secret)
+        assert config is not None, secret["metadata"]
+        async with await Client.from_kubeconfig_dict(config) as credential:
+            assert len((await credential.list(RESOURCESLICES, namespace="liqo-tenant-rome")).items) == 1
+            for outside in ("default", NAMESPACE):
+                with pytest.raises(ForbiddenError) as denied:
+                    await credential.list(PODS, namespace=outside)
+                assert denied.value.code == 403
+                with pytest.raises(ForbiddenError):
+                    await credential.list(RESOURCESLICES, namespace=outside)
+
+        # 3. killed components converge: same virtual node, nothing duplicated
+        (manager,) = await running_pods(rome, NAMESPACE, install.CONTROLLER_MANAGER)
+        (auth,) = await running_pods(milan, NAMESPACE, install.AUTH)
+        await rome.delete(PODS, manager["metadata"]["name"], namespace=NAMESPACE)
+        await milan.delete(PODS, auth["metadata"]["name"], namespace=NAMESPACE)
+        (kubelet,) = await running_pods(rome, "liqo-tenant-milan", forge_vn.COMPONENT)
+        (provider_manager,) = await running_pods(milan, NAMESPACE, install.CONTROLLER_MANAGER)
+        killed = []
+        for cluster, pod in ((rome_cluster, kubelet), (milan_cluster, provider_manager)):
+            info = process_of(cluster, pod)
+            assert info is not None, f"{cluster.name}: no process for pod {pod['metadata']['name']}"
+            os.kill(info.pid, signal.SIGKILL)
+            killed.append(info.pid)
+        await until(
+            lambda: replaced(rome, NAMESPACE, install.CONTROLLER_MANAGER, manager["metadata"]["uid"]),
+            "rome: a new controller-manager pod Running",
+        )
+        await until(
+            lambda: replaced(milan, NAMESPACE, install.AUTH, auth["metadata"]["uid"]),
+            "milan: a new auth pod Running",
+        )
+        await until(
+            lambda: restarted(rome_cluster, rome, "liqo-tenant-milan", forge_vn.COMPONENT, killed[0]),
+            "rome: the virtual kubelet's process restarted after SIGKILL",
+        )
+        await until(
+            lambda: restarted(milan_cluster, milan, NAMESPACE, install.CONTROLLER_MANAGER, killed[1]),
+            "milan: the controller manager's process restarted after SIGKILL",
+        )
+        node = await until(lambda: virtual_node_ready(rome), f"rome: node {NODE} Ready after the kills")
+        assert node["metadata"]["uid"] == uid
+        await assert_single_peering(rome, milan)
+
+        # 4. milan's API server down: NotReady; up again: Ready, the same node
+        await milan_cluster.stop_apiserver()
+
+        async def not_ready() -> JSON | None:
+            found = await get(rome, NODES, NODE)
+            return found if found is not None and ready_status(found) != "True" else None
+
+        down = await until(not_ready, f"rome: node {NODE} NotReady with milan's API server stopped")
+        assert down["metadata"]["uid"] == uid
+        await milan_cluster.start_apiserver()
+        node = await until(
+            lambda: virtual_node_ready(rome), f"rome: node {NODE} Ready after milan's API server restarted"
+        )
+        assert node["metadata"]["uid"] == uid
+        await assert_single_peering(rome, milan)
+
+        # 5. unpeer: everything goes, on both sides
+        await rome.delete(FOREIGNCLUSTERS, "milan")
+        sides = {"rome": rome, "milan": milan}
+        for side, kind, name, namespace in (
+            ("rome", FOREIGNCLUSTERS, "milan", None),
+            ("rome", NODES, NODE, None),
+            ("rome", NAMESPACES, "liqo-tenant-milan", None),
+            ("milan", RESOURCESLICES, "rome", "liqo-tenant-rome"),
+        ):
+            await until(
+                functools.partial(absent, sides[side], kind, name, namespace),
+                f"{side}: {kind.kind} {namespace or ''}/{name} deleted by the unpeer",
+            )
+        for side, kind in (("rome", RESOURCESLICES), ("rome", VIRTUALNODES), ("rome", IDENTITIES)):
+            assert (await sides[side].list(kind)).items == [], f"{side}: {kind.kind} left after the unpeer"
+        if await get(milan, TENANTS, "rome", namespace="liqo-tenant-rome") is not None:
+            await xfail_if_auth_url_moved(milan, identity[c.IDENTITY_AUTH_URL])
+        for kind, name, namespace in (
+            (NAMESPACES, "liqo-tenant-rome", None),
+            (TENANTS, "rome", "liqo-tenant-rome"),
+        ):
+            await until(
+                functools.partial(absent, milan, kind, name, namespace),
+                f"milan: {kind.kind} {namespace or ''}/{name} deleted by the unpeer",
+            )
+        assert (await milan.list(TENANTS)).items == []
+        assert (await milan.list(RESOURCESLICES)).items == []
