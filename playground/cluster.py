@@ -3,7 +3,8 @@
 A cluster is a handful of detached processes (`spec.commands`): the API server (the
 emulator, or etcd and kube-apiserver from `KUBEBUILDER_ASSETS`), the control plane
 (`python -m playground.controlplane`, and kube-controller-manager / kube-scheduler
-when the assets have them) and one node agent per node, all on 127.0.0.1. Its state
+when the assets have them) and one node agent per node, all on the loopback interface
+(each node agent on an address of its own, its node's InternalIP; see nodeagent/loopback.py). Its state
 lives in `<state-dir>/<name>/` (see `spec.ClusterPaths`): the stored spec, the
 processes started (`processes.py` records), logs, certificates, the admin kubeconfig
 and the API server's objects, so a stopped cluster comes back with what it held.

@@ -424,8 +424,6 @@ def node_agent_command(spec: ClusterSpec, paths: ClusterPaths, node: NodePlan) -
         node.name,
         "--pod-cidr",
         node.pod_cidr,
-        "--address",
-        "127.0.0.1",
         "--role",
         node.role,
         "--state-dir",

@@ -30,7 +30,10 @@ def argument_parser() -> argparse.ArgumentParser:
     parser.add_argument("--kubeconfig", type=Path, required=True, help="credentials of the node's API client")
     parser.add_argument("--node", required=True, help="the Node's name")
     parser.add_argument("--pod-cidr", required=True, help="the node's pod CIDR, e.g. 10.244.1.0/24")
-    parser.add_argument("--address", default="127.0.0.1", help="the node's InternalIP (default %(default)s)")
+    parser.add_argument(
+        "--address",
+        help="the node's InternalIP (default: the first address of the loopback /24 the agent claims)",
+    )
     parser.add_argument("--cpu", default="8", help="CPU capacity (default %(default)s)")
     parser.add_argument("--memory", default="16Gi", help="memory capacity (default %(default)s)")
     parser.add_argument("--pods", type=int, default=110, help="pod capacity (default %(default)s)")

@@ -4,16 +4,21 @@ Modelled on kwok's fake kubelet and virtual-kubelet's node controller: separate 
 lease and pod controllers over two informers (this Node; the pods bound to it), with
 the runners behind the narrow `Runner` protocol (the process runner for the runtime's
 own image, the simulated runner for every other) and the kubelet API serving their
-logs. Start-up order, as the kubelet's:
+logs; a NodePort controller over the Service and EndpointSlice informers is the node's
+kube-proxy (`nodeports.py`). The node's address (its InternalIP, where the kubelet API
+and the NodePorts listen) is `options.address`, else the first address of the loopback
+/24 the agent claims for its process pods, so it stays the same across restarts.
+Start-up order, as the kubelet's:
 
-1. serve the kubelet API (its port goes into the Node's daemonEndpoints);
+1. claim the loopback block and serve the kubelet API on the node's address (its port
+   goes into the Node's daemonEndpoints);
 2. register the Node (create it, or adopt the existing one after a restart), retrying
    with back-off while the API server is unreachable;
 3. start the informers and wait until both have listed;
 4. reserve the IPs of the pods already bound to the node (`PodSync.adopt`), so no
    running pod's IP is handed out again;
 5. run the node status controller, the Lease heartbeat (the runtime's, as the virtual
-   kubelet's) and the pod controller.
+   kubelet's), the pod controller and the NodePort controller.
 
 `run()` blocks until cancelled; on the way out every runner stops its pods (nothing
 is deleted in the API: a restarted agent adopts them). Runners keep their files in
@@ -32,7 +37,7 @@ from pathlib import Path
 from typing import Literal
 from urllib.parse import urlsplit
 
-from runtime.api.kinds import NODES, PODS
+from runtime.api.kinds import ENDPOINTSLICES, NODES, PODS, SERVICES
 from runtime.core import (
     APIError,
     Client,
@@ -49,6 +54,7 @@ from .ipam import PodIPAllocator
 from .kubeletapi import KubeletAPI
 from .loopback import LoopbackBlock, claim_block
 from .node import HostInfo, NodeStatusReconciler
+from .nodeports import SERVICE_NAME_LABEL, NodePortProxy
 from .objects import APIObjectSource
 from .options import NodeAgentOptions
 from .podrun import ProcessSettings
@@ -77,19 +83,25 @@ class NodeAgent:
         self._informers = InformerFactory(client, settings=self._settings.watching)
         self._nodes = self._informers.informer(NODES, field_selector=f"metadata.name={options.node_name}")
         self._pods = self._informers.informer(PODS, field_selector=f"spec.nodeName={options.node_name}")
+        self._services = self._informers.informer(SERVICES)
+        self._endpoint_slices = self._informers.informer(ENDPOINTSLICES, label_selector=SERVICE_NAME_LABEL)
         self._recorder = EventRecorder(client, component=EVENT_COMPONENT, instance=options.node_name)
         self._pod_sync: PodSync | None = None
         #: set once the Node is registered, the caches have synced and every controller runs
         self.ready = asyncio.Event()
         #: the kubelet API's port, once it serves
         self.kubelet_port: int | None = None
+        #: the node's address (InternalIP), once the agent runs
+        self.address: str | None = None
 
     async def run(self) -> None:
         name = self.options.node_name
         host = await HostInfo.detect(name)
         async with self._state_dir() as state_dir, self._loopback_block(state_dir) as block:
+            address = self.options.address or block.node_address
+            self.address = address
             pool = PodIPAllocator(block.cidr)
-            processes, simulated = self._runners(state_dir, pool)
+            processes, simulated = self._runners(state_dir, pool, address)
             pods = PodSync(
                 self._client,
                 self.options,
@@ -97,18 +109,26 @@ class NodeAgent:
                 runners=[processes, simulated],
                 runner_pools=[pool],
                 record=self.record,
+                address=address,
             )
             self._pod_sync = pods
+            node_ports = NodePortProxy(
+                node_name=name,
+                address=address,
+                services=self._services.store,
+                slices=self._endpoint_slices.store,
+            )
             # Processes a previous run of this node left behind go before any pod of this run starts.
             await processes.prepare()
             try:
                 async with asyncio.TaskGroup() as group:
-                    self.kubelet_port = await self._serve_kubelet_api(group, pods, state_dir)
+                    self.kubelet_port = await self._serve_kubelet_api(group, pods, state_dir, address)
                     node_status = NodeStatusReconciler(
                         self._client,
                         self.options,
                         host=host,
                         nodes=self._nodes.store,
+                        address=address,
                         kubelet_port=self.kubelet_port,
                     )
                     await self._register(node_status)
@@ -123,6 +143,12 @@ class NodeAgent:
                     group.create_task(nodes.run(), name=f"node agent {name}: node status")
                     group.create_task(pod_controller.run(), name=f"node agent {name}: pods")
                     group.create_task(
+                        Controller(
+                            "nodeports", node_ports, primary=self._services, settings=self._settings
+                        ).run(),
+                        name=f"node agent {name}: nodeports",
+                    )
+                    group.create_task(
                         self._lease_heartbeat().run(),
                         name=f"node agent {name}: lease",
                     )
@@ -133,6 +159,7 @@ class NodeAgent:
             finally:
                 self.ready.clear()
                 self._pod_sync = None
+                await node_ports.close()
                 await pods.close()
 
     async def record(self, pod: JSON, type: Literal["Normal", "Warning"], reason: str, message: str) -> None:
@@ -144,13 +171,15 @@ class NodeAgent:
         if self._pod_sync is not None:
             self._pod_sync.notify(uid)
 
-    def _runners(self, state_dir: Path, pool: PodIPAllocator) -> tuple[ProcessRunner, SimulatedRunner]:
+    def _runners(
+        self, state_dir: Path, pool: PodIPAllocator, address: str
+    ) -> tuple[ProcessRunner, SimulatedRunner]:
         server = urlsplit(self._client.config.server)
         processes = ProcessRunner(
             APIObjectSource(self._client),
             state_dir=state_dir,
-            node_address=self.options.address,
-            api_host=server.hostname or self.options.address,
+            node_address=address,
+            api_host=server.hostname or address,
             api_port=server.port or (443 if server.scheme == "https" else 80),
             notify=self._notify,
             record=self.record,
@@ -168,8 +197,11 @@ class NodeAgent:
         )
         return processes, simulated
 
-    async def _serve_kubelet_api(self, group: asyncio.TaskGroup, pods: PodSync, state_dir: Path) -> int:
-        """Serve the kubelet API in `group`; its port (0 when there is no client CA to check callers against)."""
+    async def _serve_kubelet_api(
+        self, group: asyncio.TaskGroup, pods: PodSync, state_dir: Path, address: str
+    ) -> int:
+        """Serve the kubelet API on `address` in `group`; its port (0 when there is no client CA to check
+        callers against)."""
         ca_pem = await self._client_ca()
         if ca_pem is None:
             logger.error(
@@ -181,7 +213,7 @@ class NodeAgent:
         api = KubeletAPI(
             pods.find,
             node_name=self.options.node_name,
-            address=self.options.address,
+            address=address,
             port=self.options.kubelet_port,
             ca_pem=ca_pem,
             pki_dir=state_dir / "pki",

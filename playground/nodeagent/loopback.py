@@ -9,13 +9,15 @@ playground on the host, whatever its state dir: a claim is a file named after th
 in a host-wide registry directory, created with O_EXCL and holding the claimer's pid,
 start time and state dir; a claim whose process is gone is taken over. A node agent takes back
 the block it had before a restart (remembered in its state dir), so adopted pods keep
-their addresses.
+their addresses. The block's first address (`.1`) is the node's own InternalIP, where its
+kubelet API and NodePorts listen; pods get `.2` and up.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import ipaddress
 import logging
 import os
 from pathlib import Path
@@ -72,6 +74,11 @@ class LoopbackBlock:
         self.cidr = cidr
         self._path = path
         self._claim = claim
+
+    @property
+    def node_address(self) -> str:
+        """The block's first host address (`.1`), the node's own; pods get `.2` and up (see ipam.py)."""
+        return str(ipaddress.ip_network(self.cidr).network_address + 1)
 
     def release(self) -> None:
         with contextlib.suppress(OSError):

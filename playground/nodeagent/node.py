@@ -121,7 +121,9 @@ def node_labels(options: NodeAgentOptions, host: HostInfo) -> dict[str, str]:
     return labels
 
 
-def node_object(options: NodeAgentOptions, *, host: HostInfo, kubelet_port: int, now: str) -> JSON:
+def node_object(
+    options: NodeAgentOptions, *, host: HostInfo, address: str, kubelet_port: int, now: str
+) -> JSON:
     """The Node the agent registers, status included (the API server keeps a Node's status on create)."""
     spec: JSON = {"podCIDR": options.pod_cidr, "podCIDRs": [options.pod_cidr]}
     if options.taints:
@@ -131,14 +133,23 @@ def node_object(options: NodeAgentOptions, *, host: HostInfo, kubelet_port: int,
         "kind": NODES.kind,
         "metadata": {"name": options.node_name, "labels": node_labels(options, host)},
         "spec": spec,
-        "status": node_status(options, host=host, kubelet_port=kubelet_port, current=[], now=now),
+        "status": node_status(
+            options, host=host, address=address, kubelet_port=kubelet_port, current=[], now=now
+        ),
     }
 
 
 def node_status(
-    options: NodeAgentOptions, *, host: HostInfo, kubelet_port: int, current: list[JSON], now: str
+    options: NodeAgentOptions,
+    *,
+    host: HostInfo,
+    address: str,
+    kubelet_port: int,
+    current: list[JSON],
+    now: str,
 ) -> JSON:
-    """The status the agent writes: every condition heartbeats at `now`; transitions keep their time."""
+    """The status the agent writes (`address` is the InternalIP): every condition heartbeats at `now`;
+    transitions keep their time."""
     capacity = {
         "cpu": options.cpu,
         "memory": options.memory,
@@ -149,7 +160,7 @@ def node_status(
         "capacity": capacity,
         "allocatable": dict(capacity),
         "addresses": [
-            {"type": "InternalIP", "address": options.address},
+            {"type": "InternalIP", "address": address},
             {"type": "Hostname", "address": options.node_name},
         ],
         "daemonEndpoints": {"kubeletEndpoint": {"Port": kubelet_port}},
@@ -174,12 +185,21 @@ class NodeStatusReconciler:
     """Registers the Node, then keeps its status current (one key: the node's name)."""
 
     def __init__(
-        self, client: Client, options: NodeAgentOptions, *, host: HostInfo, nodes: Store, kubelet_port: int
+        self,
+        client: Client,
+        options: NodeAgentOptions,
+        *,
+        host: HostInfo,
+        nodes: Store,
+        address: str,
+        kubelet_port: int,
     ) -> None:
         self._client = client
         self._options = options
         self._host = host
         self._nodes = nodes
+        #: the node's InternalIP (the agent's --address, else the first address of its loopback /24)
+        self._address = address
         self._kubelet_port = kubelet_port
 
     @property
@@ -192,6 +212,7 @@ class NodeStatusReconciler:
         body = node_object(
             self._options,
             host=self._host,
+            address=self._address,
             kubelet_port=self._kubelet_port,
             now=nodestatus.timestamp(datetime.now(UTC)),
         )
@@ -232,6 +253,7 @@ class NodeStatusReconciler:
         desired = node_status(
             self._options,
             host=self._host,
+            address=self._address,
             kubelet_port=self._kubelet_port,
             current=current.get("conditions") or [],
             now=nodestatus.timestamp(now),

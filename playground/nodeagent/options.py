@@ -45,8 +45,8 @@ class NodeAgentOptions:
     node_name: str
     #: the node's pod CIDR (spec.podCIDR); pod IPs are allocated from it
     pod_cidr: str
-    #: the node's InternalIP, also its pods' hostIP
-    address: str = "127.0.0.1"
+    #: the node's InternalIP, also its pods' hostIP (None: the first address of the node's loopback /24)
+    address: str | None = None
     cpu: str = "8"
     memory: str = "16Gi"
     pods: int = 110
@@ -84,10 +84,11 @@ class NodeAgentOptions:
                 f"--node {self.node_name!r}: a node name must be a DNS subdomain (lowercase letters, digits, '-' and '.')"
             )
         errors += _cidr_errors(self.pod_cidr)
-        try:
-            ipaddress.ip_address(self.address)
-        except ValueError:
-            errors.append(f"--address {self.address!r}: not an IP address")
+        if self.address is not None:
+            try:
+                ipaddress.ip_address(self.address)
+            except ValueError:
+                errors.append(f"--address {self.address!r}: not an IP address")
         for flag, value in (("--cpu", self.cpu), ("--memory", self.memory)):
             if not _QUANTITY.match(value):
                 errors.append(f"{flag} {value!r}: not a resource quantity (like 8, 500m or 16Gi)")

@@ -77,10 +77,13 @@ class PodSync:
         pods: Store,
         runners: Sequence[Runner],
         record: RecordEvent,
+        address: str,
         runner_pools: Sequence[PodIPAllocator] = (),
     ) -> None:
         self._client = client
         self._options = options
+        #: the node's InternalIP: every pod's hostIP, and hostNetwork pods' podIP
+        self._address = address
         self._pods = pods
         self._runners = runners
         self._record = record
@@ -162,7 +165,7 @@ class PodSync:
             tracked.started = True
         report = tracked.runner.report(tracked.uid)
         await self._write_status(
-            pod, pod_status(pod, report, host_ip=self._options.address, pod_ip=pod_ip, now=_now())
+            pod, pod_status(pod, report, host_ip=self._address, pod_ip=pod_ip, now=_now())
         )
         return None
 
@@ -211,7 +214,7 @@ class PodSync:
 
     async def _pod_ip(self, request: Request, pod: JSON, tracked: _Tracked) -> str:
         if (pod.get("spec") or {}).get("hostNetwork"):
-            return self._options.address
+            return self._address
         try:
             ip = tracked.runner.pod_ip(pod) or self._ipam.allocate(tracked.uid)
         except IPExhaustedError as exc:
@@ -223,7 +226,7 @@ class PodSync:
                 f'Failed to create pod sandbox: plugin type="host-local" failed (add): {exc}',
             )
             await self._write_status(
-                pod, pod_status(pod, None, host_ip=self._options.address, pod_ip=None, now=_now())
+                pod, pod_status(pod, None, host_ip=self._address, pod_ip=None, now=_now())
             )
             raise TemporaryError(f"no free pod IP: {exc}", delay=SANDBOX_RETRY) from exc
         self._waiting_for_ip.discard(request)

@@ -10,6 +10,7 @@ mode (`KUBEBUILDER_ASSETS`).
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import contextlib
 import ipaddress
@@ -143,7 +144,8 @@ async def _count_running(api: Client, namespace: str, app: str, count: int) -> b
 
 
 def _ready_status(node: JSON) -> str:
-    return next(c["status"] for c in node["status"]["conditions"] if c["type"] == "Ready")
+    status: str = next(c["status"] for c in node["status"]["conditions"] if c["type"] == "Ready")
+    return status
 
 
 async def test_a_node_whose_agent_stops_goes_not_ready_and_its_pods_are_evicted(
@@ -317,6 +319,127 @@ async def test_a_subprocess_pod_gets_its_secret_and_calls_the_api_as_its_service
     assert result == {"file": password, "env": password, "secrets": 403}
 
 
+#: runs in the pod: an HTTP server on $POD_IP:8080 answering with the pod's name
+HELLO_SCRIPT = textwrap.dedent(
+    """
+    import http.server, os
+    class Hello(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = os.environ["POD_NAME"].encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+    http.server.HTTPServer((os.environ["POD_IP"], 8080), Hello).serve_forever()
+    """
+)
+
+
+def internal_ips(nodes: list[JSON]) -> dict[str, str]:
+    return {
+        node["metadata"]["name"]: next(
+            a["address"] for a in node["status"]["addresses"] if a["type"] == "InternalIP"
+        )
+        for node in nodes
+    }
+
+
+async def answer(address: str, port: int) -> str | None:
+    """The body of `GET http://address:port/`, or None when the connection fails or is closed."""
+    try:
+        reader, writer = await asyncio.wait_for(asyncio.open_connection(address, port), 5)
+    except (OSError, TimeoutError):
+        return None
+    try:
+        writer.write(f"GET / HTTP/1.0\r\nHost: {address}\r\n\r\n".encode())
+        response = await asyncio.wait_for(reader.read(), 10)
+    except (OSError, TimeoutError):
+        return None
+    finally:
+        writer.close()
+    head, _, body = response.partition(b"\r\n\r\n")
+    return body.decode() if head.startswith(b"HTTP/1.0 200") else None
+
+
+async def test_nodes_have_addresses_of_their_own_and_host_network_pods_share_them(api: Client) -> None:
+    ips = internal_ips((await api.list(NODES)).items)
+    assert len(set(ips.values())) == len(ips) == 3
+    assert all(ipaddress.ip_address(ip) in ipaddress.ip_network("127.0.0.0/8") for ip in ips.values())
+
+    async def host_network_pods() -> list[JSON]:
+        pods = (await api.list(PODS, namespace="kube-system")).items
+        found = [pod for pod in pods if pod["spec"].get("hostNetwork") and pod["status"].get("podIP")]
+        return found if len(found) == 6 else []
+
+    await eventually(host_network_pods, within=30)
+    for pod in await host_network_pods():
+        assert pod["status"]["podIP"] == pod["status"]["hostIP"] == ips[pod["spec"]["nodeName"]]
+
+
+async def test_a_process_pod_behind_a_node_port_answers_on_every_node_across_pod_restarts(
+    api: Client, namespace: str
+) -> None:
+    """kind's way to reach a Service from outside: any node's address and the nodePort, whichever pod
+    serves it now."""
+    container = {
+        "name": "hello",
+        "image": runtime_image(),
+        "command": ["python", "-c", HELLO_SCRIPT],
+        "env": [
+            {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+            {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
+        ],
+        "ports": [{"name": "http", "containerPort": 8080}],
+        "readinessProbe": {"httpGet": {"path": "/", "port": 8080}, "periodSeconds": 1},
+    }
+    body = deployment("hello", 1)
+    body["spec"]["template"]["spec"]["containers"] = [container]
+    await api.create(DEPLOYMENTS, body, namespace=namespace)
+    service = await api.create(
+        SERVICES,
+        {
+            "metadata": {"name": "hello"},
+            "spec": {
+                "type": "NodePort",
+                "selector": {"app": "hello"},
+                "ports": [{"name": "http", "port": 80, "targetPort": "http"}],
+            },
+        },
+        namespace=namespace,
+    )
+    node_port = int(service["spec"]["ports"][0]["nodePort"])
+    ips = sorted(internal_ips((await api.list(NODES)).items).values())
+
+    async def answers() -> set[str | None]:
+        return {await answer(ip, node_port) for ip in ips}
+
+    async def served_by_one_pod() -> str | None:
+        answered = await answers()
+        return next(iter(answered)) if len(answered) == 1 else None
+
+    await eventually(served_by_one_pod, within=45, every=0.2)
+    first = await served_by_one_pod()
+    assert first is not None and first.startswith("hello-")
+    await api.delete(PODS, first, namespace=namespace)
+
+    async def served_by_the_new_pod() -> bool:
+        return (await served_by_one_pod()) not in (None, first)
+
+    await eventually(served_by_the_new_pod, within=45, every=0.2)
+    (replacement,) = running(await pods_of(api, namespace, "hello"))
+    assert await answers() == {replacement["metadata"]["name"]}
+    await api.delete(SERVICES, "hello", namespace=namespace)
+
+    async def closed_everywhere() -> bool:
+        return await answers() == {None}
+
+    await eventually(closed_everywhere, within=15, every=0.2)
+    for ip in ips:
+        with pytest.raises(ConnectionRefusedError):
+            _, writer = await asyncio.open_connection(ip, node_port)
+            writer.close()
+
+
 def _kubectl(kind: Cluster, *args: str) -> list[list[str]]:
     output = subprocess.run(
         ["kubectl", "--kubeconfig", str(kind.kubeconfig), *args],
@@ -348,7 +471,8 @@ async def test_kubectl_sees_a_small_kind_cluster(kind: Cluster, api: Client) -> 
         ["kind-worker", "Ready", "<none>"],
         ["kind-worker2", "Ready", "<none>"],
     ]
-    assert {row[5] for row in nodes[1:]} == {"127.0.0.1"}
+    internal = [row[5] for row in nodes[1:]]
+    assert len(set(internal)) == 3 and all(ip.startswith("127.") and ip.endswith(".1") for ip in internal)
 
     pods = _kubectl(kind, "get", "pods", "-A")
     assert pods[0] == ["NAMESPACE", "NAME", "READY", "STATUS", "RESTARTS", "AGE"]

@@ -213,7 +213,7 @@ async def test_a_container_without_log_is_a_bad_request(
 class RefusingRunner(FakeRunner):
     """Refuses when asked, before any iteration (as a runner with a plain `def logs` does)."""
 
-    def logs(self, uid: str, container: str, options: LogOptions) -> AsyncIterator[bytes]:  # type: ignore[override]
+    def logs(self, uid: str, container: str, options: LogOptions) -> AsyncIterator[bytes]:
         raise LogUnavailableError(f"pod with uid {uid} is not running on this node")
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
 from pathlib import Path
 from typing import Any
@@ -187,3 +188,25 @@ async def test_deleted_lease_is_created_again(fresh_emulator: Path, api: Client)
             return uid is not None and uid != old
 
         await eventually(recreated, within=10)
+
+
+def internal_ip(node: JSON) -> str:
+    return str(next(a["address"] for a in node["status"]["addresses"] if a["type"] == "InternalIP"))
+
+
+async def test_each_node_is_the_first_address_of_its_loopback_block_across_restarts(
+    fresh_emulator: Path, api: Client, tmp_path: Path
+) -> None:
+    """Without --address a node's InternalIP is `.1` of its loopback /24 (pods get `.2` and up): one per
+    node, the same after a restart, and where its kubelet API listens."""
+    first, second = options("node-1", state_dir=tmp_path / "n1"), options("node-2", state_dir=tmp_path / "n2")
+    async with agent(fresh_emulator, first) as one, agent(fresh_emulator, second) as two:
+        nodes = [await api.get(NODES, "node-1"), await api.get(NODES, "node-2")]
+        kubelet = await asyncio.open_connection(one.address, one.kubelet_port)
+        kubelet[1].close()
+    addresses = [internal_ip(node) for node in nodes]
+    assert addresses == [one.address, two.address] and addresses[0] != addresses[1]
+    block = (tmp_path / "n1" / "loopback-block").read_text()
+    assert ipaddress.ip_network(block).network_address + 1 == ipaddress.ip_address(addresses[0])
+    async with agent(fresh_emulator, first) as again:
+        assert internal_ip(await api.get(NODES, "node-1")) == again.address == addresses[0]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import ipaddress
 from pathlib import Path
 from typing import Any
@@ -43,18 +44,20 @@ async def running_and_ready(api: Client, namespace: str, name: str) -> JSON | No
 async def test_pod_runs_ready_with_an_ip_from_the_node_cidr(
     fresh_emulator: Path, api: Client, ns: str
 ) -> None:
-    async with agent(fresh_emulator, options()):
+    async with agent(fresh_emulator, options()) as node_agent:
         await api.create(PODS, pod("web", init_images=("busybox:1.36",)), namespace=ns)
         await eventually(lambda: running_and_ready(api, ns, "web"), within=15)
         obj = await get_pod(api, ns, "web")
         kubelet_events = await events_of(api, ns, "web")
+        node = await api.get(NODES, "node-1")
     assert obj is not None
     status = obj["status"]
     assert ipaddress.ip_address(status["podIP"]) in ipaddress.ip_network("10.244.1.0/24")
     assert status["podIP"] not in ("10.244.1.0", "10.244.1.1", "10.244.1.255")
     assert status["podIPs"] == [{"ip": status["podIP"]}]
-    assert status["hostIP"] == "127.0.0.1"
-    assert status["hostIPs"] == [{"ip": "127.0.0.1"}]
+    internal_ip = next(a["address"] for a in node["status"]["addresses"] if a["type"] == "InternalIP")
+    assert status["hostIP"] == internal_ip == node_agent.address
+    assert status["hostIPs"] == [{"ip": internal_ip}]
     assert status["startTime"]
     assert status["qosClass"] == "BestEffort"
     for kind in ("PodReadyToStartContainers", "Initialized", "ContainersReady", "PodScheduled"):
@@ -199,7 +202,8 @@ async def test_pod_ips_are_unique_and_reused_after_deletion(
         await api.create(PODS, pod("newcomer"), namespace=ns)
 
         async def newcomer_ip() -> str | None:
-            return ((await get_pod(api, ns, "newcomer")) or {}).get("status", {}).get("podIP")
+            ip: str | None = ((await get_pod(api, ns, "newcomer")) or {}).get("status", {}).get("podIP")
+            return ip
 
         await eventually(newcomer_ip, within=15)
         assert await newcomer_ip() == freed
@@ -242,7 +246,7 @@ async def test_restarted_agent_keeps_pods_and_their_ips(fresh_emulator: Path, ap
         for name in ("a", "b", "c"):
             await api.create(PODS, pod(name), namespace=ns)
         for name in ("a", "b", "c"):
-            await eventually(lambda name=name: running_and_ready(api, ns, name), within=15)
+            await eventually(functools.partial(running_and_ready, api, ns, name), within=15)
         await api.delete(PODS, "a", namespace=ns)
 
         async def a_gone() -> bool:
@@ -323,7 +327,8 @@ async def test_host_network_pods_get_the_node_address_and_runtime_pods_a_loopbac
         await eventually(lambda: running_and_ready(api, ns, "host"), within=15)
 
         async def runtime_pod_ip() -> str | None:
-            return ((await get_pod(api, ns, "runtime")) or {}).get("status", {}).get("podIP")
+            ip: str | None = ((await get_pod(api, ns, "runtime")) or {}).get("status", {}).get("podIP")
+            return ip
 
         await eventually(runtime_pod_ip, within=15)
         await api.create(PODS, pod("ordinary"), namespace=ns)
@@ -332,7 +337,9 @@ async def test_host_network_pods_get_the_node_address_and_runtime_pods_a_loopbac
         ordinary = await get_pod(api, ns, "ordinary")
     assert host is not None and ordinary is not None
     assert host["status"]["podIP"] == "127.0.0.1"
-    runtime_ip = ipaddress.ip_address(await runtime_pod_ip())
+    runtime_pod_address = await runtime_pod_ip()
+    assert runtime_pod_address is not None
+    runtime_ip = ipaddress.ip_address(runtime_pod_address)
     assert runtime_ip in ipaddress.ip_network("127.0.0.0/8")
     assert runtime_ip not in ipaddress.ip_network("127.0.0.0/16")
     assert ordinary["status"]["podIP"] == "10.244.1.2"  # the first of the CIDR: nobody else took one
