@@ -46,13 +46,14 @@ from . import checks
 
 if TYPE_CHECKING:
     from runtime.core import Client
-    from runtime.forge.install import InstallOptions
+    from runtime.forge.install import InstallOptions, ServiceType
 
     from .installer import Cidrs, Observed, Ready
 
 logger = logging.getLogger(__name__)
 
 WEBHOOK_MODES: Final = ("service", "url")
+AUTH_SERVICE_TYPES: Final = ("ClusterIP", "NodePort", "LoadBalancer")
 #: default bounds of each operation, in seconds
 TIMEOUTS: Final = {"create": 600.0, "update": 600.0, "delete": 300.0}
 #: the bound of the cluster reads done while planning
@@ -76,8 +77,8 @@ _VALID: Final[dict[str, Any]] = {
     "pod_cidr": "10.0.0.0/16",
     "service_cidr": "10.1.0.0/16",
 }
-#: attributes whose change restarts the auth service (so its published URL may change)
-_AUTH_INPUTS: Final = ("namespace", "image", "api_server_url", "auth_url")
+#: attributes whose change restarts the auth service or moves its Service (so its published URL may change)
+_AUTH_INPUTS: Final = ("namespace", "image", "api_server_url", "auth_url", "auth_service_type")
 
 
 def _defaults() -> dict[str, Any]:
@@ -88,6 +89,7 @@ def _defaults() -> dict[str, Any]:
         "sharing_percentage": 90,
         "image": runtime_image(),
         "webhook_mode": "service",
+        "auth_service_type": "NodePort",
         "force": False,
         "purge": False,
     }
@@ -209,8 +211,25 @@ class InstallResource(Resource):
                 optional=True,
                 computed=True,
                 description=(
-                    "URL other clusters reach the authentication service at. Default: the address the service "
-                    "publishes itself (read back once it runs)."
+                    "URL other clusters reach the authentication service at (an Ingress in front of it, say). "
+                    "Default: the URL the service derives from its Service (see `auth_service_type`), read back "
+                    "once it runs."
+                ),
+            ),
+            Attribute(
+                "auth_service_type",
+                String(),
+                optional=True,
+                computed=True,
+                default="NodePort",
+                description=(
+                    'Type of the authentication service\'s Service, which decides the URL it publishes: `"NodePort"` '
+                    "(default: a Ready node's address, ExternalIP before InternalIP, and the nodePort; works on "
+                    'kind, the playground and clusters without a cloud load balancer), `"LoadBalancer"` (the load '
+                    "balancer's hostname or IP and the Service port, a node and the nodePort until it has one) or "
+                    '`"ClusterIP"` (the pod\'s own address, reachable only where pod IPs are, such as from the '
+                    "same cluster). The URL follows the Service and the nodes as they change; `auth_url` overrides "
+                    "it. Changes in place."
                 ),
             ),
             Attribute(
@@ -278,6 +297,15 @@ class InstallResource(Resource):
                 f'"{mode}" is not a webhook mode: use "service" (the API server calls the webhook through its '
                 'Service) or "url" (by pod address, as the playground needs).',
                 path=["webhook_mode"],
+            )
+        service_type = config.get("auth_service_type")
+        if checks.known(service_type) and service_type not in AUTH_SERVICE_TYPES:
+            diags.add_error(
+                "Invalid auth_service_type",
+                f'"{service_type}" is not a Service type for the authentication service: use "NodePort" (a '
+                'node\'s address and the nodePort), "LoadBalancer" (the load balancer\'s address) or "ClusterIP" '
+                "(the pod's address, reachable only where pod IPs are).",
+                path=["auth_service_type"],
             )
         image = config.get("image")
         if checks.known(image) and not str(image).strip():
@@ -521,8 +549,16 @@ def _options(planned: State, *, cluster_id: str, host: str) -> InstallOptions:
         sharing_percentage=int(sharing) if is_known(sharing) and sharing is not None else 90,
         image=text("image") or _defaults()["image"],
         webhook_mode="url" if planned.get("webhook_mode") == "url" else "service",
+        auth_service_type=_service_type(text("auth_service_type", "NodePort")),
         auth_url=text("auth_url"),
     )
+
+
+def _service_type(value: str) -> ServiceType:
+    """The Service type `check` accepted (NodePort, the default, for anything else)."""
+    if value == "ClusterIP":
+        return "ClusterIP"
+    return "LoadBalancer" if value == "LoadBalancer" else "NodePort"
 
 
 def _state(planned: State, options: InstallOptions, *, identity: Mapping[str, str]) -> State:
@@ -535,6 +571,7 @@ def _state(planned: State, options: InstallOptions, *, identity: Mapping[str, st
         "service_cidr": options.service_cidr,
         "api_server_url": options.api_server_url,
         "image": options.image,
+        "auth_service_type": options.auth_service_type,
         "auth_url": identity.get(c.IDENTITY_AUTH_URL) or _known_text(planned.get("auth_url")),
         "cluster_id": options.cluster_id,
         "version": identity.get(c.IDENTITY_VERSION) or _version(),
@@ -564,6 +601,7 @@ def _observed_state(current: State, namespace: str, observed: Observed) -> State
         "sharing_percentage": int(sharing) if sharing.isdigit() else 0,
         "image": observed.image,
         "webhook_mode": observed.webhook_mode,
+        "auth_service_type": observed.auth_service_type,
         "api_server_url": observed.api_server_url,
         "auth_url": identity.get(c.IDENTITY_AUTH_URL) or "",
         "force": bool(current.get("force")),

@@ -28,6 +28,7 @@ from typing import Any, Final
 from runtime.api import constants as c
 from runtime.api import crds, kinds
 from runtime.api.resource import Resource
+from runtime.auth.endpoint import Endpoint, auth_endpoint
 from runtime.core import APIStatusError, Client, InvalidError, NotFoundError
 from runtime.forge.install import (
     COMPONENTS,
@@ -334,7 +335,24 @@ async def _pending(client: Client, options: InstallOptions) -> list[str]:
             pending.append("the auth service has not published its URL yet")
         elif options.auth_url and auth_url != options.auth_url:
             pending.append(f"the auth service publishes {auth_url}, not {options.auth_url} yet")
+        elif not options.auth_url:
+            pending += await _auth_url_moving(client, ns, auth_url)
     return pending
+
+
+async def _auth_url_moving(client: Client, namespace: str, published: str) -> list[str]:
+    """What the auth service is about to publish instead of `published`, as its Service now says (one
+    phrase, or none). The same derivation as the service's (`runtime.auth.endpoint`): it keeps the node
+    it published, so once it caught up with a changed Service type or nodePort the two agree. A ClusterIP
+    Service publishes the pod's address, which only the service knows: nothing to compare."""
+    service = await _get(client, Ref(kinds.SERVICES, c.AUTH_SERVICE, namespace))
+    if service is None or (service.get("spec") or {}).get("type") == "ClusterIP":
+        return []
+    nodes = await client.list(kinds.NODES)
+    derived = auth_endpoint(service, nodes.items, pod_url=published, published=published)
+    if isinstance(derived, Endpoint) and derived.url != published:
+        return [f"the auth service publishes {published}, not yet {derived.url} (from {derived.source})"]
+    return []
 
 
 def rolled_out(deployment: Mapping[str, Any]) -> bool:
@@ -376,6 +394,8 @@ class Observed:
     image: str
     webhook_mode: str
     api_server_url: str
+    #: the type of the auth service's Service ("" when it is missing)
+    auth_service_type: str = ""
     missing: list[str] = field(default_factory=list)
 
 
@@ -395,11 +415,20 @@ async def observe(client: Client, namespace: str) -> Observed | None:
     deployments = {
         target.name: obj for target, obj in live.items() if target.resource == kinds.DEPLOYMENTS and obj
     }
+    auth_service = next(
+        (
+            obj
+            for target, obj in live.items()
+            if target.resource == kinds.SERVICES and target.name == c.AUTH_SERVICE
+        ),
+        None,
+    )
     return Observed(
         identity=dict(identity.get("data") or {}),
         image=_container(deployments.get("liqo-controller-manager")).get("image") or "",
         webhook_mode=_flag(deployments.get("liqo-webhook"), "--mode="),
         api_server_url=_flag(deployments.get("liqo-auth"), "--api-server-url="),
+        auth_service_type=str(((auth_service or {}).get("spec") or {}).get("type") or ""),
         missing=[str(target) for target, obj in live.items() if obj is None],
     )
 

@@ -146,5 +146,7 @@ FIELD_MANAGER_VIRTUAL_KUBELET: Final = "liqo-virtual-kubelet"
 #: manager and kept: consumers pin its public key on first use (key `tls.key`, PKCS#8 PEM)
 AUTH_SERVING_KEY_SECRET: Final = "liqo-auth-serving-key"
 AUTH_SERVING_KEY: Final = "tls.key"
+#: the auth service's Service (in the runtime's namespace): its type decides the published `authURL`
+AUTH_SERVICE: Final = "liqo-auth"
 #: a ForeignCluster's reason: the provider's auth service presents another key than the one pinned on first use
 REASON_AUTH_SERVICE_KEY_CHANGED: Final = "AuthServiceKeyChanged"

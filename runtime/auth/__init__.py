@@ -14,5 +14,7 @@ revocation are signed with the consumer's key instead of the token.
 | `renewal.py` | Ed25519 signatures, timestamp window and replay protection for renew/revoke |
 | `ratelimit.py` | failures per source address (token bucket) |
 | `errors.py` | typed errors carrying their HTTP status and reason |
+| `endpoint.py` | the published URL derived from the `liqo-auth` Service and the Nodes (Liqo's rules) |
+| `publisher.py` | keeps the published `authURL` following that Service and the Nodes |
 | `options.py`, `server.py`, `main.py` | options, TLS serving and composition, the command line |
 """

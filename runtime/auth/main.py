@@ -5,7 +5,8 @@ cancellation; `main` parses the flags, loads credentials and serves. Flags mirro
 the install manifests pass (`runtime.forge.install._auth_args`). The kubelet expands
 `$(POD_IP)` in `--listen` and `--health-address`; outside a pod the `POD_IP`
 environment variable fills it in, and without `--listen` the service binds
-`$POD_IP:8443` (or every address when POD_IP is unset). Credentials are the pod's
+`$POD_IP:8443` (or every address when POD_IP is unset); `NODE_NAME` (the Deployment sets
+it from `spec.nodeName`) is the default of `--node-name`. Credentials are the pod's
 ServiceAccount unless `--kubeconfig` names a file. Bad flags exit with 2, a failure to
 start with 1.
 """
@@ -48,7 +49,16 @@ def argument_parser() -> argparse.ArgumentParser:
         help="the HTTPS address to bind (default: $POD_IP, else 0.0.0.0, port %(default)s)",
     )
     parser.add_argument("--api-server-url", default="", help="the API server URL consumers are given")
-    parser.add_argument("--advertise-url", default="", help="this service's URL as consumers reach it")
+    parser.add_argument(
+        "--advertise-url",
+        default="",
+        help="this service's URL as consumers reach it (default: derived from the liqo-auth Service)",
+    )
+    parser.add_argument(
+        "--node-name",
+        default=os.environ.get("NODE_NAME") or "",
+        help="the node this service runs on, preferred for a NodePort Service's address (default: $NODE_NAME)",
+    )
     parser.add_argument(
         "--token-ttl",
         type=int,
@@ -85,6 +95,7 @@ def options_from(args: argparse.Namespace) -> AuthOptions:
         port=port,
         api_server_url=args.api_server_url,
         advertise_url=args.advertise_url,
+        node_name=args.node_name,
         token_ttl=args.token_ttl,
         health=health,
     )

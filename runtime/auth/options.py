@@ -26,8 +26,11 @@ class AuthOptions:
     port: int = AUTH_PORT
     #: the provider API server URL put in credentials ("": the URL this service itself uses)
     api_server_url: str = ""
-    #: the service's URL as consumers reach it ("": https://<host>:<port>); published as `authURL`
+    #: the service's URL as consumers reach it, published as `authURL` ("": derived from the `liqo-auth`
+    #: Service and kept current, see `endpoint.py`)
     advertise_url: str = ""
+    #: the node this service runs on ("": unknown): its address is preferred for a NodePort Service
+    node_name: str = ""
     #: lifetime of the ServiceAccount tokens issued to consumers
     token_ttl: int = 3600
     #: the /healthz, /readyz, /metrics endpoint (None: none)

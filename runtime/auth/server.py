@@ -6,16 +6,19 @@ cluster labels: what `GET /v1/cluster` advertises) and the serving key (the Secr
 `liqo-auth-serving-key`, which the controller manager creates once; see `servingkey.py`),
 signs a serving certificate with that key (self-signed; SANs: the listen address, the
 advertised host and `liqo-auth.<namespace>.svc`), starts listening, and writes its URL
-into the identity ConfigMap as `authURL` (the `--advertise-url` if given, else
-`https://<listen address>`), from where `liqo_generate` reads it. Then it is ready and
-serves until cancelled. The certificate is signed anew at every start, but its key stays:
-consumers pin the key on their first contact and refuse a service holding another one.
+into the identity ConfigMap as `authURL`, from where `liqo_generate` reads it: the
+`--advertise-url` if given, else the URL derived from the `liqo-auth` Service (a load
+balancer's ingress, a node's address and the nodePort, or for a ClusterIP Service the
+listen address; see `endpoint.py`), which `publisher.py` keeps current as the Service and
+the Nodes change. Then it is ready and serves until cancelled. The certificate is signed
+anew at every start, but its key stays: consumers pin the key on their first contact and
+refuse a service holding another one (they do not check the host name, so a URL derived
+later needs no new certificate).
 """
 
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import json
 import logging
 import ssl
@@ -30,16 +33,26 @@ from prometheus_client import CollectorRegistry
 from runtime.api import constants as c
 from runtime.api.crds import TENANTS
 from runtime.api.image import package_version
-from runtime.api.kinds import CONFIGMAPS, SECRETS
-from runtime.core import APIError, Client, InformerFactory, NotFoundError, WatchingSettings
+from runtime.api.kinds import CONFIGMAPS, NODES, SECRETS, SERVICES
+from runtime.core import (
+    APIError,
+    Client,
+    Informer,
+    InformerFactory,
+    NotFoundError,
+    Settings,
+    WatchingSettings,
+)
 from runtime.core.health import HealthServer
 from runtime.core.informer import InformerMetrics
 from runtime.core.kubeconfig.tls import load_cert_chain
 from runtime.forge.credential import ClusterInfo
 
 from .app import Handlers, auth_app
+from .endpoint import url_for
 from .identities import CLUSTER_ID_INDEX, IdentityIssuer, ProviderIdentity, cluster_id_of
 from .options import AuthOptions
+from .publisher import AuthURLPublisher
 from .ratelimit import FailureLimiter
 from .renewal import SignedRequests
 from .servingkey import key_of, serving_certificate
@@ -56,16 +69,7 @@ _NOT_INSTALLED = "is the runtime installed?"
 
 def service_host(namespace: str) -> str:
     """The in-cluster DNS name of the auth Service."""
-    return f"liqo-auth.{namespace}.svc"
-
-
-def url_for(host: str, port: int) -> str:
-    """`https://host:port`, with brackets around an IPv6 address."""
-    try:
-        literal = f"[{host}]" if ipaddress.ip_address(host).version == 6 else host
-    except ValueError:
-        literal = host
-    return f"https://{literal}:{port}"
+    return f"{c.AUTH_SERVICE}.{namespace}.svc"
 
 
 def _server_context(certificate: bytes, key: bytes) -> ssl.SSLContext:
@@ -85,8 +89,10 @@ class AuthServer:
         self._registry = registry if registry is not None else CollectorRegistry()
         #: set once the endpoint listens and its URL is published
         self.started = asyncio.Event()
-        #: the bound port and published URL, once `started` is set
+        #: the bound port and its URL (`https://<listen address>:<port>`), once `started` is set
         self.port: int | None = None
+        self.listen_url: str | None = None
+        #: the URL published as `authURL`, once `started` is set (it follows the Service afterwards)
         self.url: str | None = None
         #: the serving certificate (PEM), once `started` is set
         self.certificate: bytes | None = None
@@ -102,6 +108,14 @@ class AuthServer:
         )
         tenants = informers.informer(TENANTS)
         tenants.store.add_index(CLUSTER_ID_INDEX, cluster_id_of)
+        watched = None
+        if not options.advertise_url:
+            watched = (
+                informers.informer(
+                    SERVICES, namespace=options.namespace, field_selector=f"metadata.name={c.AUTH_SERVICE}"
+                ),
+                informers.informer(NODES),
+            )
         async with asyncio.TaskGroup() as group:
             group.create_task(informers.run(), name="auth informers")
             if options.health is not None:
@@ -134,9 +148,17 @@ class AuthServer:
                 self._read_serving_key,
                 missing="the controller manager creates it; is it running?",
             )
-            await self._serve(key, auth_app(handlers, limiter=limiter, max_body=options.max_body))
+            app = auth_app(handlers, limiter=limiter, max_body=options.max_body)
+            await self._serve(key, app, watched, published=identity.get(c.IDENTITY_AUTH_URL) or "")
 
-    async def _serve(self, key: ec.EllipticCurvePrivateKey, app: web.Application) -> None:
+    async def _serve(
+        self,
+        key: ec.EllipticCurvePrivateKey,
+        app: web.Application,
+        watched: tuple[Informer, Informer] | None,
+        *,
+        published: str,
+    ) -> None:
         options = self._options
         hosts = [
             options.host,
@@ -151,12 +173,30 @@ class AuthServer:
             site = web.TCPSite(runner, options.host, options.port, ssl_context=context)
             await site.start()
             self.port = int(runner.addresses[0][1])
-            self.url = options.advertise_url or url_for(options.host, self.port)
+            self.listen_url = url_for(options.host, self.port)
             self.certificate = certificate
             logger.info("%s: serving peering requests on %s:%d", options.namespace, options.host, self.port)
-            await self._publish(self.url)
+            publisher = None
+            if watched is not None:
+                service, nodes = watched
+                publisher = AuthURLPublisher(
+                    namespace=options.namespace,
+                    service=service,
+                    nodes=nodes,
+                    pod_url=self.listen_url,
+                    own_node=options.node_name,
+                    published=published,
+                    publish=self._publish,
+                )
+            url = publisher.initial() if publisher is not None else options.advertise_url
+            await self._retrying("publish the authURL", lambda: self._publish(url))
+            if publisher is not None:
+                publisher.url = url
             self.started.set()
-            await asyncio.Event().wait()
+            if publisher is None:
+                await asyncio.Event().wait()
+            else:
+                await publisher.controller(Settings(server=None)).run()
         finally:
             self.started.clear()
             await runner.cleanup()
@@ -187,6 +227,7 @@ class AuthServer:
         return f"{self._options.namespace}/{c.CLUSTER_IDENTITY_CONFIGMAP}"
 
     async def _publish(self, url: str) -> None:
+        """Write `url` as the identity's `authURL` (one attempt)."""
         ns = self._options.namespace
         body = {
             "apiVersion": "v1",
@@ -194,11 +235,8 @@ class AuthServer:
             "metadata": {"name": c.CLUSTER_IDENTITY_CONFIGMAP, "namespace": ns},
             "data": {c.IDENTITY_AUTH_URL: url},
         }
-
-        async def publish() -> None:
-            await self._client.apply(CONFIGMAPS, body, field_manager=c.FIELD_MANAGER_AUTH, force=True)
-
-        await self._retrying("publish the authURL", publish)
+        await self._client.apply(CONFIGMAPS, body, field_manager=c.FIELD_MANAGER_AUTH, force=True)
+        self.url = url
         logger.info("%s/%s: published authURL %s", ns, c.CLUSTER_IDENTITY_CONFIGMAP, url)
 
     async def _retrying(

@@ -28,6 +28,7 @@ JSON = dict[str, Any]
 
 WebhookMode = Literal["service", "url"]
 ServiceType = Literal["ClusterIP", "NodePort", "LoadBalancer"]
+SERVICE_TYPES: tuple[ServiceType, ...] = ("ClusterIP", "NodePort", "LoadBalancer")
 
 CONTROLLER_MANAGER = "controller-manager"
 AUTH = "auth"
@@ -67,8 +68,11 @@ class InstallOptions:
     image: str = field(default_factory=runtime_image)
     #: `service`: the API server calls the webhook through its Service (in-cluster); `url`: by URL (the playground)
     webhook_mode: WebhookMode = "service"
-    auth_service_type: ServiceType = "ClusterIP"
-    #: the authentication service's URL as other clusters reach it (empty: the address it binds)
+    #: how other clusters reach the authentication service, which publishes its URL from this Service (a
+    #: node's address and the nodePort, a load balancer's ingress, or for ClusterIP its pod address, reachable
+    #: only where pod IPs are); see `runtime.auth.endpoint`
+    auth_service_type: ServiceType = "NodePort"
+    #: the authentication service's URL as other clusters reach it (empty: derived from its Service)
     auth_url: str = ""
 
     def validate(self) -> None:
@@ -94,6 +98,11 @@ class InstallOptions:
             raise InstallOptionsError("sharing_percentage", f"{self.sharing_percentage} is not in 1..100")
         if not self.api_server_url.startswith("https://"):
             raise InstallOptionsError("api_server_url", f"{self.api_server_url!r} must be an https:// URL")
+        if self.auth_service_type not in SERVICE_TYPES:
+            raise InstallOptionsError(
+                "auth_service_type",
+                f"{self.auth_service_type!r} is not one of {', '.join(SERVICE_TYPES)}",
+            )
         if self.auth_url and not self.auth_url.startswith("https://"):
             raise InstallOptionsError("auth_url", f"{self.auth_url!r} must be an https:// URL")
         for key, value in self.cluster_labels.items():
@@ -124,7 +133,7 @@ def install_manifests(options: InstallOptions) -> list[JSON]:
         objects.extend(component_bindings(component, namespace=ns))
     objects += [
         _deployment(options, CONTROLLER_MANAGER, _controller_manager_args(options), ports={}),
-        _deployment(options, AUTH, _auth_args(options), ports={"https": AUTH_PORT}),
+        _deployment(options, AUTH, _auth_args(options), ports={"https": AUTH_PORT}, node_name=True),
         _service(options, AUTH, AUTH_PORT, service_type=options.auth_service_type),
         _deployment(options, WEBHOOK, _webhook_args(options), ports={"https": WEBHOOK_PORT}),
         _service(options, WEBHOOK, WEBHOOK_PORT, service_type="ClusterIP"),
@@ -220,8 +229,21 @@ def _webhook_args(options: InstallOptions) -> list[str]:
     ]
 
 
-def _deployment(options: InstallOptions, component: str, args: list[str], *, ports: dict[str, int]) -> JSON:
+def _deployment(
+    options: InstallOptions,
+    component: str,
+    args: list[str],
+    *,
+    ports: dict[str, int],
+    node_name: bool = False,
+) -> JSON:
+    """The component's Deployment; `node_name` gives it `NODE_NAME` (its pod's `spec.nodeName`)."""
     name = f"liqo-{component}"
+    node_env = (
+        [{"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}]
+        if node_name
+        else []
+    )
     selector = {c.LABEL_NAME: name}
     probe = {"httpGet": {"path": "/readyz", "port": "health"}, "periodSeconds": 5, "failureThreshold": 3}
     container: JSON = {
@@ -234,6 +256,7 @@ def _deployment(options: InstallOptions, component: str, args: list[str], *, por
             {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
             {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
             {"name": "POD_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
+            *node_env,
         ],
         "ports": [{"name": "health", "containerPort": HEALTH_PORT, "protocol": "TCP"}]
         + [

@@ -76,6 +76,8 @@ def cluster_roles() -> list[JSON]:
                 _rule([c.AUTHENTICATION_GROUP], ["tenants/status"], ["get", "patch"]),
                 _rule([RBAC_GROUP], ["rolebindings"], ["get", "create", "update", "patch"]),
                 _rule([RBAC_GROUP], ["clusterroles"], ["bind"], [REMOTE_CONSUMER_ROLE]),
+                # the nodePort of its Service is reached at a node's address (runtime.auth.endpoint)
+                _rule([""], ["nodes"], READ),
                 events,
             ],
         ),
@@ -124,6 +126,8 @@ def component_bindings(component: str, *, namespace: str) -> list[JSON]:
         "auth": [
             _rule([""], ["secrets"], READ),
             _rule([""], ["configmaps"], ["get", "update", "patch"], [c.CLUSTER_IDENTITY_CONFIGMAP]),
+            # its own Service only (list and watch by a metadata.name field selector), to derive its authURL
+            _rule([""], ["services"], READ, [c.AUTH_SERVICE]),
         ],
         "webhook": [],
     }[component]

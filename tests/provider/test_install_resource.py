@@ -27,6 +27,7 @@ from runtime.api.kinds import (
     NAMESPACES,
     NODES,
     SECRETS,
+    SERVICES,
     VALIDATINGWEBHOOKS,
 )
 from runtime.auth.servingkey import generate_key, serving_key_secret
@@ -67,6 +68,7 @@ def config(**values: Any) -> dict[str, Any]:
         ("auth_url", "ftp://auth", "Invalid auth_url", "must be an https:// URL"),
         ("cluster_labels", {"zone": "not valid!"}, "Invalid cluster_labels", "is not a valid label value"),
         ("webhook_mode", "proxy", "Invalid webhook_mode", 'is not a webhook mode: use "service"'),
+        ("auth_service_type", "ExternalName", "Invalid auth_service_type", 'use "NodePort"'),
         ("image", " ", "Invalid image", "cannot be empty"),
     ],
     ids=lambda value: str(value)[:20],
@@ -116,6 +118,7 @@ def test_a_create_plan_has_the_defaults_and_leaves_cluster_values_to_apply() -> 
         "sharing_percentage": 90,
         "image": runtime_image(),
         "webhook_mode": "service",
+        "auth_service_type": "NodePort",
         "api_server_url": Unknown,
         "auth_url": Unknown,
         "force": False,
@@ -137,6 +140,7 @@ def applied_state(**values: Any) -> dict[str, Any]:
         "sharing_percentage": 90,
         "image": runtime_image(),
         "webhook_mode": "service",
+        "auth_service_type": "NodePort",
         "api_server_url": "https://127.0.0.1:6443",
         "auth_url": AUTH_URL,
         "force": False,
@@ -178,6 +182,21 @@ def test_a_new_image_leaves_the_auth_url_to_apply() -> None:
     assert outcome.state is not None
     assert outcome.state["auth_url"] is Unknown
     assert outcome.state["cluster_id"] == prior["cluster_id"]
+
+
+def test_another_auth_service_type_changes_in_place_and_leaves_the_auth_url_to_apply() -> None:
+    prior = applied_state()
+
+    outcome = harness.plan(
+        resource(),
+        config(api_server_url="https://127.0.0.1:6443", auth_service_type="LoadBalancer"),
+        prior=prior,
+    )
+
+    assert outcome.state is not None
+    assert outcome.replace == []
+    assert outcome.state["auth_service_type"] == "LoadBalancer"
+    assert outcome.state["auth_url"] is Unknown, "the URL follows the Service"
 
 
 def test_another_namespace_forces_a_reinstall() -> None:
@@ -392,6 +411,59 @@ async def test_an_update_recreates_what_is_missing_and_keeps_the_webhook_patch(
     assert {hook["clientConfig"].get("caBundle") for hook in webhook["webhooks"]} == {CA_BUNDLE}
     reread = (await asyncio.to_thread(harness.read, element, outcome.state)).state
     assert reread == outcome.state, "a plan right after the update is empty"
+
+
+async def test_read_reports_the_auth_service_type_and_an_update_puts_it_back_in_place(
+    provider: Provider, api: Client
+) -> None:
+    element, state = await create_installed(provider, api)
+    assert state["auth_service_type"] == "NodePort"
+    assert (await api.get(SERVICES, c.AUTH_SERVICE, namespace="liqo"))["spec"]["type"] == "NodePort"
+    https = {"name": "https", "port": 443, "targetPort": 8443, "protocol": "TCP"}
+    await api.patch(
+        SERVICES, c.AUTH_SERVICE, {"spec": {"type": "ClusterIP", "ports": [https]}}, namespace="liqo"
+    )
+    drifted = (await asyncio.to_thread(harness.read, element, state)).state
+    assert drifted is not None and drifted["auth_service_type"] == "ClusterIP"
+    cfg = config(pod_cidr=POD_CIDR, auth_service_type="LoadBalancer")
+    planned = await asyncio.to_thread(harness.plan, element, cfg, prior=drifted)
+    assert planned.state is not None and planned.replace == []
+
+    async with installed_runtime(api, "liqo"):
+        outcome = await asyncio.to_thread(harness.update, element, drifted, planned.state, cfg)
+
+    assert outcome.errors == []
+    assert outcome.state is not None and outcome.state["auth_service_type"] == "LoadBalancer"
+    service = await api.get(SERVICES, c.AUTH_SERVICE, namespace="liqo")
+    assert service["spec"]["type"] == "LoadBalancer"
+    assert service["spec"]["ports"][0]["nodePort"]
+
+
+async def test_an_apply_waits_until_the_published_url_follows_the_service(
+    provider: Provider, api: Client
+) -> None:
+    await api.create(NODES, {"metadata": {"name": "rome-w1"}})
+    await api.patch_status(
+        NODES,
+        "rome-w1",
+        {
+            "status": {
+                "addresses": [{"type": "InternalIP", "address": "172.18.0.9"}],
+                "conditions": [{"type": "Ready", "status": "True", "reason": "Test"}],
+            }
+        },
+    )
+    element, planned, cfg = await asyncio.to_thread(
+        plan_create, provider, pod_cidr=POD_CIDR, timeouts={"create": "3s", "update": None, "delete": None}
+    )
+
+    async with installed_runtime(api, "liqo"):  # it publishes AUTH_URL, not the node's address
+        outcome = await asyncio.to_thread(harness.create, element, planned, cfg)
+
+    [(summary, detail, _)] = outcome.errors
+    assert summary == "Timed out waiting for the Liqo runtime in namespace liqo to become ready"
+    node_port = (await api.get(SERVICES, c.AUTH_SERVICE, namespace="liqo"))["spec"]["ports"][0]["nodePort"]
+    assert f"the auth service publishes {AUTH_URL}, not yet https://172.18.0.9:{node_port}" in detail
 
 
 async def test_read_of_an_installation_whose_identity_is_gone_removes_it(

@@ -16,9 +16,9 @@ with a token issued as `liqo_generate` issues it. One cluster pair goes through 
 4. milan's API server stopped turns the virtual node NotReady, started again Ready;
 5. unpeer removes the virtual node, Tenant, tenant namespaces and ResourceSlices on both sides.
 
-Known bug, xfailed precisely: the auth service advertises its pod's IP, so once step 3
-re-created milan's auth pod, rome's `spec.authURL` is stale and the unpeer cannot revoke
-rome's identity on milan (see `xfail_if_auth_url_moved`). Runs in about 90 s.
+Step 3 re-creates milan's auth pod: its URL (a node address and the `liqo-auth` NodePort)
+must not move, or rome could no longer revoke its identity at unpeer nor renew its
+credential (it did move while the auth service advertised its pod's IP).
 """
 
 from __future__ import annotations
@@ -238,24 +238,6 @@ async def assert_single_peering(rome: Client, milan: Client) -> None:
     ] == [NODE]
 
 
-async def xfail_if_auth_url_moved(milan: Client, peered_url: str) -> None:
-    """xfail when milan's Tenant outlived the unpeer because its auth service moved (the known bug), else return.
-
-    The auth service listens on, and advertises, its pod's IP (`runtime.forge.install._auth_args`:
-    `--listen=$(POD_IP):8443`, no `--advertise-url`); in the playground a re-created pod gets
-    another IP, so the ForeignCluster's `spec.authURL` goes stale and the consumer can neither
-    revoke its identity (unpeer takes the forced path, leaving the Tenant and its namespace
-    for the provider's orphan collection) nor renew its credential.
-    """
-    data = (await milan.get(CONFIGMAPS, c.CLUSTER_IDENTITY_CONFIGMAP, namespace=NAMESPACE)).get("data") or {}
-    current = data.get(c.IDENTITY_AUTH_URL)
-    if current != peered_url:
-        pytest.xfail(
-            f"known bug: milan's auth service moved from {peered_url} to {current} when its pod was re-created,"
-            " so rome could not revoke its identity and the Tenant rome is left on milan"
-        )
-
-
 async def test_peering_on_real_processes_survives_kills_and_an_api_server_outage_and_unpeers(
     playground: Playground,
 ) -> None:
@@ -359,6 +341,10 @@ async def test_peering_on_real_processes_survives_kills_and_an_api_server_outage
         )
         node = await until(lambda: virtual_node_ready(rome), f"rome: node {NODE} Ready after the kills")
         assert node["metadata"]["uid"] == uid
+        published = (await milan.get(CONFIGMAPS, c.CLUSTER_IDENTITY_CONFIGMAP, namespace=NAMESPACE))["data"]
+        assert published[c.IDENTITY_AUTH_URL] == identity[c.IDENTITY_AUTH_URL], (
+            "the auth URL moved with its pod"
+        )
         await assert_single_peering(rome, milan)
 
         # 4. milan's API server down: NotReady; up again: Ready, the same node
@@ -392,8 +378,6 @@ async def test_peering_on_real_processes_survives_kills_and_an_api_server_outage
             )
         for side, kind in (("rome", RESOURCESLICES), ("rome", VIRTUALNODES), ("rome", IDENTITIES)):
             assert (await sides[side].list(kind)).items == [], f"{side}: {kind.kind} left after the unpeer"
-        if await get(milan, TENANTS, "rome", namespace="liqo-tenant-rome") is not None:
-            await xfail_if_auth_url_moved(milan, identity[c.IDENTITY_AUTH_URL])
         for kind, name, namespace in (
             (NAMESPACES, "liqo-tenant-rome", None),
             (TENANTS, "rome", "liqo-tenant-rome"),

@@ -45,6 +45,8 @@ OPTIONS = InstallOptions(
     pod_cidr="10.244.0.0/16",
     service_cidr="10.96.0.0/16",
     cluster_labels={"topology.liqo.io/region": "south"},
+    # in-process the service's own address is reachable: it publishes that (test_published_url changes it)
+    auth_service_type="ClusterIP",
 )
 NAMESPACE = OPTIONS.namespace
 
@@ -177,11 +179,11 @@ class Consumer:
 
 async def request(server: AuthServer, method: str, path: str, body: object = None) -> Answer:
     """One HTTPS request, trusting only the service's certificate (so its SAN for 127.0.0.1 is checked too)."""
-    assert server.certificate is not None and server.url is not None
+    assert server.certificate is not None and server.listen_url is not None
     context = ssl.create_default_context(cadata=server.certificate.decode("ascii"))
     async with (
         aiohttp.ClientSession() as session,
-        session.request(method, server.url + path, json=body, ssl=context) as response,
+        session.request(method, server.listen_url + path, json=body, ssl=context) as response,
     ):
         return Answer(response.status, await response.json(), dict(response.headers))
 

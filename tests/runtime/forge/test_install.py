@@ -6,12 +6,13 @@ import asyncio
 import dataclasses
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 
 from runtime.api import constants as c
-from runtime.api.kinds import CLUSTERROLEBINDINGS, CONFIGMAPS, SERVICEACCOUNTS
+from runtime.api.kinds import CLUSTERROLEBINDINGS, CONFIGMAPS, NODES, SERVICEACCOUNTS, SERVICES
 from runtime.core import Client, ForbiddenError
 from runtime.forge.install import InstallOptions, InstallOptionsError, install_manifests
 from tests.apiserver.conftest import start_emulator, stop_emulator
@@ -39,6 +40,7 @@ OPTIONS = InstallOptions(
         ({"sharing_percentage": 101}, "sharing_percentage"),
         ({"api_server_url": "http://x"}, "api_server_url"),
         ({"auth_url": "ftp://x"}, "auth_url"),
+        ({"auth_service_type": "ExternalName"}, "auth_service_type"),
         ({"cluster_labels": {"a": "bad value"}}, "cluster_labels"),
     ],
 )
@@ -64,10 +66,38 @@ def test_manifests_are_ordered_and_unique() -> None:
 def test_url_mode_webhooks_call_a_url_and_service_mode_a_service() -> None:
     def config(options: InstallOptions) -> dict[str, object]:
         webhook = next(o for o in install_manifests(options) if o["kind"] == "ValidatingWebhookConfiguration")
-        return webhook["webhooks"][0]["clientConfig"]  # type: ignore[no-any-return]
+        client_config: dict[str, object] = webhook["webhooks"][0]["clientConfig"]
+        return client_config
 
     assert "service" in config(OPTIONS)
     assert "url" in config(dataclasses.replace(OPTIONS, webhook_mode="url"))
+
+
+def test_the_auth_service_is_a_node_port_by_default_and_knows_its_node() -> None:
+    def auth_objects(options: InstallOptions) -> tuple[dict[str, Any], dict[str, Any]]:
+        objects = install_manifests(options)
+        service = next(o for o in objects if o["kind"] == "Service" and o["metadata"]["name"] == "liqo-auth")
+        deployment = next(
+            o for o in objects if o["kind"] == "Deployment" and o["metadata"]["name"] == "liqo-auth"
+        )
+        return service, deployment
+
+    service, deployment = auth_objects(OPTIONS)
+    assert service["spec"]["type"] == "NodePort"
+    env = {e["name"]: e for e in deployment["spec"]["template"]["spec"]["containers"][0]["env"]}
+    assert env["NODE_NAME"]["valueFrom"] == {"fieldRef": {"fieldPath": "spec.nodeName"}}
+    assert not any(
+        arg.startswith("--advertise-url")
+        for arg in deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+    )
+    service, _ = auth_objects(dataclasses.replace(OPTIONS, auth_service_type="LoadBalancer"))
+    assert service["spec"]["type"] == "LoadBalancer"
+    webhook = next(
+        o
+        for o in install_manifests(OPTIONS)
+        if o["kind"] == "Service" and o["metadata"]["name"] == "liqo-webhook"
+    )
+    assert webhook["spec"]["type"] == "ClusterIP"
 
 
 @pytest.fixture(scope="module")
@@ -104,6 +134,35 @@ async def test_the_api_server_accepts_the_whole_installation_twice(admin: Client
     assert identity["data"][c.IDENTITY_CLUSTER_NAME] == "milan"
 
 
+async def test_the_auth_service_reads_nodes_and_its_own_service_only(admin: Client, kubeconfig: Path) -> None:
+    await _apply_all(admin)
+    review = await admin.create(
+        SERVICEACCOUNTS,
+        {
+            "apiVersion": "authentication.k8s.io/v1",
+            "kind": "TokenRequest",
+            "spec": {"expirationSeconds": 600},
+        },
+        namespace=OPTIONS.namespace,
+        name="liqo-auth",
+        subresource="token",
+    )
+    config = yaml.safe_load(await asyncio.to_thread(kubeconfig.read_text))
+    config["users"][0]["user"] = {"token": review["status"]["token"]}
+    ns = OPTIONS.namespace
+    async with await Client.from_kubeconfig_dict(config) as auth:
+        await auth.list(NODES)
+        await auth.get(SERVICES, c.AUTH_SERVICE, namespace=ns)
+        listed = await auth.list(SERVICES, namespace=ns, field_selector=f"metadata.name={c.AUTH_SERVICE}")
+        assert [s["metadata"]["name"] for s in listed.items] == [c.AUTH_SERVICE]
+        with pytest.raises(ForbiddenError):
+            await auth.get(SERVICES, "liqo-webhook", namespace=ns)
+        with pytest.raises(ForbiddenError):
+            await auth.list(SERVICES, namespace=ns)
+        with pytest.raises(ForbiddenError):
+            await auth.patch(NODES, "any", {"metadata": {"labels": {"a": "b"}}})
+
+
 async def test_the_controller_manager_may_bind_the_virtual_kubelet_role_but_nothing_else(
     admin: Client, kubeconfig: Path
 ) -> None:
@@ -122,7 +181,7 @@ async def test_the_controller_manager_may_bind_the_virtual_kubelet_role_but_noth
     config = yaml.safe_load(await asyncio.to_thread(kubeconfig.read_text))
     config["users"][0]["user"] = {"token": review["status"]["token"]}
     async with await Client.from_kubeconfig_dict(config) as manager:
-        binding = {
+        binding: dict[str, Any] = {
             "apiVersion": "rbac.authorization.k8s.io/v1",
             "kind": "ClusterRoleBinding",
             "metadata": {"name": "vk-test"},
@@ -138,6 +197,6 @@ async def test_the_controller_manager_may_bind_the_virtual_kubelet_role_but_noth
             **binding,
             "metadata": {"name": "vk-admin"},
             "roleRef": {**binding["roleRef"], "name": "cluster-admin"},
-        }  # type: ignore[dict-item]
+        }
         with pytest.raises(ForbiddenError):
             await manager.create(CLUSTERROLEBINDINGS, escalation)

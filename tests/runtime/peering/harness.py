@@ -180,6 +180,8 @@ class Clusters:
             pod_cidr="10.244.0.0/16",
             service_cidr="10.96.0.0/12",
             cluster_labels=labels,
+            # no node forwards a nodePort here: the auth service publishes the address it binds on 127.0.0.1
+            auth_service_type="ClusterIP",
         )
 
         async def apply(obj: JSON) -> None:
