@@ -134,7 +134,8 @@ def stop_emulator(process: subprocess.Popen[bytes]) -> None:
 
 
 def api_client(kubeconfig: Path) -> client.ApiClient:
-    return config.new_client_from_config(config_file=str(kubeconfig))
+    api: client.ApiClient = config.new_client_from_config(config_file=str(kubeconfig))
+    return api
 
 
 @pytest.fixture(scope="session")

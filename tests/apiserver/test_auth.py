@@ -130,7 +130,7 @@ def test_role_binding_grants_exactly_the_rules(
         assert err.value.status == 403
     with pytest.raises(client.ApiException) as err:
         robot.list_config_map_for_all_namespaces()
-    assert "at the cluster scope" in err.value.body
+    assert "at the cluster scope" in str(err.value.body)
 
 
 def test_token_of_deleted_service_account_is_rejected(
@@ -242,7 +242,7 @@ def test_rbac_prevents_granting_permissions_not_held(
             },
         )
     assert err.value.status == 403
-    assert "attempting to grant RBAC permissions not currently held" in err.value.body
+    assert "attempting to grant RBAC permissions not currently held" in str(err.value.body)
 
 
 def test_impersonation_needs_permission_and_switches_user(cluster: Cluster, namespace: str) -> None:

@@ -78,6 +78,12 @@ def widget_crd(group: str, *, scope: str = "Namespaced") -> dict[str, Any]:
     }
 
 
+def as_json(value: object) -> dict[str, Any]:
+    """A custom object the client returned (its methods are annotated as returning `object`)."""
+    assert isinstance(value, dict), value
+    return value
+
+
 def wait_established(ext: client.ApiextensionsV1Api, name: str) -> dict[str, Any]:
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
@@ -133,11 +139,11 @@ def test_custom_resource_crud_with_defaults(cluster: Cluster, widgets: str, name
         "spec": {"size": 3},
         "extra": "dropped",
     }
-    obj = api.create_namespaced_custom_object(widgets, "v1", namespace, "widgets", body)
+    obj = as_json(api.create_namespaced_custom_object(widgets, "v1", namespace, "widgets", body))
     assert obj["spec"] == {"size": 3, "mode": "safe"}
     assert "extra" not in obj
     assert obj["metadata"]["generation"] == 1
-    got = api.get_namespaced_custom_object(widgets, "v1alpha1", namespace, "widgets", "w1")
+    got = as_json(api.get_namespaced_custom_object(widgets, "v1alpha1", namespace, "widgets", "w1"))
     assert got["apiVersion"] == f"{widgets}/v1alpha1"
     assert got["spec"]["size"] == 3
 
@@ -174,19 +180,21 @@ def test_custom_resource_status_and_scale_subresources(
         "spec": {"size": 1, "replicas": 1},
         "status": {"phase": "Ignored"},
     }
-    obj = api.create_namespaced_custom_object(widgets, "v1", namespace, "widgets", body)
+    obj = as_json(api.create_namespaced_custom_object(widgets, "v1", namespace, "widgets", body))
     assert "status" not in obj
-    patched = api.patch_namespaced_custom_object_status(
-        widgets, "v1", namespace, "widgets", "s", {"status": {"phase": "Ready", "replicas": 1}}
+    patched = as_json(
+        api.patch_namespaced_custom_object_status(
+            widgets, "v1", namespace, "widgets", "s", {"status": {"phase": "Ready", "replicas": 1}}
+        )
     )
     assert patched["status"]["phase"] == "Ready"
     assert patched["metadata"]["generation"] == 1
-    scale = api.get_namespaced_custom_object_scale(widgets, "v1", namespace, "widgets", "s")
+    scale = as_json(api.get_namespaced_custom_object_scale(widgets, "v1", namespace, "widgets", "s"))
     assert scale["spec"]["replicas"] == 1
     api.patch_namespaced_custom_object_scale(
         widgets, "v1", namespace, "widgets", "s", {"spec": {"replicas": 4}}
     )
-    obj = api.get_namespaced_custom_object(widgets, "v1", namespace, "widgets", "s")
+    obj = as_json(api.get_namespaced_custom_object(widgets, "v1", namespace, "widgets", "s"))
     assert obj["spec"]["replicas"] == 4
     assert obj["metadata"]["generation"] == 2
 

@@ -137,7 +137,7 @@ def test_deleting_namespace_marks_it_terminating_and_blocks_new_content(
     with pytest.raises(client.ApiException) as err:
         core.create_namespaced_config_map(name, {"metadata": {"name": "late"}})
     assert err.value.status == 403
-    assert "because it is being terminated" in err.value.body
+    assert "because it is being terminated" in str(err.value.body)
     core.patch_namespaced_config_map("inside", name, {"metadata": {"finalizers": None}})
 
 

@@ -144,12 +144,17 @@ def _stream(cluster: Cluster, path: str, query: list[tuple[str, str]], count: in
     return events
 
 
+def _resource_version(obj: client.V1ConfigMap) -> str:
+    """The resourceVersion the server gave an object it returned."""
+    version = obj.metadata.resource_version
+    assert version, obj
+    return version
+
+
 def test_watch_from_resource_version_replays_changes(
     cluster: Cluster, core: client.CoreV1Api, namespace: str
 ) -> None:
-    start = core.create_namespaced_config_map(
-        namespace, {"metadata": {"name": "w"}}
-    ).metadata.resource_version
+    start = _resource_version(core.create_namespaced_config_map(namespace, {"metadata": {"name": "w"}}))
     core.patch_namespaced_config_map("w", namespace, {"data": {"a": "1"}})
     core.delete_namespaced_config_map("w", namespace)
     events = _stream(
@@ -180,9 +185,9 @@ def test_watch_without_resource_version_starts_with_current_objects(
 def test_watch_with_selector_reports_objects_leaving_it_as_deleted(
     cluster: Cluster, core: client.CoreV1Api, namespace: str
 ) -> None:
-    start = core.create_namespaced_config_map(
-        namespace, {"metadata": {"name": "s", "labels": {"keep": "yes"}}}
-    ).metadata.resource_version
+    start = _resource_version(
+        core.create_namespaced_config_map(namespace, {"metadata": {"name": "s", "labels": {"keep": "yes"}}})
+    )
     core.patch_namespaced_config_map("s", namespace, {"metadata": {"labels": {"keep": "no"}}})
     core.patch_namespaced_config_map("s", namespace, {"metadata": {"labels": {"keep": "yes"}}})
     events = _stream(
@@ -225,9 +230,7 @@ def test_watch_ends_after_timeout_seconds(cluster: Cluster, namespace: str) -> N
 
 
 def test_watch_single_object_by_name(cluster: Cluster, core: client.CoreV1Api, namespace: str) -> None:
-    start = core.create_namespaced_config_map(
-        namespace, {"metadata": {"name": "one"}}
-    ).metadata.resource_version
+    start = _resource_version(core.create_namespaced_config_map(namespace, {"metadata": {"name": "one"}}))
     core.create_namespaced_config_map(namespace, {"metadata": {"name": "other"}})
     core.patch_namespaced_config_map("one", namespace, {"data": {"k": "v"}})
     events = _stream(
@@ -254,7 +257,7 @@ def test_pagination_across_namespaces_with_shared_prefixes_loses_nothing(
                     ns, {"metadata": {"name": f"page-{i}", "labels": {"paged": namespace}}}
                 )
                 expected.add((ns, f"page-{i}"))
-        seen: set[tuple[str, str]] = set()
+        seen: set[tuple[str | None, str | None]] = set()
         token = None
         while True:
             page = core.list_config_map_for_all_namespaces(

@@ -35,6 +35,6 @@ def test_node_status_is_kept_on_create_and_ignored_by_updates(cluster: Cluster, 
     assert created["status"]["addresses"] == [{"type": "InternalIP", "address": "10.0.0.9"}]
     core = client.CoreV1Api(cluster.api)
     patched = core.patch_node(node_name, {"status": {"capacity": {"cpu": "8"}}})
-    assert patched.status.capacity["cpu"] == "4"
+    assert patched.status.capacity is not None and patched.status.capacity["cpu"] == "4"
     patched = core.patch_node_status(node_name, {"status": {"capacity": {"cpu": "8"}}})
-    assert patched.status.capacity["cpu"] == "8"
+    assert patched.status.capacity is not None and patched.status.capacity["cpu"] == "8"

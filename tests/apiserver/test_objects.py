@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from kubernetes import client
 
@@ -31,7 +33,7 @@ def test_create_existing_name_is_already_exists(core: client.CoreV1Api, namespac
         core.create_namespaced_config_map(namespace, {"metadata": {"name": "dup"}})
     assert err.value.status == 409
     assert '"reason":"AlreadyExists"' in err.value.body.replace(" ", "")
-    assert 'configmaps \\"dup\\" already exists' in err.value.body
+    assert 'configmaps \\"dup\\" already exists' in str(err.value.body)
 
 
 def test_generate_name_appends_five_characters(core: client.CoreV1Api, namespace: str) -> None:
@@ -48,7 +50,7 @@ def test_update_with_stale_resource_version_is_conflict(core: client.CoreV1Api, 
     with pytest.raises(client.ApiException) as err:
         core.replace_namespaced_config_map("c", namespace, cm)
     assert err.value.status == 409
-    assert "the object has been modified" in err.value.body
+    assert "the object has been modified" in str(err.value.body)
 
 
 def test_update_without_resource_version_is_unconditional(core: client.CoreV1Api, namespace: str) -> None:
@@ -175,7 +177,7 @@ def test_service_gets_cluster_ip_from_service_cidr(core: client.CoreV1Api, names
     kubernetes = core.read_namespaced_service("kubernetes", "default")
     assert svc.spec.cluster_ip and svc.spec.cluster_ip != kubernetes.spec.cluster_ip
     assert svc.spec.cluster_ips == [svc.spec.cluster_ip]
-    assert svc.spec.ports[0].target_port == 80
+    assert svc.spec.ports is not None and svc.spec.ports[0].target_port == 80
     with pytest.raises(client.ApiException) as err:
         core.patch_namespaced_service(
             "svc", namespace, {"spec": {"clusterIP": "10.96.0.250", "clusterIPs": ["10.96.0.250"]}}
@@ -274,7 +276,7 @@ def test_pod_spec_is_immutable_except_image(core: client.CoreV1Api, namespace: s
     with pytest.raises(client.ApiException) as err:
         core.patch_namespaced_pod("im", namespace, {"spec": {"restartPolicy": "Never"}})
     assert err.value.status == 422
-    assert "pod updates may not change fields" in err.value.body
+    assert "pod updates may not change fields" in str(err.value.body)
 
 
 def test_binding_assigns_a_node_once(core: client.CoreV1Api, namespace: str) -> None:
@@ -309,10 +311,10 @@ def test_pod_with_unknown_priority_class_is_forbidden(core: client.CoreV1Api, na
     with pytest.raises(client.ApiException) as err:
         core.create_namespaced_pod(namespace, {"metadata": {"name": "nope"}, "spec": spec})
     assert err.value.status == 403
-    assert "no PriorityClass with name no-such-class was found" in err.value.body
+    assert "no PriorityClass with name no-such-class was found" in str(err.value.body)
 
 
-def _job(name: str, **spec: object) -> dict[str, object]:
+def _job(name: str, **spec: object) -> dict[str, Any]:
     pod = {"containers": [{"name": "c", "image": "busybox:1.36"}], "restartPolicy": "Never"}
     return {"metadata": {"name": name}, "spec": {"template": {"spec": pod}, **spec}}
 
@@ -327,16 +329,19 @@ def test_job_defaults_completions_only_when_parallelism_is_unset(cluster: Cluste
 
 def test_job_pods_may_not_restart_always(cluster: Cluster, namespace: str) -> None:
     body = _job("always")
-    body["spec"]["template"]["spec"]["restartPolicy"] = "Always"  # type: ignore[index]
+    body["spec"]["template"]["spec"]["restartPolicy"] = "Always"
     with pytest.raises(client.ApiException) as err:
         client.BatchV1Api(cluster.api).create_namespaced_job(namespace, body)
     assert err.value.status == 422
-    assert "spec.template.spec.restartPolicy" in err.value.body
+    assert "spec.template.spec.restartPolicy" in str(err.value.body)
 
 
 def test_cronjob_defaults(cluster: Cluster, namespace: str) -> None:
-    body = {"metadata": {"name": "cj"}, "spec": {"schedule": "*/5 * * * *", "jobTemplate": _job("t")}}
-    del body["spec"]["jobTemplate"]["metadata"]  # type: ignore[index, attr-defined]
+    body: dict[str, Any] = {
+        "metadata": {"name": "cj"},
+        "spec": {"schedule": "*/5 * * * *", "jobTemplate": _job("t")},
+    }
+    del body["spec"]["jobTemplate"]["metadata"]
     cj = client.BatchV1Api(cluster.api).create_namespaced_cron_job(namespace, body)
     assert cj.spec.suspend is False
     assert cj.spec.concurrency_policy == "Allow"

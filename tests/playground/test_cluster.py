@@ -28,7 +28,7 @@ from playground.spec import (
 from playground.testing import Playground, aclusters
 from runtime.api.image import runtime_image
 from runtime.api.kinds import CONFIGMAPS, NODES, PODS
-from runtime.core import APIError
+from runtime.core import APIError, Client
 from tests.playground.conftest import eventually
 
 # specs
@@ -270,7 +270,7 @@ async def test_a_process_that_dies_at_start_fails_the_start_with_its_log(tmp_pat
 async def test_two_clusters_with_overlapping_pod_cidrs(playground: Playground) -> None:
     a, b = await playground.up("east", "west", nodes=2)
     assert a.spec.api_server_port != b.spec.api_server_port
-    ips = {}
+    ips: dict[str, str] = {}
     for cluster in (a, b):
         async with cluster.client() as api:
             nodes = (await api.list(NODES)).items
@@ -282,11 +282,14 @@ async def test_two_clusters_with_overlapping_pod_cidrs(playground: Playground) -
                 namespace="default",
             )
 
-            async def pod_ip(api=api) -> str | None:  # type: ignore[no-untyped-def]
-                return (await api.get(PODS, "p", namespace="default"))["status"].get("podIP")
+            async def pod_ip(api: Client = api) -> str | None:
+                ip: str | None = (await api.get(PODS, "p", namespace="default"))["status"].get("podIP")
+                return ip
 
             await eventually(pod_ip, within=20)
-            ips[cluster.name] = await pod_ip()
+            ip = await pod_ip()
+            assert ip is not None
+            ips[cluster.name] = ip
     # the same worker subnet on both sides: overlapping pod CIDRs, as with two kind clusters
     assert ips["east"].rsplit(".", 1)[0] == ips["west"].rsplit(".", 1)[0] == "10.244.1"
 
@@ -315,7 +318,7 @@ async def test_a_failing_block_tears_down_every_process_including_a_subprocess_p
 
                 async def started() -> bool:
                     pod = await api.get(PODS, "sleeper", namespace="default")
-                    return pod["status"].get("phase") == "Running"
+                    return bool(pod["status"].get("phase") == "Running")
 
                 await eventually(started, within=30)
             pids = _all_pids(cluster)

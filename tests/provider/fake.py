@@ -12,12 +12,12 @@ import time
 from pathlib import Path
 from typing import Any, ClassVar
 
-from tf.iface import Config, DataSource, Provider, ReadContext, State
+from tf.iface import DataSource, Provider, ReadContext
 from tf.schema import Schema
 from tf.types import Number, String
 from tf.utils import Diagnostics
 
-from provider.framework.resource import ApplyContext, Resource
+from provider.framework.resource import ApplyContext, Resource, State
 from provider.framework.schema import Attribute
 from provider.server import serve
 
@@ -37,7 +37,7 @@ class SlowResource(Resource):
         ]
     )
 
-    def create(self, ctx: ApplyContext, planned: State) -> State:
+    def create(self, ctx: ApplyContext, planned: State) -> State:  # type: ignore[override]
         marker = Path(planned["marker"])
         marker.write_text("started")
         stopped = ctx.stop.wait(float(planned.get("wait_seconds") or 30))
@@ -49,10 +49,10 @@ class SlowResource(Resource):
     def read(self, ctx: ReadContext, current: State) -> State:
         return current
 
-    def update(self, ctx: ApplyContext, current: State, planned: State) -> State:
+    def update(self, ctx: ApplyContext, current: State, planned: State) -> State:  # type: ignore[override]
         return planned
 
-    def delete(self, ctx: ApplyContext, current: State) -> None:
+    def delete(self, ctx: ApplyContext, current: State) -> None:  # type: ignore[override]
         return None
 
 
@@ -66,10 +66,10 @@ class FakeProvider(Provider):
     def get_provider_schema(self, diags: Diagnostics) -> Schema:
         return Schema()
 
-    def validate_config(self, diags: Diagnostics, config: Config) -> None:
+    def validate_config(self, diags: Diagnostics, config: dict[str, Any]) -> None:
         return None
 
-    def configure_provider(self, diags: Diagnostics, config: Config) -> None:
+    def configure_provider(self, diags: Diagnostics, config: dict[str, Any]) -> None:
         return None
 
     def get_data_sources(self) -> list[type[DataSource]]:

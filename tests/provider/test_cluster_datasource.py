@@ -45,7 +45,10 @@ class FakeKube:
     host: str = HOST
 
     def run(self, operation: Callable[[Any], Awaitable[Any]], *, seconds: float) -> Any:
-        return asyncio.run(operation(self.client))
+        async def call() -> Any:
+            return await operation(self.client)
+
+        return asyncio.run(call())
 
 
 @dataclass
@@ -113,7 +116,7 @@ def test_a_malformed_identity_is_an_error_that_says_what_is_wrong(data: dict[str
     assert state is None
     [error] = diagnostics.diagnostics
     assert error.summary == f"Invalid Liqo cluster identity on {HOST}"
-    assert problem in error.detail
+    assert problem in str(error.detail)
 
 
 def test_an_unreachable_cluster_is_a_diagnostic_naming_the_host() -> None:
@@ -122,7 +125,7 @@ def test_an_unreachable_cluster_is_a_diagnostic_naming_the_host() -> None:
     assert state is None
     [error] = diagnostics.diagnostics
     assert error.summary == "Failed to read the Liqo cluster identity in namespace liqo"
-    assert f"The Kubernetes API server at {HOST} could not be reached" in error.detail
+    assert f"The Kubernetes API server at {HOST} could not be reached" in str(error.detail)
 
 
 def test_an_unconfigured_provider_is_a_diagnostic() -> None:
@@ -132,4 +135,4 @@ def test_an_unconfigured_provider_is_a_diagnostic() -> None:
 
     assert state is None
     [error] = diagnostics.diagnostics
-    assert "kubernetes.host will only be known after apply" in error.detail
+    assert "kubernetes.host will only be known after apply" in str(error.detail)

@@ -249,4 +249,4 @@ def test_load_reports_problems_on_the_attribute(
     assert loaded is None
     [diagnostic] = diagnostics.diagnostics
     assert (diagnostic.summary, diagnostic.path) == (summary, path)
-    assert detail in diagnostic.detail
+    assert detail in str(diagnostic.detail)

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import threading
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
+import grpc
 from tf.gen import tfplugin_pb2 as pb
 from tf.iface import DataSource, Provider, ReadContext
 from tf.schema import Schema
@@ -36,7 +37,7 @@ class Peer(Resource):
         if prior.get("cpu") == "busy":
             ctx.diagnostics.add_error("Cannot destroy a busy peer", path=["cpu"])
 
-    def create(self, ctx: ApplyContext, planned: State) -> State:
+    def create(self, ctx: ApplyContext, planned: State) -> State:  # type: ignore[override]
         if planned["cpu"] == "explode":
             raise RuntimeError("boom")
         return {**planned, "note": "created"}
@@ -44,10 +45,10 @@ class Peer(Resource):
     def read(self, ctx: ReadContext, current: State) -> State:
         return current
 
-    def update(self, ctx: ApplyContext, current: State, planned: State) -> State:
+    def update(self, ctx: ApplyContext, current: State, planned: State) -> State:  # type: ignore[override]
         return {**planned, "note": "updated"}
 
-    def delete(self, ctx: ApplyContext, current: State) -> None:
+    def delete(self, ctx: ApplyContext, current: State) -> None:  # type: ignore[override]
         ctx.diagnostics.add_error("Peer unreachable", "try force")
 
 
@@ -74,6 +75,9 @@ class App(Provider):
         return [Peer]
 
 
+# The servicer never touches its gRPC context, so the in-process calls pass none.
+NO_CONTEXT = cast(grpc.ServicerContext, None)
+
 PRIOR = {"cluster_id": "c1", "cpu": "1", "node": "liqo-c1", "note": "created"}
 
 
@@ -95,7 +99,7 @@ def plan_request(prior: dict[str, Any] | None, proposed: dict[str, Any] | None) 
 def test_create_plan_runs_the_resource_plan_hook() -> None:
     proposed = {"cluster_id": "c2", "cpu": "1", "node": None, "note": None}
 
-    response = servicer().PlanResourceChange(plan_request(None, proposed), None)
+    response = servicer().PlanResourceChange(plan_request(None, proposed), NO_CONTEXT)
 
     assert list(response.diagnostics) == []
     assert read_dynamic_value(response.planned_state) == {
@@ -109,7 +113,7 @@ def test_create_plan_runs_the_resource_plan_hook() -> None:
 def test_update_plan_names_the_attribute_that_forces_replacement() -> None:
     proposed = {**PRIOR, "cluster_id": "c9"}
 
-    response = servicer().PlanResourceChange(plan_request(PRIOR, proposed), None)
+    response = servicer().PlanResourceChange(plan_request(PRIOR, proposed), NO_CONTEXT)
 
     assert [[step.attribute_name for step in path.steps] for path in response.requires_replace] == [
         ["cluster_id"]
@@ -119,7 +123,7 @@ def test_update_plan_names_the_attribute_that_forces_replacement() -> None:
 
 
 def test_destroy_plan_lets_the_resource_refuse() -> None:
-    response = servicer().PlanResourceChange(plan_request({**PRIOR, "cpu": "busy"}, None), None)
+    response = servicer().PlanResourceChange(plan_request({**PRIOR, "cpu": "busy"}, None), NO_CONTEXT)
 
     assert read_dynamic_value(response.planned_state) is None
     [diagnostic] = response.diagnostics
@@ -136,7 +140,7 @@ def test_an_exception_in_apply_is_a_diagnostic_and_no_state() -> None:
         config=to_dynamic_value({**planned, "node": None, "note": None}),
     )
 
-    response = servicer().ApplyResourceChange(request, None)
+    response = servicer().ApplyResourceChange(request, NO_CONTEXT)
 
     [diagnostic] = response.diagnostics
     assert diagnostic.summary == "liqo_peer: apply: unexpected error: RuntimeError: boom"
@@ -149,7 +153,7 @@ def test_a_failed_delete_keeps_the_object_in_the_state() -> None:
         type_name="liqo_peer", prior_state=to_dynamic_value(PRIOR), planned_state=to_dynamic_value(None)
     )
 
-    response = servicer().ApplyResourceChange(request, None)
+    response = servicer().ApplyResourceChange(request, NO_CONTEXT)
 
     assert [d.summary for d in response.diagnostics] == ["Peer unreachable"]
     assert read_dynamic_value(response.new_state) == PRIOR
@@ -157,7 +161,7 @@ def test_a_failed_delete_keeps_the_object_in_the_state() -> None:
 
 def test_an_exception_in_any_rpc_is_an_error_diagnostic() -> None:
     response = servicer().ValidateProviderConfig(
-        pb.ValidateProviderConfig.Request(config=to_dynamic_value({})), None
+        pb.ValidateProviderConfig.Request(config=to_dynamic_value({})), NO_CONTEXT
     )
 
     [diagnostic] = response.diagnostics
@@ -167,6 +171,6 @@ def test_an_exception_in_any_rpc_is_an_error_diagnostic() -> None:
 
 def test_stop_provider_sets_the_stop_signal_and_answers() -> None:
     served = servicer()
-    response = served.StopProvider(pb.StopProvider.Request(), None)
+    response = served.StopProvider(pb.StopProvider.Request(), NO_CONTEXT)
     assert response.Error == ""
     assert served.stopping.is_set()

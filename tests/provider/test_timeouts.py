@@ -43,5 +43,5 @@ def test_the_block_documents_each_operation_and_its_default() -> None:
     block = timeouts.block({"create": 600, "delete": 90})
     descriptions = {a.name: a.description for a in block.block.attributes}
     assert set(descriptions) == {"create", "delete"}
-    assert "(default 10m)" in descriptions["create"]
-    assert "(default 90s)" in descriptions["delete"]
+    assert "(default 10m)" in str(descriptions["create"])
+    assert "(default 90s)" in str(descriptions["delete"])

@@ -13,13 +13,13 @@ from playground.apiserver.fieldvalidation import (
     STRICT,
     WARN,
     FieldValidator,
-    go_print,
     load_json,
     load_yaml,
     unsupported,
 )
 from playground.apiserver.listtypes import builtin_list_types
 from playground.apiserver.resources.base import ResourceType
+from playground.apiserver.schema import go_print
 
 CONFIGMAP = ResourceType("", "v1", "ConfigMap", "configmaps", True)
 DEPLOYMENT = ResourceType("apps", "v1", "Deployment", "deployments", True)

@@ -409,7 +409,7 @@ def test_kubernetes_client_loads_the_kubeconfig(ca: CertificateAuthority, tmp_pa
     )
     configuration = client.Configuration()
 
-    config.load_kube_config(config_file=str(path), client_configuration=configuration)  # type: ignore[no-untyped-call]
+    config.load_kube_config(config_file=str(path), client_configuration=configuration)
 
     assert configuration.host == "https://127.0.0.1:6443"
     assert configuration.cert_file is not None and configuration.ssl_ca_cert is not None

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import shutil
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncGenerator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -267,6 +267,7 @@ async def test_watch_from_before_the_event_window_is_gone() -> None:
     oldest = created[0]["metadata"]["resourceVersion"]
 
     events = registry.watch(configmaps, "ns", resource_version=oldest)
+    assert isinstance(events, AsyncGenerator)  # closed below as a watch handler closes it
     expired = await anext(events)
     await events.aclose()
     assert expired["type"] == "ERROR"
@@ -275,6 +276,7 @@ async def test_watch_from_before_the_event_window_is_gone() -> None:
     assert status["message"] == f"too old resource version: {oldest} ({storage.compacted_rv})"
 
     recent = registry.watch(configmaps, "ns", resource_version=created[-2]["metadata"]["resourceVersion"])
+    assert isinstance(recent, AsyncGenerator)
     replayed = await anext(recent)
     await recent.aclose()
     assert (replayed["type"], replayed["object"]["metadata"]["name"]) == ("ADDED", "c5")

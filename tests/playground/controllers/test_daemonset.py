@@ -4,6 +4,7 @@ eligible node, node selectors and taints, default daemon tolerations, revisions,
 from __future__ import annotations
 
 import uuid
+from collections.abc import Awaitable
 from pathlib import Path
 from typing import Any
 
@@ -140,7 +141,7 @@ async def test_a_node_selector_taint_only_keeps_new_pods_away(fresh_emulator: Pa
         assert still["metadata"]["uid"] == pod["metadata"]["uid"]
 
 
-async def _equal(value: Any, expected: Any) -> bool:
+async def _equal(value: Awaitable[object], expected: object) -> bool:
     return await value == expected
 
 

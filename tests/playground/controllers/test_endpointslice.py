@@ -4,6 +4,7 @@ readiness and termination as endpoint conditions, the legacy Endpoints object, w
 from __future__ import annotations
 
 import uuid
+from collections.abc import Awaitable
 from pathlib import Path
 from typing import Any
 
@@ -201,7 +202,7 @@ async def test_publish_not_ready_addresses_marks_every_endpoint_ready(
 
         async def legacy_ready() -> bool:
             found = await _subsets(client, namespace)
-            return bool(found) and [a["ip"] for a in found[0].get("addresses") or []] == ["10.244.2.10"]
+            return bool(found and [a["ip"] for a in found[0].get("addresses") or []] == ["10.244.2.10"])
 
         await eventually(legacy_ready)
 
@@ -236,7 +237,7 @@ async def test_a_service_without_endpoints_gets_a_placeholder_and_one_without_se
         await eventually(lambda: _is(_subsets(client, namespace), None))
 
 
-async def _is(value: Any, expected: Any) -> bool:
+async def _is(value: Awaitable[object], expected: object) -> bool:
     return await value == expected
 
 

@@ -119,7 +119,7 @@ async def test_an_object_with_a_foreign_finalizer_keeps_the_namespace_terminatin
             ns = await client.get(NAMESPACES, namespace)
             conditions = {c["type"]: c for c in ns["status"].get("conditions") or []}
             held = conditions.get("NamespaceFinalizersRemaining", {})
-            return held.get("status") == "True"
+            return bool(held.get("status") == "True")
 
         await eventually(reports_the_finalizer, within=20)
         ns = await client.get(NAMESPACES, namespace)

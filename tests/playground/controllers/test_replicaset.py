@@ -3,6 +3,7 @@ kube's scale-down order, status, and a refused creation reported as ReplicaFailu
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -60,7 +61,8 @@ async def test_pods_are_created_from_the_template_and_a_deleted_one_is_replaced(
 
         async def status_counts() -> bool:
             current = await client.get(REPLICASETS, "web", namespace=namespace)
-            return current["status"].get("replicas") == 3 and current["status"].get("observedGeneration") == 1
+            status = current["status"]
+            return bool(status.get("replicas") == 3 and status.get("observedGeneration") == 1)
 
         await eventually(status_counts)
         reasons = [(e["reason"], e["message"][:12]) for e in await events_of(client, rs)]
@@ -103,7 +105,7 @@ async def test_scale_down_removes_not_ready_then_most_recently_ready_pods(
 
         async def ready_counted() -> bool:
             current = await client.get(REPLICASETS, "web", namespace=namespace)
-            return current["status"].get("readyReplicas") == 2
+            return bool(current["status"].get("readyReplicas") == 2)
 
         await eventually(ready_counted)
         await client.patch(REPLICASETS, "web", {"spec": {"replicas": 1}}, namespace=namespace)
@@ -124,7 +126,7 @@ async def test_scaling_up_and_to_zero(emulator_kubeconfig: Path, client: Client,
 
         async def zero() -> bool:
             current = await client.get(REPLICASETS, "web", namespace=namespace)
-            return current["status"] == {"replicas": 0, "observedGeneration": 3}
+            return bool(current["status"] == {"replicas": 0, "observedGeneration": 3})
 
         await eventually(zero)
 
@@ -181,7 +183,7 @@ async def test_available_replicas_wait_for_min_ready_seconds(
         await eventually(lambda: _equals(counts(), (1, 1)), within=15)
 
 
-async def _equals(value: Any, expected: Any) -> bool:
+async def _equals(value: Awaitable[object], expected: object) -> bool:
     return await value == expected
 
 

@@ -3,6 +3,7 @@ from the highest ordinal with PVCs kept, Parallel, rolling updates from the top 
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from pathlib import Path
 from typing import Any
 
@@ -134,7 +135,7 @@ async def test_parallel_pods_start_together(
         await eventually(lambda: _equal(_names(client, namespace), ["web-0", "web-1", "web-2"]))
 
 
-async def _equal(value: Any, expected: Any) -> bool:
+async def _equal(value: Awaitable[object], expected: object) -> bool:
     return await value == expected
 
 

@@ -120,7 +120,7 @@ def test_pods_are_pinned_with_kube_tolerations_and_labels() -> None:
         ("node.kubernetes.io/unschedulable", "NoSchedule"),
     ]
     assert all("tolerationSeconds" not in t for t in template["spec"]["tolerations"])
-    spec = {
+    spec: JSON = {
         "affinity": {
             "nodeAffinity": {
                 "requiredDuringSchedulingIgnoredDuringExecution": {

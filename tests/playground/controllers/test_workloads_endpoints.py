@@ -10,7 +10,7 @@ from playground.controllers.workloads import endpoints
 
 JSON = dict[str, Any]
 
-SERVICE = {
+SERVICE: JSON = {
     "apiVersion": "v1",
     "kind": "Service",
     "metadata": {"name": "web", "namespace": "ns", "uid": "svc-uid", "labels": {"team": "a"}},

@@ -28,14 +28,19 @@ def deployment(replicas: int, surge: int | str = "25%", unavailable: int | str =
 
 
 def replica_set(
-    name: str, replicas: int, *, available: int = 0, created: str = "2024-01-01T00:00:00Z", **annotations: str
+    name: str,
+    replicas: int,
+    *,
+    available: int = 0,
+    created: str = "2024-01-01T00:00:00Z",
+    annotations: dict[str, str] | None = None,
 ) -> JSON:
     return {
         "metadata": {
             "name": name,
             "uid": name,
             "creationTimestamp": created,
-            "annotations": dict(annotations),
+            "annotations": dict(annotations or {}),
         },
         "spec": {"replicas": replicas},
         "status": {"replicas": replicas, "availableReplicas": available, "readyReplicas": available},
@@ -104,7 +109,7 @@ def test_the_new_replica_set_grows_within_the_surge() -> None:
 
 def test_proportional_shares_follow_the_max_replicas_annotation() -> None:
     d = deployment(20, surge=3)
-    rs = replica_set("a", 8, **{"deployment.kubernetes.io/max-replicas": "13"})
+    rs = replica_set("a", 8, annotations={"deployment.kubernetes.io/max-replicas": "13"})
     # 8 * (20 + 3) / 13 = 14.15 -> 14: six more, but never more than what is left to add
     assert rollout.proportion(rs, d, 10, 0) == 6
     assert rollout.proportion(rs, d, 10, 7) == 3
@@ -127,7 +132,7 @@ def test_new_replica_set_annotations_copy_bump_and_keep_history() -> None:
         "deployment.kubernetes.io/revision": "7",
         "kubectl.kubernetes.io/last-applied-configuration": "{}",
     }
-    rs = replica_set("rs", 3, **{"deployment.kubernetes.io/revision": "2"})
+    rs = replica_set("rs", 3, annotations={"deployment.kubernetes.io/revision": "2"})
     assert rollout.set_new_rs_annotations(d, rs, 5, exists=True)
     annotations = rs["metadata"]["annotations"]
     assert annotations == {
@@ -145,10 +150,10 @@ def test_new_replica_set_annotations_copy_bump_and_keep_history() -> None:
 def test_saturation_needs_size_annotation_and_availability() -> None:
     d = deployment(3)
     assert rollout.is_saturated(
-        d, replica_set("rs", 3, available=3, **{"deployment.kubernetes.io/desired-replicas": "3"})
+        d, replica_set("rs", 3, available=3, annotations={"deployment.kubernetes.io/desired-replicas": "3"})
     )
     assert not rollout.is_saturated(
-        d, replica_set("rs", 3, available=2, **{"deployment.kubernetes.io/desired-replicas": "3"})
+        d, replica_set("rs", 3, available=2, annotations={"deployment.kubernetes.io/desired-replicas": "3"})
     )
     assert not rollout.is_saturated(d, replica_set("rs", 3, available=3))
 

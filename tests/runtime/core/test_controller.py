@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import pytest
@@ -84,7 +84,7 @@ async def running(
     reconciler: Scripted,
     *,
     settings: Settings,
-    related: list[tuple[Resource, bool]] = (),  # type: ignore[assignment]
+    related: Sequence[tuple[Resource, bool]] = (),
     registry: CollectorRegistry | None = None,
 ) -> AsyncIterator[Controller]:
     primary = Informer(client, Selection(CONFIGMAPS), settings=settings.watching)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import hashlib
 import logging
 import os
@@ -225,10 +226,8 @@ async def test_bidirectional_peering_is_consumer_and_provider_on_both_sides(clus
     await clusters.eventually(lambda: _ready_node(rome, "liqo-milan"))
     await clusters.eventually(lambda: _ready_node(milan, "liqo-rome"))
     for here, there in ((rome, "milan"), (milan, "rome")):
-        status = await clusters.eventually(lambda here=here, there=there: _established(here, there))
-        status = await clusters.eventually(
-            lambda here=here, there=there: _incoming(here, there),
-        )
+        status = await clusters.eventually(functools.partial(_established, here, there))
+        status = await clusters.eventually(functools.partial(_incoming, here, there))
         assert status["role"] == "ConsumerAndProvider"
 
     # ending one direction leaves the other one alone
@@ -330,9 +329,7 @@ async def test_each_failure_gives_a_condition_that_says_what_to_fix(clusters: Cl
         ),
     }
     for provider, (reason, words) in expected.items():
-        status = await clusters.eventually(
-            lambda provider=provider, reason=reason: _condition_reason(rome, provider, reason)
-        )
+        status = await clusters.eventually(functools.partial(_condition_reason, rome, provider, reason))
         message = _ready_condition(status)["message"]
         for word in words:
             assert word in message, (provider, message)
@@ -347,7 +344,7 @@ async def test_each_failure_gives_a_condition_that_says_what_to_fix(clusters: Cl
     for provider in expected:
         await rome.admin.delete(FOREIGNCLUSTERS, provider)
     for provider in expected:
-        await clusters.eventually(lambda provider=provider: _gone(rome.admin, FOREIGNCLUSTERS, provider))
+        await clusters.eventually(functools.partial(_gone, rome.admin, FOREIGNCLUSTERS, provider))
 
 
 @pytest.mark.slow

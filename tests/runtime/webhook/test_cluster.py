@@ -7,6 +7,7 @@ import contextlib
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 import pytest
@@ -95,7 +96,7 @@ async def test_resource_slices_the_schema_admits_are_checked_by_the_webhook(inst
         namespace = f"liqo-tenant-{uuid.uuid4().hex[:8]}"
         await client.create(NAMESPACES, {"metadata": {"name": namespace}})
         consumer = str(uuid.uuid4())
-        body = {
+        body: dict[str, Any] = {
             "apiVersion": RESOURCESLICES.api_version,
             "kind": RESOURCESLICES.kind,
             "metadata": {"name": "slice", "namespace": namespace},
