@@ -1,10 +1,9 @@
 """Benchmark of peering on playground clusters (`python bench/peering.py`).
 
 Runs real playground clusters whose runtime pods run as local processes (the node
-agent's process runner), installed as `liqo_install` does it (`installer.apply`, then
-`installer.wait_ready`, webhook by URL), and peers them by writing exactly what
-`liqo_peer` writes (`runtime.forge.peering.token_secret` and `.foreign_cluster`,
-server-side applied) with a token issued as `liqo_generate` issues it. Measures:
+agent's process runner), installed as `liqo_install` does it, and peers them by writing
+exactly what `liqo_peer` writes with a token issued as `liqo_generate` issues it (all
+three through `playground.liqo`). Measures:
 
 - to Ready: from the ForeignCluster's creation on the consumer until its virtual node
   `liqo-<provider>` is Ready (polled every 50 ms; also when it was first registered),
@@ -19,9 +18,8 @@ server-side applied) with a token issued as `liqo_generate` issues it. Measures:
   RSS and CPU with all those peerings. Providers are started in batches; when a batch
   does not come up, the run goes on with those that did and says so in `notes`.
 
-Processes are found through the node agent's pid files
-(`<cluster>/nodes/<node>/pods/<pod uid>/run/<container>.pid`, `<pid> <start time>`),
-checked against `/proc`, with their descendants; RSS is `VmRSS` of
+Processes are found through the node agent's pid files (`Cluster.container_pid`), with
+their descendants; RSS is `VmRSS` of
 `/proc/<pid>/status`, CPU is utime + stime of `/proc/<pid>/stat`.
 
 Wall-clock figures on a shared two-core machine are noisy, so the run also measures
@@ -50,7 +48,6 @@ import sys
 import tempfile
 import threading
 import time
-import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -62,7 +59,8 @@ if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
 
 from playground import processes
 from playground.cluster import Cluster, ClusterError, down, resolve, up
-from provider.resources import foreigncluster, installer
+from playground.liqo import NAMESPACE, Identity, install_runtime, issue_token, peer
+from provider.resources import foreigncluster
 from runtime.api import constants as c
 from runtime.api.crds import FOREIGNCLUSTERS
 from runtime.api.image import runtime_image
@@ -78,11 +76,9 @@ CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 CONSUMER = "rome"
 #: the runtime components of a consumer, as their pods' `app.kubernetes.io/component` label says
 COMPONENTS = (*install.COMPONENTS, forge_vn.COMPONENT)
-NAMESPACE = c.DEFAULT_NAMESPACE
 POLL = 0.05
 SAMPLE = 0.1
 SETTLE_SECONDS = 3.0
-INSTALL_SECONDS = 300.0
 PEER_SECONDS = 120.0
 UNPEER_SECONDS = 60.0
 TRIVIAL_RUNS = 3
@@ -155,26 +151,17 @@ def rss_bytes(pids: Iterable[int]) -> int:
     return total
 
 
-def pid_file(cluster: Cluster, pod: Mapping[str, Any], container: str) -> Path:
-    """Where the node agent records the process of `container` of `pod` (see playground.nodeagent.podrun)."""
-    node = str(pod["spec"]["nodeName"])
-    return cluster.paths.node(node) / "pods" / str(pod["metadata"]["uid"]) / "run" / f"{container}.pid"
-
-
 def component_of(cluster: Cluster, pod: Mapping[str, Any]) -> Component:
     meta = pod["metadata"]
     name = f"{meta['namespace']}/{meta['name']}"
     container = str(pod["spec"]["containers"][0]["name"])
-    path = pid_file(cluster, pod, container)
-    try:
-        pid_text, started = path.read_text().split()
-    except (FileNotFoundError, ValueError):
+    pid = cluster.container_pid(pod, container)
+    info = None if pid is None else processes.read_proc(pid)
+    if info is None:
         raise RuntimeError(
-            f"{cluster.name}: pod {name} has no process record at {path}; is it a process pod that runs?"
-        ) from None
-    info = processes.read_proc(int(pid_text))
-    if info is None or str(info.start_time) != started:
-        raise RuntimeError(f"{cluster.name}: pod {name}: process {pid_text} of {path} is not running")
+            f"{cluster.name}: pod {name}: container {container} has no running process on node "
+            f"{pod['spec'].get('nodeName')}; is it a process pod that runs?"
+        )
     record = processes.ProcessRecord(
         role=str(meta["labels"][c.LABEL_COMPONENT]),
         pid=info.pid,
@@ -241,67 +228,7 @@ class Sampler:
         return 100 * self.ticks / CLOCK_TICKS / self.seconds if self.seconds else 0.0
 
 
-# install, tokens, peering: what liqo_install, liqo_generate and liqo_peer do
-
-
-@dataclass(frozen=True)
-class Identity:
-    """What a consumer needs of a provider to peer with it (liqo_generate's outputs but the token)."""
-
-    cluster_id: str
-    cluster_name: str
-    auth_url: str
-
-
-async def install_runtime(cluster: Cluster) -> Identity:
-    """Install the runtime as `liqo_install` does (webhook by URL, the playground's CIDRs) and wait until it runs."""
-    async with cluster.client() as api:
-        cidrs = await installer.discover_cidrs(api)
-        options = install.InstallOptions(
-            cluster_id=str(uuid.uuid4()),
-            cluster_name=cluster.name,
-            api_server_url=cluster.spec.api_server_url,
-            pod_cidr=cidrs.pod_cidr or cluster.spec.pod_cidr,
-            service_cidr=cidrs.service_cidr or cluster.spec.service_cidr,
-            webhook_mode="url",
-        )
-        options.validate()
-        await installer.apply(api, options, progress=installer.Progress())
-        ready = await installer.wait_ready(api, options, seconds=INSTALL_SECONDS, stop=threading.Event())
-    return Identity(
-        cluster_id=ready.identity[c.IDENTITY_CLUSTER_ID],
-        cluster_name=ready.identity[c.IDENTITY_CLUSTER_NAME],
-        auth_url=ready.identity[c.IDENTITY_AUTH_URL],
-    )
-
-
-async def issue_token(provider: Client) -> str:
-    """A peering token of the provider, its hash stored there (what `liqo_generate` creates)."""
-    token = tokens.generate_token()
-    await provider.create(
-        SECRETS,
-        tokens.token_secret(token, namespace=NAMESPACE),
-        namespace=NAMESPACE,
-        field_manager=c.FIELD_MANAGER_TERRAFORM,
-    )
-    return token
-
-
-async def peer(consumer: Client, provider: Identity, token: str) -> None:
-    """The token Secret and the ForeignCluster on the consumer, as `liqo_peer` writes them."""
-    secret = peering.token_secret(provider.cluster_name, token, namespace=NAMESPACE)
-    await consumer.apply(
-        SECRETS, secret, namespace=NAMESPACE, field_manager=c.FIELD_MANAGER_TERRAFORM, force=True
-    )
-    body = peering.foreign_cluster(
-        provider.cluster_name,
-        cluster_id=provider.cluster_id,
-        auth_url=provider.auth_url,
-        namespace=NAMESPACE,
-        resources={},
-        node_labels={},
-    )
-    await consumer.apply(FOREIGNCLUSTERS, body, field_manager=c.FIELD_MANAGER_TERRAFORM, force=True)
+# peering
 
 
 def node_ready(node: Mapping[str, Any]) -> bool:

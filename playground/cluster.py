@@ -49,6 +49,7 @@ from playground.apiserver.kubeconfig import write_kubeconfig
 from playground.apiserver.pki import CA_CERT_FILE, CertificateAuthority
 from playground.controlplane.__main__ import HEALTH_PORT_FILE
 from playground.controlplane.components import COMPONENTS
+from playground.nodeagent import podrun
 from playground.processes import ProcessRecord
 from playground.realbinary import (
     ADMIN,
@@ -264,6 +265,14 @@ class Cluster:
     def running(self) -> dict[str, bool]:
         """Each recorded process by role: whether it is still the one that was started."""
         return {role: processes.is_running(record) for role, record in self.records().items()}
+
+    def container_pid(self, pod: Mapping[str, Any], container: str) -> int | None:
+        """The local process running `container` of a process pod bound to one of this cluster's nodes, or None."""
+        node = str((pod.get("spec") or {}).get("nodeName") or "")
+        uid = str((pod.get("metadata") or {}).get("uid") or "")
+        if not node or not uid:
+            return None
+        return podrun.container_pid(self.paths.node(node), uid, container)
 
     def status(self) -> ClusterStatus:
         running = self.running()

@@ -150,53 +150,27 @@ def _wait(shutdown: threading.Event) -> None:
 
 
 def _certificate() -> tuple[bytes, bytes, bytes]:
-    """A fresh self-signed server certificate for "localhost": (cert PEM, key PEM, cert DER)."""
+    """A fresh self-signed server certificate for "localhost": (cert PEM, key PEM, cert DER).
+
+    Terraform trusts exactly this certificate (it is its own authority, as go-plugin's are).
+    """
     import datetime
 
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+    from cryptography.hazmat.primitives import serialization
 
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
-    now = datetime.datetime.now(datetime.UTC)
-    certificate = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(seconds=30))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost")]), critical=False)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                content_commitment=False,
-                key_encipherment=True,
-                data_encipherment=False,
-                key_agreement=True,
-                key_cert_sign=True,
-                crl_sign=False,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
-        )
-        .add_extension(
-            x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH]),
-            critical=False,
-        )
-        .sign(key, hashes.SHA256())
-    )
-    key_pem = key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    from runtime.forge import certificates
+
+    key = certificates.new_key()
+    certificate = certificates.tls_certificate(
+        key,
+        common_name="localhost",
+        hosts=["localhost"],
+        validity=datetime.timedelta(days=1),
+        authority=True,
     )
     return (
-        certificate.public_bytes(serialization.Encoding.PEM),
-        key_pem,
+        certificates.certificate_pem(certificate),
+        certificates.key_pem(key),
         certificate.public_bytes(serialization.Encoding.DER),
     )
 

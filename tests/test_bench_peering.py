@@ -10,6 +10,7 @@ import pytest
 from bench import peering
 from playground import processes
 from playground.cluster import Cluster
+from playground.nodeagent import podrun
 from playground.spec import ClusterSpec
 
 
@@ -27,8 +28,11 @@ def pod(
     }
 
 
-def record_pid(cluster: Cluster, obj: dict[str, object], text: str) -> None:
-    path = peering.pid_file(cluster, obj, "controller-manager")
+def record_pid(cluster: Cluster, uid: str, text: str) -> None:
+    """What the node agent of rome-control-plane writes for the controller-manager container of pod `uid`."""
+    path = podrun.pid_file(
+        podrun.pod_dir(cluster.paths.node("rome-control-plane"), uid), "controller-manager"
+    )
     path.parent.mkdir(parents=True)
     path.write_text(text)
 
@@ -38,23 +42,15 @@ def test_component_of_finds_the_process_the_node_agent_recorded(tmp_path: Path) 
     obj = pod("uid-1")
     me = processes.read_proc(os.getpid())
     assert me is not None
-    record_pid(cluster, obj, f"{me.pid} {me.start_time}\n")
+    record_pid(cluster, "uid-1", f"{me.pid} {me.start_time}\n")
 
     found = peering.component_of(cluster, obj)
 
     assert found.name == "controller-manager"
     assert found.pod == "liqo/liqo-controller-manager-abc"
+    assert found.record.pid == me.pid
+    assert found.record.start_time == me.start_time
     assert os.getpid() in found.pids()
-    assert (
-        tmp_path
-        / "rome"
-        / "nodes"
-        / "rome-control-plane"
-        / "pods"
-        / "uid-1"
-        / "run"
-        / "controller-manager.pid"
-    ).exists()
 
 
 def test_component_of_refuses_a_recycled_pid(tmp_path: Path) -> None:
@@ -62,16 +58,19 @@ def test_component_of_refuses_a_recycled_pid(tmp_path: Path) -> None:
     obj = pod("uid-2")
     me = processes.read_proc(os.getpid())
     assert me is not None
-    record_pid(cluster, obj, f"{me.pid} {me.start_time + 1}\n")
+    record_pid(cluster, "uid-2", f"{me.pid} {me.start_time + 1}\n")
 
-    with pytest.raises(RuntimeError, match="is not running"):
+    with pytest.raises(RuntimeError, match="container controller-manager has no running process"):
         peering.component_of(cluster, obj)
 
 
 def test_component_of_says_when_there_is_no_record(tmp_path: Path) -> None:
     cluster = Cluster(ClusterSpec(name="rome"), state_dir=tmp_path)
 
-    with pytest.raises(RuntimeError, match="has no process record"):
+    with pytest.raises(
+        RuntimeError,
+        match="rome: pod liqo/liqo-controller-manager-abc: container controller-manager has no running process on node rome-control-plane",
+    ):
         peering.component_of(cluster, pod("uid-3"))
 
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-import ipaddress
 import logging
 import ssl
 import tempfile
@@ -31,9 +30,9 @@ from typing import Any
 
 from aiohttp import web
 from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+from cryptography.x509.oid import NameOID
+
+from runtime.forge import certificates
 
 from .containers import LogOptions, LogUnavailableError, Runner
 
@@ -210,36 +209,18 @@ def serving_certificate(directory: Path, *, hosts: list[str]) -> tuple[Path, Pat
     cert_path, key_path = directory / CERT_FILE, directory / KEY_FILE
     if cert_path.exists() and key_path.exists() and _covers(cert_path.read_bytes(), hosts):
         return cert_path, key_path
-    key = ec.generate_private_key(ec.SECP256R1())
+    key = certificates.new_key()
     now = dt.datetime.now(dt.UTC)
-    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"{hosts[-1]}@{int(now.timestamp())}")])
-    names: list[x509.GeneralName] = []
-    for host in dict.fromkeys(hosts):
-        try:
-            names.append(x509.IPAddress(ipaddress.ip_address(host)))
-        except ValueError:
-            names.append(x509.DNSName(host))
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(subject)
-        .issuer_name(subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - dt.timedelta(minutes=5))
-        .not_valid_after(now + dt.timedelta(days=CERT_DAYS))
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-        .add_extension(x509.SubjectAlternativeName(names), critical=False)
-        .sign(key, hashes.SHA256())
+    cert = certificates.tls_certificate(
+        key,
+        common_name=f"{hosts[-1]}@{int(now.timestamp())}",
+        hosts=hosts,
+        validity=dt.timedelta(days=CERT_DAYS),
+        now=now,
     )
     directory.mkdir(parents=True, exist_ok=True, mode=0o700)
-    _write(
-        key_path,
-        key.private_bytes(
-            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-        ),
-    )
-    _write(cert_path, cert.public_bytes(serialization.Encoding.PEM))
+    _write(key_path, certificates.key_pem(key))
+    _write(cert_path, certificates.certificate_pem(cert))
     return cert_path, key_path
 
 

@@ -37,7 +37,7 @@ from .containers import ContainerReport, LogUnavailableError, Notify, PodReport,
 from .downward import PodContext
 from .env import ContainerConfigError, command_line, container_env, expand, references, service_env
 from .logfiles import LogFile
-from .mounts import Mount, ProcessSpec, Spawned, StartError, kill_group, kill_recorded, spawn
+from .mounts import Mount, ProcessSpec, Spawned, StartError, kill_group, kill_recorded, spawn, start_time
 from .objects import ObjectSource
 from .phase import initial_waiting_reason, is_sidecar, pod_phase
 from .probes import ProbeKind, ProbeTarget, ProbeWorker, http_get, is_supported
@@ -351,7 +351,7 @@ class PodRun:
         workdirs = [w for w in (str(c.spec.get("workingDir") or ""), str(self.directory)) if w]
         spec = ProcessSpec(
             argv=argv,
-            pid_file=str(self.directory / "run" / f"{c.name}.pid"),
+            pid_file=str(pid_file(self.directory, c.name)),
             mounts=mounts,
             workdirs=workdirs,
         )
@@ -697,6 +697,36 @@ class PodRun:
                 f'container "{container}" in pod "{pod}" is waiting to start: {waiting.get("reason", "")}'
             )
         raise LogUnavailableError(f'container "{container}" in pod "{pod}" is waiting to start - no logs yet')
+
+
+def pods_dir(node_state_dir: Path) -> Path:
+    """Where the node agent run with `node_state_dir` keeps its process pods' files (see processes.py)."""
+    return node_state_dir / "pods"
+
+
+def pod_dir(node_state_dir: Path, pod_uid: str) -> Path:
+    """The directory of a process pod's files on the node agent run with `node_state_dir`."""
+    return pods_dir(node_state_dir) / pod_uid
+
+
+def pid_file(directory: Path, container: str) -> Path:
+    """Where the process of `container` of the pod run in `directory` records itself (`<pid> <start time>`)."""
+    return directory / "run" / f"{container}.pid"
+
+
+def container_pid(node_state_dir: Path, pod_uid: str, container: str) -> int | None:
+    """The running process of a process pod's container on the node agent run with `node_state_dir`.
+
+    None when there is none: no pid file (not a process pod, or the container is not running) or one
+    whose process has gone (its pid reused by another process: the start time differs).
+    """
+    path = pid_file(pod_dir(node_state_dir, pod_uid), container)
+    try:
+        pid_text, started = path.read_text().split()
+        pid = int(pid_text)
+    except (OSError, ValueError):
+        return None
+    return pid if start_time(pid) == started else None
 
 
 def resolve_python(argv: list[str]) -> list[str]:

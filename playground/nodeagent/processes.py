@@ -30,6 +30,7 @@ from typing import Any
 
 from runtime.api.image import is_runtime_image
 
+from . import podrun
 from .containers import LogOptions, LogUnavailableError, Notify, PodReport, RecordEvent
 from .ipam import PodIPAllocator
 from .mounts import check_namespaces, kill_recorded
@@ -75,7 +76,7 @@ class ProcessRunner:
 
     @property
     def pods_dir(self) -> Path:
-        return self._state_dir / "pods"
+        return podrun.pods_dir(self._state_dir)
 
     async def prepare(self) -> None:
         """Kill processes a previous run on this state dir left behind, clear its pod files, check mounts."""

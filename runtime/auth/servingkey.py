@@ -12,15 +12,13 @@ from __future__ import annotations
 import base64
 import binascii
 import datetime as dt
-import ipaddress
 from typing import Any
 
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from runtime.api import constants as c
+from runtime.forge import certificates
 from runtime.forge.meta import metadata
 
 JSON = dict[str, Any]
@@ -32,9 +30,7 @@ COMPONENT = "auth"
 
 def generate_key() -> bytes:
     """A new ECDSA P-256 private key, PKCS#8 PEM."""
-    return ec.generate_private_key(ec.SECP256R1()).private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    )
+    return certificates.key_pem(certificates.new_key())
 
 
 def serving_key_secret(*, namespace: str, key: bytes) -> JSON:
@@ -66,33 +62,8 @@ def serving_certificate(
     hosts: list[str], key: ec.EllipticCurvePrivateKey | None = None
 ) -> tuple[bytes, bytes]:
     """(certificate PEM, key PEM): self-signed with `key` (a new one if None), for these host names and IPs."""
-    key = key if key is not None else ec.generate_private_key(ec.SECP256R1())
-    names: list[x509.GeneralName] = []
-    for host in dict.fromkeys(h for h in hosts if h):
-        try:
-            address = ipaddress.ip_address(host)
-        except ValueError:
-            names.append(x509.DNSName(host))
-            continue
-        if not address.is_unspecified:
-            names.append(x509.IPAddress(address))
-    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "liqo-auth")])
-    now = dt.datetime.now(dt.UTC)
-    builder = (
-        x509.CertificateBuilder()
-        .subject_name(subject)
-        .issuer_name(subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - dt.timedelta(hours=1))
-        .not_valid_after(now + dt.timedelta(days=CERTIFICATE_DAYS))
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+    key = key if key is not None else certificates.new_key()
+    certificate = certificates.tls_certificate(
+        key, common_name="liqo-auth", hosts=hosts, validity=dt.timedelta(days=CERTIFICATE_DAYS)
     )
-    if names:
-        builder = builder.add_extension(x509.SubjectAlternativeName(names), critical=False)
-    certificate = builder.sign(key, hashes.SHA256())
-    key_pem = key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    )
-    return certificate.public_bytes(serialization.Encoding.PEM), key_pem
+    return certificates.certificate_pem(certificate), certificates.key_pem(key)

@@ -5,28 +5,21 @@ webhook patches in itself (see `configuration.py`), so no cert-manager or Secret
 needed: every start makes a fresh CA and serving certificate, and a restart simply
 patches the new CA in. The certificate names every address the API server may call:
 the listen IP (URL mode, the playground) and the Service's DNS names (service mode).
-Keys are ECDSA P-256 (fast to make, accepted by every TLS stack) and never touch disk.
+Both are made by `runtime.forge.certificates`; their keys never touch disk.
 """
 
 from __future__ import annotations
 
 import datetime
-import ipaddress
 import ssl
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
-
 from runtime.core.kubeconfig.tls import load_cert_chain
+from runtime.forge import certificates
 
 #: how long a certificate is valid; the webhook makes a new one on every start
 VALIDITY = datetime.timedelta(days=365)
-#: accepted clock skew between this machine and the API server's
-BACKDATE = datetime.timedelta(minutes=5)
 
 
 @dataclass(frozen=True, repr=False)
@@ -51,10 +44,6 @@ def service_dns_names(service: str, namespace: str) -> list[str]:
     ]
 
 
-def _name(common_name: str) -> x509.Name:
-    return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
-
-
 def serving_certificate(*, hosts: Sequence[str], common_name: str) -> ServingCertificate:
     """A fresh CA and a serving certificate for `hosts` (IP addresses become IP SANs, the rest DNS SANs).
 
@@ -63,67 +52,28 @@ def serving_certificate(*, hosts: Sequence[str], common_name: str) -> ServingCer
     if not hosts:
         raise ValueError("a serving certificate needs at least one host name or IP address")
     now = datetime.datetime.now(datetime.UTC)
-    ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_name = _name(f"{common_name}-ca@{int(now.timestamp())}")
-    ca = (
-        x509.CertificateBuilder()
-        .subject_name(ca_name)
-        .issuer_name(ca_name)
-        .public_key(ca_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - BACKDATE)
-        .not_valid_after(now + VALIDITY)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                content_commitment=False,
-                key_encipherment=False,
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=True,
-                crl_sign=True,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
-        )
-        .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False)
-        .sign(ca_key, hashes.SHA256())
+    ca_key = certificates.new_key()
+    ca = certificates.tls_certificate(
+        ca_key,
+        common_name=f"{common_name}-ca@{int(now.timestamp())}",
+        validity=VALIDITY,
+        authority=True,
+        now=now,
     )
-    key = ec.generate_private_key(ec.SECP256R1())
-    certificate = (
-        x509.CertificateBuilder()
-        .subject_name(_name(common_name))
-        .issuer_name(ca_name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - BACKDATE)
-        .not_valid_after(now + VALIDITY)
-        .add_extension(
-            x509.SubjectAlternativeName([_san(host) for host in dict.fromkeys(hosts)]), critical=False
-        )
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-        .add_extension(
-            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False
-        )
-        .sign(ca_key, hashes.SHA256())
+    key = certificates.new_key()
+    certificate = certificates.tls_certificate(
+        key,
+        common_name=common_name,
+        hosts=hosts,
+        validity=VALIDITY,
+        issuer=certificates.Issuer(certificate=ca, key=ca_key),
+        now=now,
     )
     return ServingCertificate(
-        certificate=certificate.public_bytes(serialization.Encoding.PEM),
-        key=key.private_bytes(
-            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-        ),
-        ca=ca.public_bytes(serialization.Encoding.PEM),
+        certificate=certificates.certificate_pem(certificate),
+        key=certificates.key_pem(key),
+        ca=certificates.certificate_pem(ca),
     )
-
-
-def _san(host: str) -> x509.GeneralName:
-    try:
-        return x509.IPAddress(ipaddress.ip_address(host.strip("[]")))
-    except ValueError:
-        return x509.DNSName(host)
 
 
 def server_context(certificate: ServingCertificate) -> ssl.SSLContext:

@@ -1,11 +1,10 @@
 """Peering on two real playground clusters: what only the runtime's real processes can show.
 
 rome (consumer) and milan (provider) are playground clusters with the default, overlapping
-pod CIDRs. The runtime is installed in both as `liqo_install` does it (`installer.apply`
-then `installer.wait_ready`, webhook by URL), so its Deployments' pods run as local
-processes under the playground's node agents; rome peers with milan by server-side
-applying only what `liqo_peer` writes (`peering.token_secret` and `peering.foreign_cluster`)
-with a token issued as `liqo_generate` issues it. One cluster pair goes through every step:
+pod CIDRs. The runtime is installed in both as `liqo_install` does it, so its Deployments'
+pods run as local processes under the playground's node agents; rome peers with milan by
+server-side applying only what `liqo_peer` writes, with a token issued as `liqo_generate`
+issues it (all three through `playground.liqo`). One cluster pair goes through every step:
 
 1. the Ready virtual node `liqo-milan` with issue 4's labels, taint and capacity, and
    `kubectl get foreignclusters` (the real binary) reading like Liqo's docs;
@@ -27,87 +26,36 @@ import asyncio
 import functools
 import os
 import signal
-import threading
-import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from playground import processes
+from playground import liqo
 from playground.cluster import Cluster
 from playground.testing import Playground
-from provider.resources import installer
 from runtime.api import constants as c
 from runtime.api.crds import FOREIGNCLUSTERS, IDENTITIES, RESOURCESLICES, TENANTS, VIRTUALNODES
 from runtime.api.kinds import CONFIGMAPS, DEPLOYMENTS, NAMESPACES, NODES, PODS, SECRETS
 from runtime.api.quantity import parse_quantity
 from runtime.controllers.core.objects import kubeconfig_of
 from runtime.core import Client, ForbiddenError, NotFoundError
-from runtime.forge import install, peering, tokens
+from runtime.forge import install
 from runtime.forge import virtualnode as forge_vn
 from tests.playground.conftest import eventually
 
 pytestmark = [pytest.mark.slow, pytest.mark.kubectl]
 
 JSON = dict[str, Any]
-NAMESPACE = c.DEFAULT_NAMESPACE
+NAMESPACE = liqo.NAMESPACE
 NODE = "liqo-milan"
 #: milan's cluster labels, which its virtual node on rome carries
 MILAN_LABELS = {"topology.kubernetes.io/region": "north"}
 #: the peering's extra node labels (the ForeignCluster's spec.nodeLabels)
 NODE_LABELS = {"example.com/tier": "burst"}
-INSTALL_SECONDS = 300.0
 #: generous bounds: the machine is shared, and the virtual kubelet needs three failed pings 10 s apart
 WITHIN = 180.0
-
-
-async def install_runtime(cluster: Cluster, *, labels: Mapping[str, str]) -> dict[str, str]:
-    """Install the runtime as `liqo_install` does and wait until it runs; its identity ConfigMap's data."""
-    async with cluster.client() as api:
-        cidrs = await installer.discover_cidrs(api)
-        options = install.InstallOptions(
-            cluster_id=str(uuid.uuid4()),
-            cluster_name=cluster.name,
-            api_server_url=cluster.spec.api_server_url,
-            pod_cidr=cidrs.pod_cidr or cluster.spec.pod_cidr,
-            service_cidr=cidrs.service_cidr or cluster.spec.service_cidr,
-            cluster_labels=dict(labels),
-            webhook_mode="url",
-        )
-        options.validate()
-        await installer.apply(api, options, progress=installer.Progress())
-        ready = await installer.wait_ready(api, options, seconds=INSTALL_SECONDS, stop=threading.Event())
-    return ready.identity
-
-
-async def peer(rome: Client, milan: Client, identity: Mapping[str, str]) -> None:
-    """A token issued on milan (as `liqo_generate`), then what `liqo_peer` writes on rome."""
-    token = tokens.generate_token()
-    await milan.create(
-        SECRETS,
-        tokens.token_secret(token, namespace=NAMESPACE),
-        namespace=NAMESPACE,
-        field_manager=c.FIELD_MANAGER_TERRAFORM,
-    )
-    name = identity[c.IDENTITY_CLUSTER_NAME]
-    await rome.apply(
-        SECRETS,
-        peering.token_secret(name, token, namespace=NAMESPACE),
-        namespace=NAMESPACE,
-        field_manager=c.FIELD_MANAGER_TERRAFORM,
-        force=True,
-    )
-    body = peering.foreign_cluster(
-        name,
-        cluster_id=identity[c.IDENTITY_CLUSTER_ID],
-        auth_url=identity[c.IDENTITY_AUTH_URL],
-        namespace=NAMESPACE,
-        resources={},
-        node_labels=NODE_LABELS,
-    )
-    await rome.apply(FOREIGNCLUSTERS, body, field_manager=c.FIELD_MANAGER_TERRAFORM, force=True)
 
 
 async def get(api: Client, resource: Any, name: str, *, namespace: str | None = None) -> JSON | None:
@@ -187,24 +135,6 @@ async def replaced(api: Client, namespace: str, component: str, old_uid: str) ->
     return fresh[0] if len(pods) == 1 and fresh else None
 
 
-def process_of(cluster: Cluster, pod: JSON) -> processes.ProcInfo | None:
-    """The running process of the pod's first container, from the node agent's pid file (`<pid> <start time>`)."""
-    container = pod["spec"]["containers"][0]["name"]
-    path = (
-        cluster.paths.node(pod["spec"]["nodeName"])
-        / "pods"
-        / pod["metadata"]["uid"]
-        / "run"
-        / f"{container}.pid"
-    )
-    try:
-        pid, started = path.read_text().split()
-    except (FileNotFoundError, ValueError):
-        return None
-    info = processes.read_proc(int(pid))
-    return info if info is not None and str(info.start_time) == started else None
-
-
 async def restarted(
     cluster: Cluster, api: Client, namespace: str, component: str, old_pid: int
 ) -> JSON | None:
@@ -212,8 +142,8 @@ async def restarted(
     pods = await running_pods(api, namespace, component)
     if len(pods) != 1:
         return None
-    info = process_of(cluster, pods[0])
-    return pods[0] if info is not None and info.pid != old_pid else None
+    pid = cluster.container_pid(pods[0], pods[0]["spec"]["containers"][0]["name"])
+    return pods[0] if pid is not None and pid != old_pid else None
 
 
 async def absent(api: Client, resource: Any, name: str, namespace: str | None) -> JSON | None:
@@ -245,17 +175,17 @@ async def test_peering_on_real_processes_survives_kills_and_an_api_server_outage
     rome_cluster, milan_cluster = clusters["rome"], clusters["milan"]
     assert rome_cluster.spec.pod_cidr == milan_cluster.spec.pod_cidr, "the default pod CIDRs overlap"
     _, identity = await asyncio.gather(
-        install_runtime(rome_cluster, labels={}), install_runtime(milan_cluster, labels=MILAN_LABELS)
+        liqo.install_runtime(rome_cluster), liqo.install_runtime(milan_cluster, cluster_labels=MILAN_LABELS)
     )
     async with rome_cluster.client() as rome, milan_cluster.client() as milan:
-        await peer(rome, milan, identity)
+        await liqo.peer(rome, identity, await liqo.issue_token(milan), node_labels=NODE_LABELS)
 
         # 1. a Ready virtual node standing for milan, with the labels, taint and capacity of issue 4
         node = await until(lambda: virtual_node_ready(rome), f"rome: node {NODE} Ready")
         uid = node["metadata"]["uid"]
         labels = node["metadata"]["labels"]
         assert labels[c.LABEL_TYPE] == c.TYPE_VIRTUAL_NODE
-        assert labels[c.LABEL_REMOTE_CLUSTER_ID] == identity[c.IDENTITY_CLUSTER_ID]
+        assert labels[c.LABEL_REMOTE_CLUSTER_ID] == identity.cluster_id
         assert c.LABEL_ROLE_AGENT in labels
         assert MILAN_LABELS.items() <= labels.items()
         assert NODE_LABELS.items() <= labels.items()
@@ -295,7 +225,7 @@ async def test_peering_on_real_processes_survives_kills_and_an_api_server_outage
         assert table[1].split()[:6] == ["milan", "OutOfBand", "Established", "None", "None", "Established"]
         wide = (await kubectl(rome_cluster.kubeconfig, "get", "foreignclusters", "-o", "wide")).splitlines()
         assert wide[0].split()[-3:] == ["CLUSTER", "ID", "AGE"], wide
-        assert wide[1].split()[-2] == identity[c.IDENTITY_CLUSTER_ID], wide
+        assert wide[1].split()[-2] == identity.cluster_id, wide
 
         # 2. the credential the virtual kubelet uses reaches only rome's tenant namespace on milan
         secret = await rome.get(SECRETS, f"{c.CREDENTIAL_SECRET_PREFIX}milan", namespace="liqo-tenant-milan")
@@ -319,10 +249,10 @@ async def test_peering_on_real_processes_survives_kills_and_an_api_server_outage
         (provider_manager,) = await running_pods(milan, NAMESPACE, install.CONTROLLER_MANAGER)
         killed = []
         for cluster, pod in ((rome_cluster, kubelet), (milan_cluster, provider_manager)):
-            info = process_of(cluster, pod)
-            assert info is not None, f"{cluster.name}: no process for pod {pod['metadata']['name']}"
-            os.kill(info.pid, signal.SIGKILL)
-            killed.append(info.pid)
+            pid = cluster.container_pid(pod, pod["spec"]["containers"][0]["name"])
+            assert pid is not None, f"{cluster.name}: no process for pod {pod['metadata']['name']}"
+            os.kill(pid, signal.SIGKILL)
+            killed.append(pid)
         await until(
             lambda: replaced(rome, NAMESPACE, install.CONTROLLER_MANAGER, manager["metadata"]["uid"]),
             "rome: a new controller-manager pod Running",
@@ -342,9 +272,7 @@ async def test_peering_on_real_processes_survives_kills_and_an_api_server_outage
         node = await until(lambda: virtual_node_ready(rome), f"rome: node {NODE} Ready after the kills")
         assert node["metadata"]["uid"] == uid
         published = (await milan.get(CONFIGMAPS, c.CLUSTER_IDENTITY_CONFIGMAP, namespace=NAMESPACE))["data"]
-        assert published[c.IDENTITY_AUTH_URL] == identity[c.IDENTITY_AUTH_URL], (
-            "the auth URL moved with its pod"
-        )
+        assert published[c.IDENTITY_AUTH_URL] == identity.auth_url, "the auth URL moved with its pod"
         await assert_single_peering(rome, milan)
 
         # 4. milan's API server down: NotReady; up again: Ready, the same node

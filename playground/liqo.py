@@ -1,0 +1,107 @@
+"""Liqo on playground clusters without Terraform, as the Terraform resources do it: for benches, tests and scripts.
+
+- `install`: what `liqo_install` does: the install options from the cluster (the CIDRs it
+  reports, else its spec's; the webhook by URL, as the playground's API server calls it),
+  `provider.resources.installer.apply`, then `installer.wait_ready`; the identity it publishes;
+- `issue_token`: what `liqo_generate` creates on a provider: a token, its hash in a Secret;
+- `peer`: what `liqo_peer` writes on a consumer, server-side applied under the Terraform
+  field manager: the token Secret and the ForeignCluster (`runtime.forge.peering`).
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from playground.cluster import Cluster
+from provider.resources import installer
+from runtime.api import constants as c
+from runtime.api.crds import FOREIGNCLUSTERS
+from runtime.api.kinds import SECRETS
+from runtime.core import Client
+from runtime.forge import install, peering, tokens
+
+NAMESPACE = c.DEFAULT_NAMESPACE
+INSTALL_SECONDS = 300.0
+
+
+@dataclass(frozen=True)
+class Identity:
+    """What a consumer needs of a provider to peer with it (`liqo_generate`'s outputs but the token)."""
+
+    cluster_id: str
+    cluster_name: str
+    auth_url: str
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, str]) -> Identity:
+        """From the identity ConfigMap's data the runtime publishes once it runs."""
+        return cls(
+            cluster_id=data[c.IDENTITY_CLUSTER_ID],
+            cluster_name=data[c.IDENTITY_CLUSTER_NAME],
+            auth_url=data[c.IDENTITY_AUTH_URL],
+        )
+
+
+def install_options(
+    cluster: Cluster, cidrs: installer.Cidrs, *, cluster_labels: Mapping[str, str]
+) -> install.InstallOptions:
+    """`liqo_install`'s options for a playground cluster: a fresh cluster id, the webhook by URL."""
+    options = install.InstallOptions(
+        cluster_id=str(uuid.uuid4()),
+        cluster_name=cluster.name,
+        api_server_url=cluster.spec.api_server_url,
+        pod_cidr=cidrs.pod_cidr or cluster.spec.pod_cidr,
+        service_cidr=cidrs.service_cidr or cluster.spec.service_cidr,
+        cluster_labels=dict(cluster_labels),
+        namespace=NAMESPACE,
+        webhook_mode="url",
+    )
+    options.validate()
+    return options
+
+
+async def install_runtime(
+    cluster: Cluster, *, cluster_labels: Mapping[str, str] | None = None, seconds: float = INSTALL_SECONDS
+) -> Identity:
+    """Install the runtime in `cluster` as `liqo_install` does and wait until it runs; its identity."""
+    async with cluster.client() as api:
+        options = install_options(
+            cluster, await installer.discover_cidrs(api), cluster_labels=cluster_labels or {}
+        )
+        await installer.apply(api, options, progress=installer.Progress())
+        ready = await installer.wait_ready(api, options, seconds=seconds, stop=threading.Event())
+    return Identity.from_data(ready.identity)
+
+
+async def issue_token(provider: Client) -> str:
+    """A peering token of the provider, its hash stored there (what `liqo_generate` creates)."""
+    token = tokens.generate_token()
+    await provider.create(
+        SECRETS,
+        tokens.token_secret(token, namespace=NAMESPACE),
+        namespace=NAMESPACE,
+        field_manager=c.FIELD_MANAGER_TERRAFORM,
+    )
+    return token
+
+
+async def peer(
+    consumer: Client, provider: Identity, token: str, *, node_labels: Mapping[str, str] | None = None
+) -> None:
+    """The token Secret and the ForeignCluster on the consumer, as `liqo_peer` writes them."""
+    secret = peering.token_secret(provider.cluster_name, token, namespace=NAMESPACE)
+    await consumer.apply(
+        SECRETS, secret, namespace=NAMESPACE, field_manager=c.FIELD_MANAGER_TERRAFORM, force=True
+    )
+    body = peering.foreign_cluster(
+        provider.cluster_name,
+        cluster_id=provider.cluster_id,
+        auth_url=provider.auth_url,
+        namespace=NAMESPACE,
+        resources={},
+        node_labels=dict(node_labels or {}),
+    )
+    await consumer.apply(FOREIGNCLUSTERS, body, field_manager=c.FIELD_MANAGER_TERRAFORM, force=True)
