@@ -44,6 +44,7 @@ from runtime.core import Client, ForbiddenError, NotFoundError
 from runtime.forge import install
 from runtime.forge import virtualnode as forge_vn
 from tests.playground.conftest import eventually
+from tests.runtime.liqo_docs import FOREIGNCLUSTERS_HEADER, MILAN_ESTABLISHED
 
 pytestmark = [pytest.mark.slow, pytest.mark.kubectl]
 
@@ -210,19 +211,9 @@ async def test_peering_on_real_processes_survives_kills_and_an_api_server_outage
 
         await until(lambda: established(rome), "rome: ForeignCluster milan Established")
         table = (await kubectl(rome_cluster.kubeconfig, "get", "foreignclusters")).splitlines()
-        assert table[0].split() == [
-            "NAME",
-            "TYPE",
-            "OUTGOING",
-            "PEERING",
-            "INCOMING",
-            "PEERING",
-            "NETWORKING",
-            "AUTHENTICATION",
-            "AGE",
-        ], table
+        assert table[0].split() == FOREIGNCLUSTERS_HEADER, table
         assert len(table) == 2, table
-        assert table[1].split()[:6] == ["milan", "OutOfBand", "Established", "None", "None", "Established"]
+        assert table[1].split()[:6] == MILAN_ESTABLISHED
         wide = (await kubectl(rome_cluster.kubeconfig, "get", "foreignclusters", "-o", "wide")).splitlines()
         assert wide[0].split()[-3:] == ["CLUSTER", "ID", "AGE"], wide
         assert wide[1].split()[-2] == identity.cluster_id, wide

@@ -14,6 +14,7 @@ from runtime.api.crds import FOREIGNCLUSTERS, KINDS, crds
 from runtime.api.kinds import CRDS
 from runtime.core import Client, InvalidError
 from tests.apiserver.conftest import start_emulator, stop_emulator
+from tests.runtime.liqo_docs import FOREIGNCLUSTERS_HEADER, MILAN_ESTABLISHED
 
 
 def test_every_kind_is_served_in_its_group_at_v1beta1() -> None:
@@ -92,18 +93,8 @@ async def test_the_api_server_accepts_every_crd_and_serves_the_kinds(
             text=True,
         )
     ).stdout.splitlines()
-    assert out[0].split() == [
-        "NAME",
-        "TYPE",
-        "OUTGOING",
-        "PEERING",
-        "INCOMING",
-        "PEERING",
-        "NETWORKING",
-        "AUTHENTICATION",
-        "AGE",
-    ]
-    assert out[1].split()[:6] == ["milan", "OutOfBand", "Established", "None", "None", "Established"]
+    assert out[0].split() == FOREIGNCLUSTERS_HEADER
+    assert out[1].split()[:6] == MILAN_ESTABLISHED
 
 
 async def test_a_foreigncluster_without_cluster_id_is_rejected(client: Client) -> None:

@@ -47,8 +47,10 @@ async def install(admin: Client) -> None:
         )
 
 
-async def controller_manager_client(admin: Client, kubeconfig: Path) -> Client:
-    """A client with a token of the controller manager's ServiceAccount."""
+async def service_account_client(
+    admin: Client, kubeconfig: Path, name: str, *, namespace: str = OPTIONS.namespace
+) -> Client:
+    """A client with a token of the ServiceAccount `namespace/name` (the API server of `kubeconfig`)."""
     review = await admin.create(
         SERVICEACCOUNTS,
         {
@@ -56,13 +58,18 @@ async def controller_manager_client(admin: Client, kubeconfig: Path) -> Client:
             "kind": "TokenRequest",
             "spec": {"expirationSeconds": 600},
         },
-        namespace=OPTIONS.namespace,
-        name="liqo-controller-manager",
+        namespace=namespace,
+        name=name,
         subresource="token",
     )
     config = yaml.safe_load(await asyncio.to_thread(kubeconfig.read_text))
     config["users"][0]["user"] = {"token": review["status"]["token"]}
     return await Client.from_kubeconfig_dict(config)
+
+
+async def controller_manager_client(admin: Client, kubeconfig: Path) -> Client:
+    """A client with a token of the controller manager's ServiceAccount."""
+    return await service_account_client(admin, kubeconfig, "liqo-controller-manager")
 
 
 @contextlib.asynccontextmanager

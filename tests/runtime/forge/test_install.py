@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from runtime.api import constants as c
-from runtime.api.kinds import CLUSTERROLEBINDINGS, CONFIGMAPS, NODES, SERVICEACCOUNTS, SERVICES
+from runtime.api.kinds import CLUSTERROLEBINDINGS, CONFIGMAPS, NODES, SERVICES
 from runtime.core import Client, ForbiddenError
 from runtime.forge.install import InstallOptions, InstallOptionsError, install_manifests
 from tests.apiserver.conftest import start_emulator, stop_emulator
+from tests.runtime.controllers.installed import service_account_client
 
 OPTIONS = InstallOptions(
     cluster_id="7d7c3b5e-2f0a-4c1e-9a51-3c0d6f0f5a10",
@@ -136,21 +135,8 @@ async def test_the_api_server_accepts_the_whole_installation_twice(admin: Client
 
 async def test_the_auth_service_reads_nodes_and_its_own_service_only(admin: Client, kubeconfig: Path) -> None:
     await _apply_all(admin)
-    review = await admin.create(
-        SERVICEACCOUNTS,
-        {
-            "apiVersion": "authentication.k8s.io/v1",
-            "kind": "TokenRequest",
-            "spec": {"expirationSeconds": 600},
-        },
-        namespace=OPTIONS.namespace,
-        name="liqo-auth",
-        subresource="token",
-    )
-    config = yaml.safe_load(await asyncio.to_thread(kubeconfig.read_text))
-    config["users"][0]["user"] = {"token": review["status"]["token"]}
     ns = OPTIONS.namespace
-    async with await Client.from_kubeconfig_dict(config) as auth:
+    async with await service_account_client(admin, kubeconfig, "liqo-auth", namespace=ns) as auth:
         await auth.list(NODES)
         await auth.get(SERVICES, c.AUTH_SERVICE, namespace=ns)
         listed = await auth.list(SERVICES, namespace=ns, field_selector=f"metadata.name={c.AUTH_SERVICE}")
@@ -167,20 +153,9 @@ async def test_the_controller_manager_may_bind_the_virtual_kubelet_role_but_noth
     admin: Client, kubeconfig: Path
 ) -> None:
     await _apply_all(admin)
-    review = await admin.create(
-        SERVICEACCOUNTS,
-        {
-            "apiVersion": "authentication.k8s.io/v1",
-            "kind": "TokenRequest",
-            "spec": {"expirationSeconds": 600},
-        },
-        namespace=OPTIONS.namespace,
-        name="liqo-controller-manager",
-        subresource="token",
-    )
-    config = yaml.safe_load(await asyncio.to_thread(kubeconfig.read_text))
-    config["users"][0]["user"] = {"token": review["status"]["token"]}
-    async with await Client.from_kubeconfig_dict(config) as manager:
+    async with await service_account_client(
+        admin, kubeconfig, "liqo-controller-manager", namespace=OPTIONS.namespace
+    ) as manager:
         binding: dict[str, Any] = {
             "apiVersion": "rbac.authorization.k8s.io/v1",
             "kind": "ClusterRoleBinding",

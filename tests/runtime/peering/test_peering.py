@@ -30,6 +30,7 @@ from runtime.controllers.core import unpeer
 from runtime.controllers.core.objects import kubeconfig_of
 from runtime.core import Client, ForbiddenError, NotFoundError
 from runtime.forge import conditions
+from tests.runtime.liqo_docs import FOREIGNCLUSTERS_HEADER, MILAN_ESTABLISHED
 
 from .harness import CONTROLLER_OPTIONS, Cluster, Clusters, free_port
 
@@ -161,18 +162,8 @@ async def test_peering_gives_a_ready_virtual_node_and_unpeering_removes_everythi
 
     # `kubectl get foreignclusters` reads like Liqo's documentation
     table = (await _kubectl(rome, "get", "foreignclusters")).splitlines()
-    assert table[0].split() == [
-        "NAME",
-        "TYPE",
-        "OUTGOING",
-        "PEERING",
-        "INCOMING",
-        "PEERING",
-        "NETWORKING",
-        "AUTHENTICATION",
-        "AGE",
-    ]
-    assert table[1].split()[:6] == ["milan", "OutOfBand", "Established", "None", "None", "Established"]
+    assert table[0].split() == FOREIGNCLUSTERS_HEADER
+    assert table[1].split()[:6] == MILAN_ESTABLISHED
 
     # the consumer's credential reaches only its tenant namespace on the provider
     async with await _credential_client(rome, "milan") as credential:
