@@ -21,12 +21,11 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-import yaml
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
 from runtime.api import constants as c
-from runtime.api.kinds import SECRETS, SERVICEACCOUNTS
+from runtime.api.kinds import SECRETS
 from runtime.auth.options import AuthOptions
 from runtime.auth.server import AuthServer
 from runtime.auth.servingkey import generate_key, serving_key_secret
@@ -35,6 +34,7 @@ from runtime.core import Client, Manager, Settings
 from runtime.forge import credential as contract
 from runtime.forge.install import InstallOptions, install_manifests
 from runtime.forge.tokens import generate_token, token_secret
+from tests.runtime import serviceaccounts
 
 JSON = dict[str, Any]
 
@@ -70,20 +70,7 @@ async def install(admin: Client) -> None:
 
 async def service_account_client(admin: Client, kubeconfig: Path, name: str) -> Client:
     """A client authenticated as the runtime's ServiceAccount `name`."""
-    review = await admin.create(
-        SERVICEACCOUNTS,
-        {
-            "apiVersion": "authentication.k8s.io/v1",
-            "kind": "TokenRequest",
-            "spec": {"expirationSeconds": 3600},
-        },
-        namespace=NAMESPACE,
-        name=name,
-        subresource="token",
-    )
-    config = yaml.safe_load(await asyncio.to_thread(kubeconfig.read_text))
-    config["users"][0]["user"] = {"token": review["status"]["token"]}
-    return await Client.from_kubeconfig_dict(config)
+    return await serviceaccounts.service_account_client(admin, kubeconfig, name, namespace=NAMESPACE)
 
 
 async def new_token(admin: Client, *, expires_at: datetime | None = None) -> tuple[str, str]:

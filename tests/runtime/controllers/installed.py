@@ -13,13 +13,11 @@ import contextlib
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
-import yaml
-
 from runtime.api import constants as c
-from runtime.api.kinds import SERVICEACCOUNTS
 from runtime.controllers.options import ControllerOptions
 from runtime.core import Client, Manager, Settings
 from runtime.forge.install import InstallOptions, install_manifests
+from tests.runtime.serviceaccounts import service_account_client
 
 OPTIONS = InstallOptions(
     cluster_id="0b7c3b5e-2f0a-4c1e-9a51-3c0d6f0f5a10",
@@ -47,29 +45,11 @@ async def install(admin: Client) -> None:
         )
 
 
-async def service_account_client(
-    admin: Client, kubeconfig: Path, name: str, *, namespace: str = OPTIONS.namespace
-) -> Client:
-    """A client with a token of the ServiceAccount `namespace/name` (the API server of `kubeconfig`)."""
-    review = await admin.create(
-        SERVICEACCOUNTS,
-        {
-            "apiVersion": "authentication.k8s.io/v1",
-            "kind": "TokenRequest",
-            "spec": {"expirationSeconds": 600},
-        },
-        namespace=namespace,
-        name=name,
-        subresource="token",
-    )
-    config = yaml.safe_load(await asyncio.to_thread(kubeconfig.read_text))
-    config["users"][0]["user"] = {"token": review["status"]["token"]}
-    return await Client.from_kubeconfig_dict(config)
-
-
 async def controller_manager_client(admin: Client, kubeconfig: Path) -> Client:
     """A client with a token of the controller manager's ServiceAccount."""
-    return await service_account_client(admin, kubeconfig, "liqo-controller-manager")
+    return await service_account_client(
+        admin, kubeconfig, "liqo-controller-manager", namespace=OPTIONS.namespace, ttl=600
+    )
 
 
 @contextlib.asynccontextmanager

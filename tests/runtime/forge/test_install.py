@@ -14,7 +14,7 @@ from runtime.api.kinds import CLUSTERROLEBINDINGS, CONFIGMAPS, NODES, SERVICES
 from runtime.core import Client, ForbiddenError
 from runtime.forge.install import InstallOptions, InstallOptionsError, install_manifests
 from tests.apiserver.conftest import start_emulator, stop_emulator
-from tests.runtime.controllers.installed import service_account_client
+from tests.runtime.serviceaccounts import service_account_client
 
 OPTIONS = InstallOptions(
     cluster_id="7d7c3b5e-2f0a-4c1e-9a51-3c0d6f0f5a10",
@@ -136,7 +136,7 @@ async def test_the_api_server_accepts_the_whole_installation_twice(admin: Client
 async def test_the_auth_service_reads_nodes_and_its_own_service_only(admin: Client, kubeconfig: Path) -> None:
     await _apply_all(admin)
     ns = OPTIONS.namespace
-    async with await service_account_client(admin, kubeconfig, "liqo-auth", namespace=ns) as auth:
+    async with await service_account_client(admin, kubeconfig, "liqo-auth", namespace=ns, ttl=600) as auth:
         await auth.list(NODES)
         await auth.get(SERVICES, c.AUTH_SERVICE, namespace=ns)
         listed = await auth.list(SERVICES, namespace=ns, field_selector=f"metadata.name={c.AUTH_SERVICE}")
@@ -154,7 +154,7 @@ async def test_the_controller_manager_may_bind_the_virtual_kubelet_role_but_noth
 ) -> None:
     await _apply_all(admin)
     async with await service_account_client(
-        admin, kubeconfig, "liqo-controller-manager", namespace=OPTIONS.namespace
+        admin, kubeconfig, "liqo-controller-manager", namespace=OPTIONS.namespace, ttl=600
     ) as manager:
         binding: dict[str, Any] = {
             "apiVersion": "rbac.authorization.k8s.io/v1",

@@ -38,13 +38,11 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-import yaml
-
 from playground.controllers import gc, namespace
 from playground.controlplane import ControlPlaneOptions
 from runtime.api import constants as c
 from runtime.api.crds import FOREIGNCLUSTERS, VIRTUALNODES
-from runtime.api.kinds import DEPLOYMENTS, NODES, SECRETS, SERVICEACCOUNTS
+from runtime.api.kinds import DEPLOYMENTS, NODES, SECRETS
 from runtime.auth.options import AuthOptions
 from runtime.auth.server import AuthServer
 from runtime.controllers.main import setup_all
@@ -54,6 +52,7 @@ from runtime.forge import virtualnode as forge_vn
 from runtime.forge.install import InstallOptions, install_manifests
 from runtime.forge.tokens import generate_token, token_secret
 from tests.apiserver.conftest import start_emulator, stop_emulator
+from tests.runtime.serviceaccounts import service_account_kubeconfig
 
 logger = logging.getLogger(__name__)
 
@@ -104,29 +103,12 @@ class Cluster:
 
 async def _service_account_client(cluster: Cluster, namespace: str, name: str, *, ttl: int = 3600) -> Client:
     """A client authenticated as ServiceAccount `namespace/name` of `cluster`."""
-    config = await _service_account_kubeconfig(cluster, namespace, name, ttl=ttl)
+    config = await service_account_kubeconfig(
+        cluster.admin, cluster.kubeconfig, name, namespace=namespace, ttl=ttl
+    )
     client = await Client.from_kubeconfig_dict(config)
     cluster.clients.append(client)
     return client
-
-
-async def _service_account_kubeconfig(
-    cluster: Cluster, namespace: str, name: str, *, ttl: int = 3600
-) -> JSON:
-    review = await cluster.admin.create(
-        SERVICEACCOUNTS,
-        {
-            "apiVersion": "authentication.k8s.io/v1",
-            "kind": "TokenRequest",
-            "spec": {"expirationSeconds": ttl},
-        },
-        namespace=namespace,
-        name=name,
-        subresource="token",
-    )
-    config: JSON = yaml.safe_load(await asyncio.to_thread(cluster.kubeconfig.read_text))
-    config["users"][0]["user"] = {"token": review["status"]["token"]}
-    return config
 
 
 class Clusters:
@@ -430,7 +412,9 @@ class Clusters:
         meta = deployment["metadata"]
         pod = deployment["spec"]["template"]["spec"]
         container = pod["containers"][0]
-        config = await _service_account_kubeconfig(cluster, meta["namespace"], pod["serviceAccountName"])
+        config = await service_account_kubeconfig(
+            cluster.admin, cluster.kubeconfig, pod["serviceAccountName"], namespace=meta["namespace"]
+        )
         path = self.state_dir / cluster.name / f"{meta['name']}.kubeconfig"
         await asyncio.to_thread(path.write_text, json.dumps(config))
         args = [_local(arg) for arg in container.get("args") or []] + [f"--kubeconfig={path}"]
