@@ -66,7 +66,7 @@ from runtime.api.crds import FOREIGNCLUSTERS
 from runtime.api.image import runtime_image
 from runtime.api.kinds import DEPLOYMENTS, NODES, PODS, SECRETS
 from runtime.core import APIError, Client, NotFoundError
-from runtime.forge import install, peering, tokens
+from runtime.forge import conditions, install, peering, tokens
 from runtime.forge import virtualnode as forge_vn
 
 T = TypeVar("T")
@@ -231,13 +231,6 @@ class Sampler:
 # peering
 
 
-def node_ready(node: Mapping[str, Any]) -> bool:
-    return any(
-        entry.get("type") == "Ready" and entry.get("status") == "True"
-        for entry in (node.get("status") or {}).get("conditions") or []
-    )
-
-
 async def until(check: Callable[[], Awaitable[str]], *, seconds: float, what: str) -> float:
     """Poll `check` (it returns "" when done, else what it sees) every POLL; the seconds it took."""
     started = time.perf_counter()
@@ -273,7 +266,11 @@ async def ready_seconds(consumer: Client, provider: Identity, started: float) ->
             return f"node {name} missing; " + (found.summary() if found else "no ForeignCluster")
         if registered is None:
             registered = time.perf_counter() - started
-        return "" if node_ready(node) else f"node {name} is not Ready"
+        return (
+            ""
+            if conditions.is_true((node.get("status") or {}).get("conditions"), "Ready")
+            else f"node {name} is not Ready"
+        )
 
     await until(check, seconds=PEER_SECONDS, what=f"the peering with {provider.cluster_name}")
     ready = time.perf_counter() - started

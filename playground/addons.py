@@ -21,6 +21,7 @@ from typing import Any
 
 import yaml
 
+from playground.apiserver.openapi import KUBERNETES_VERSION
 from runtime.api.kinds import CONFIGMAPS, DAEMONSETS, DEPLOYMENTS, SERVICEACCOUNTS, SERVICES
 from runtime.api.resource import Resource
 
@@ -28,7 +29,6 @@ JSON = dict[str, Any]
 NAMESPACE = "kube-system"
 COREDNS_IMAGE = "registry.k8s.io/coredns/coredns:v1.11.3"
 KINDNET_IMAGE = "docker.io/kindest/kindnetd:v20241108-5c6d2daf"
-KUBERNETES_VERSION = "v1.32.0"
 KUBE_PROXY_IMAGE = f"registry.k8s.io/kube-proxy:{KUBERNETES_VERSION}"
 #: tolerate every taint, as kind's DaemonSets do
 TOLERATE_ALL = [{"operator": "Exists"}]

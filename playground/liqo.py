@@ -16,12 +16,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from playground.cluster import Cluster
-from provider.resources import installer
+from provider.resources import foreigncluster, installer
 from runtime.api import constants as c
-from runtime.api.crds import FOREIGNCLUSTERS
 from runtime.api.kinds import SECRETS
 from runtime.core import Client
-from runtime.forge import install, peering, tokens
+from runtime.forge import install, tokens
 
 NAMESPACE = c.DEFAULT_NAMESPACE
 INSTALL_SECONDS = 300.0
@@ -63,16 +62,14 @@ def install_options(
     return options
 
 
-async def install_runtime(
-    cluster: Cluster, *, cluster_labels: Mapping[str, str] | None = None, seconds: float = INSTALL_SECONDS
-) -> Identity:
+async def install_runtime(cluster: Cluster, *, cluster_labels: Mapping[str, str] | None = None) -> Identity:
     """Install the runtime in `cluster` as `liqo_install` does and wait until it runs; its identity."""
     async with cluster.client() as api:
         options = install_options(
             cluster, await installer.discover_cidrs(api), cluster_labels=cluster_labels or {}
         )
         await installer.apply(api, options, progress=installer.Progress())
-        ready = await installer.wait_ready(api, options, seconds=seconds, stop=threading.Event())
+        ready = await installer.wait_ready(api, options, seconds=INSTALL_SECONDS, stop=threading.Event())
     return Identity.from_data(ready.identity)
 
 
@@ -92,16 +89,13 @@ async def peer(
     consumer: Client, provider: Identity, token: str, *, node_labels: Mapping[str, str] | None = None
 ) -> None:
     """The token Secret and the ForeignCluster on the consumer, as `liqo_peer` writes them."""
-    secret = peering.token_secret(provider.cluster_name, token, namespace=NAMESPACE)
-    await consumer.apply(
-        SECRETS, secret, namespace=NAMESPACE, field_manager=c.FIELD_MANAGER_TERRAFORM, force=True
-    )
-    body = peering.foreign_cluster(
+    await foreigncluster.apply_peering(
+        consumer,
         provider.cluster_name,
+        token=token,
         cluster_id=provider.cluster_id,
         auth_url=provider.auth_url,
         namespace=NAMESPACE,
         resources={},
         node_labels=dict(node_labels or {}),
     )
-    await consumer.apply(FOREIGNCLUSTERS, body, field_manager=c.FIELD_MANAGER_TERRAFORM, force=True)

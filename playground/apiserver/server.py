@@ -31,6 +31,7 @@ from .fieldvalidation import FieldValidator
 from .handlers import ResourceHandlers
 from .identity import MASTERS_GROUP
 from .kubeconfig import kubeconfig, write_kubeconfig
+from .openapi import KUBERNETES_VERSION
 from .pki import CertificateAuthority
 from .plugins import system_priority_classes
 from .registry import Registry, WriteOptions
@@ -45,7 +46,6 @@ from .tokens import TokenSigner
 
 logger = logging.getLogger(__name__)
 
-KUBERNETES_VERSION = "v1.32.0"
 ADMIN_USER = "kubernetes-admin"
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 #: on stop, how long requests in flight may take before they are cancelled (aiohttp waits 60 s by

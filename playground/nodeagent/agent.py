@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Literal
 from urllib.parse import urlsplit
 
+from playground.controllers.workloads.names import SERVICE_NAME
 from runtime.api.kinds import ENDPOINTSLICES, NODES, PODS, SERVICES
 from runtime.core import (
     APIError,
@@ -54,7 +55,7 @@ from .ipam import PodIPAllocator
 from .kubeletapi import KubeletAPI
 from .loopback import LoopbackBlock, claim_block
 from .node import HostInfo, NodeStatusReconciler
-from .nodeports import SERVICE_NAME_LABEL, NodePortProxy
+from .nodeports import NodePortProxy
 from .objects import APIObjectSource
 from .options import NodeAgentOptions
 from .podrun import ProcessSettings
@@ -84,7 +85,7 @@ class NodeAgent:
         self._nodes = self._informers.informer(NODES, field_selector=f"metadata.name={options.node_name}")
         self._pods = self._informers.informer(PODS, field_selector=f"spec.nodeName={options.node_name}")
         self._services = self._informers.informer(SERVICES)
-        self._endpoint_slices = self._informers.informer(ENDPOINTSLICES, label_selector=SERVICE_NAME_LABEL)
+        self._endpoint_slices = self._informers.informer(ENDPOINTSLICES, label_selector=SERVICE_NAME)
         self._recorder = EventRecorder(client, component=EVENT_COMPONENT, instance=options.node_name)
         self._pod_sync: PodSync | None = None
         #: set once the Node is registered, the caches have synced and every controller runs

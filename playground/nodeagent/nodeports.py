@@ -30,13 +30,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from playground.controllers.workloads.names import SERVICE_NAME
 from runtime.core import Request, Result, Store, TemporaryError
 
 logger = logging.getLogger(__name__)
 
 JSON = dict[str, Any]
 #: the label that ties an EndpointSlice to its Service
-SERVICE_NAME_LABEL = "kubernetes.io/service-name"
 #: the index of the EndpointSlice cache by `namespace/service`
 BY_SERVICE = "nodeports-by-service"
 NODE_PORT_TYPES = ("NodePort", "LoadBalancer")
@@ -50,7 +50,7 @@ _CHUNK = 64 * 1024
 def slice_service_key(endpoint_slice: JSON) -> Iterable[str]:
     """`namespace/service` of the Service an EndpointSlice belongs to (the BY_SERVICE index)."""
     meta = endpoint_slice.get("metadata") or {}
-    service = (meta.get("labels") or {}).get(SERVICE_NAME_LABEL)
+    service = (meta.get("labels") or {}).get(SERVICE_NAME)
     return [f"{meta.get('namespace') or ''}/{service}"] if service else []
 
 

@@ -12,7 +12,12 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from typing import Final, TypeVar
+
+#: how often the resources' waits look again (at most): a few reads a second, so an apply ends within a second
+#: of readiness
+POLL_INTERVAL: Final = 0.25
+POLL_MAX_INTERVAL: Final = 1.0
 
 T = TypeVar("T")
 

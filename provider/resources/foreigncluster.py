@@ -22,10 +22,11 @@ from runtime.api import constants as c
 from runtime.api.crds import FOREIGNCLUSTERS
 from runtime.api.kinds import NODES, SECRETS
 from runtime.core import Client, NotFoundError
+from runtime.forge import conditions
 from runtime.forge.peering import token_of, token_secret_name
 from runtime.forge.virtualnode import node_name_for
 
-from ..framework.waits import wait_until
+from ..framework.waits import POLL_INTERVAL, POLL_MAX_INTERVAL, wait_until
 
 logger = logging.getLogger(__name__)
 
@@ -43,9 +44,6 @@ DEFINITIVE: Final = frozenset(
 #: how long a definitive failure must persist before a wait gives up (the controller may still be retrying a
 #: refusal that came from its provider's caches lagging behind a token just issued)
 FAIL_AFTER: Final = 15.0
-#: how often waits look again (at most): a few reads a second, so an apply ends within a second of readiness
-POLL_INTERVAL: Final = 0.25
-POLL_MAX_INTERVAL: Final = 1.0
 
 
 # reading a peering
@@ -237,7 +235,7 @@ async def wait_established(
             return None, f"ForeignCluster {name}: {peering.summary()}"
         failing_since = None
         node = await _node(client, peering.virtual_node)
-        if node is None or not _node_ready(node):
+        if node is None or not conditions.is_true((node.get("status") or {}).get("conditions"), "Ready"):
             return (
                 None,
                 f"ForeignCluster {name} is established, but node {peering.virtual_node} is not Ready yet",
@@ -272,13 +270,6 @@ async def _node(client: Client, name: str) -> JSON | None:
         return None
 
 
-def _node_ready(node: Mapping[str, Any]) -> bool:
-    return any(
-        entry.get("type") == "Ready" and entry.get("status") == "True"
-        for entry in (node.get("status") or {}).get("conditions") or []
-    )
-
-
 async def wait_gone(client: Client, name: str, *, seconds: float, stop: threading.Event) -> None:
     """Until the ForeignCluster `name` is gone (the controller's unpeer is done)."""
 
@@ -299,6 +290,35 @@ async def wait_gone(client: Client, name: str, *, seconds: float, stop: threadin
         interval=POLL_INTERVAL,
         max_interval=POLL_MAX_INTERVAL,
     )
+
+
+async def apply_peering(
+    client: Client,
+    name: str,
+    *,
+    token: str,
+    cluster_id: str,
+    auth_url: str,
+    namespace: str,
+    resources: Mapping[str, str],
+    node_labels: Mapping[str, str],
+) -> None:
+    """Server-side apply what `liqo_peer` writes: the token Secret, then the ForeignCluster `name`."""
+    from runtime.forge.peering import foreign_cluster, token_secret
+
+    secret = token_secret(name, token, namespace=namespace)
+    await client.apply(
+        SECRETS, secret, namespace=namespace, field_manager=c.FIELD_MANAGER_TERRAFORM, force=True
+    )
+    body = foreign_cluster(
+        name,
+        cluster_id=cluster_id,
+        auth_url=auth_url,
+        namespace=namespace,
+        resources=dict(resources),
+        node_labels=dict(node_labels),
+    )
+    await client.apply(FOREIGNCLUSTERS, body, field_manager=c.FIELD_MANAGER_TERRAFORM, force=True)
 
 
 async def orphan(client: Client, name: str) -> None:

@@ -46,14 +46,13 @@ from . import checks
 
 if TYPE_CHECKING:
     from runtime.core import Client
-    from runtime.forge.install import InstallOptions, ServiceType
+    from runtime.forge.install import InstallOptions
 
     from .installer import Cidrs, Observed, Ready
 
 logger = logging.getLogger(__name__)
 
 WEBHOOK_MODES: Final = ("service", "url")
-AUTH_SERVICE_TYPES: Final = ("ClusterIP", "NodePort", "LoadBalancer")
 #: default bounds of each operation, in seconds
 TIMEOUTS: Final = {"create": 600.0, "update": 600.0, "delete": 300.0}
 #: the bound of the cluster reads done while planning
@@ -298,8 +297,10 @@ class InstallResource(Resource):
                 'Service) or "url" (by pod address, as the playground needs).',
                 path=["webhook_mode"],
             )
+        from runtime.forge.install import SERVICE_TYPES
+
         service_type = config.get("auth_service_type")
-        if checks.known(service_type) and service_type not in AUTH_SERVICE_TYPES:
+        if checks.known(service_type) and service_type not in SERVICE_TYPES:
             diags.add_error(
                 "Invalid auth_service_type",
                 f'"{service_type}" is not a Service type for the authentication service: use "NodePort" (a '
@@ -531,7 +532,7 @@ class InstallResource(Resource):
 
 
 def _options(planned: State, *, cluster_id: str, host: str) -> InstallOptions:
-    from runtime.forge.install import InstallOptions
+    from runtime.forge.install import SERVICE_TYPES, InstallOptions
 
     def text(name: str, default: str = "") -> str:
         value = planned.get(name)
@@ -549,16 +550,9 @@ def _options(planned: State, *, cluster_id: str, host: str) -> InstallOptions:
         sharing_percentage=int(sharing) if is_known(sharing) and sharing is not None else 90,
         image=text("image") or _defaults()["image"],
         webhook_mode="url" if planned.get("webhook_mode") == "url" else "service",
-        auth_service_type=_service_type(text("auth_service_type", "NodePort")),
+        auth_service_type=next((t for t in SERVICE_TYPES if t == text("auth_service_type")), "NodePort"),
         auth_url=text("auth_url"),
     )
-
-
-def _service_type(value: str) -> ServiceType:
-    """The Service type `check` accepted (NodePort, the default, for anything else)."""
-    if value == "ClusterIP":
-        return "ClusterIP"
-    return "LoadBalancer" if value == "LoadBalancer" else "NodePort"
 
 
 def _state(planned: State, options: InstallOptions, *, identity: Mapping[str, str]) -> State:

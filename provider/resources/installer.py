@@ -37,7 +37,7 @@ from runtime.forge.install import (
     install_manifests,
 )
 
-from ..framework.waits import wait_until
+from ..framework.waits import POLL_INTERVAL, POLL_MAX_INTERVAL, wait_until
 
 logger = logging.getLogger(__name__)
 
@@ -51,9 +51,6 @@ RESOURCES: Final[dict[tuple[str, str], Resource]] = {
         *(kind.resource for kind in crds.KINDS),
     )
 }
-#: how often waits look again (at most): a few reads a second, so an apply ends within a second of readiness
-POLL_INTERVAL: Final = 0.25
-POLL_MAX_INTERVAL: Final = 1.0
 #: the address of a Service no cluster can allocate: a dry-run create with it answers with the valid range
 _PROBE_IP: Final = "0.0.0.0"
 _VALID_RANGE: Final = re.compile(r"The range of valid IPs is ([0-9a-fA-F.:/]+)")

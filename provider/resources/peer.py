@@ -295,9 +295,7 @@ class PeerResource(Resource):
 
     def _write(self, ctx: ApplyContext, planned: State, *, prior: State | None) -> State | None:
         """Apply the token Secret and the ForeignCluster, then wait for the peering."""
-        from runtime.forge.peering import foreign_cluster, token_secret
-
-        from .foreigncluster import PeeringFailedError, wait_established
+        from .foreigncluster import PeeringFailedError, apply_peering, wait_established
 
         name = str(planned["cluster_name"])
         namespace = str(planned["namespace"])
@@ -307,22 +305,16 @@ class PeerResource(Resource):
         kube = self.provider.kube
 
         async def write(client: Client) -> None:
-            from runtime.api.crds import FOREIGNCLUSTERS
-            from runtime.api.kinds import SECRETS
-
-            secret = token_secret(name, str(planned["cluster_token"]).strip(), namespace=namespace)
-            await client.apply(
-                SECRETS, secret, namespace=namespace, field_manager=c.FIELD_MANAGER_TERRAFORM, force=True
-            )
-            fc = foreign_cluster(
+            await apply_peering(
+                client,
                 name,
+                token=str(planned["cluster_token"]).strip(),
                 cluster_id=str(planned["cluster_id"]),
                 auth_url=str(planned["cluster_authurl"]),
                 namespace=namespace,
                 resources=requested,
                 node_labels=dict(planned.get("node_labels") or {}),
             )
-            await client.apply(FOREIGNCLUSTERS, fc, field_manager=c.FIELD_MANAGER_TERRAFORM, force=True)
 
         call(ctx.diagnostics, kube, write, what=f"write the ForeignCluster {name}", seconds=seconds)
         if ctx.diagnostics.has_errors():

@@ -129,6 +129,8 @@ TOKEN_SECRET_KEY: Final = "token"
 TOKEN_SECRET_PREFIX: Final = "liqo-token-"
 #: the only kind of peering the runtime sets up (a ForeignCluster's `spec.peeringType`)
 PEERING_TYPE_OUT_OF_BAND: Final = "OutOfBand"
+#: the ForeignCluster status (and Identity spec) field with the pinned SHA-256 of the auth service's key
+AUTH_KEY_FINGERPRINT_FIELD: Final = "authServiceKeyFingerprint"
 #: the `app.kubernetes.io/component` of the consumer's peering objects (token, key pair and credential Secrets)
 COMPONENT_PEERING: Final = "peering"
 

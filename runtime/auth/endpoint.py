@@ -34,6 +34,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from runtime.api import constants as c
+from runtime.forge import conditions
 
 JSON = Mapping[str, Any]
 
@@ -132,8 +133,7 @@ def qualifies(node: JSON) -> bool:
     meta = node.get("metadata") or {}
     if (meta.get("labels") or {}).get(c.LABEL_TYPE) == c.TYPE_VIRTUAL_NODE or meta.get("deletionTimestamp"):
         return False
-    conditions = (node.get("status") or {}).get("conditions") or []
-    return any(cond.get("type") == "Ready" and cond.get("status") == "True" for cond in conditions)
+    return conditions.is_true((node.get("status") or {}).get("conditions"), "Ready")
 
 
 def _node(nodes: Iterable[JSON], *, own_node: str, published_host: str) -> tuple[str, str, str] | None:

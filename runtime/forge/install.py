@@ -15,7 +15,7 @@ import json
 import re
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Final, Literal, get_args
 
 from runtime.api import constants as c
 from runtime.api.crds import crds
@@ -28,7 +28,7 @@ JSON = dict[str, Any]
 
 WebhookMode = Literal["service", "url"]
 ServiceType = Literal["ClusterIP", "NodePort", "LoadBalancer"]
-SERVICE_TYPES: tuple[ServiceType, ...] = ("ClusterIP", "NodePort", "LoadBalancer")
+SERVICE_TYPES: Final[tuple[ServiceType, ...]] = get_args(ServiceType)
 
 CONTROLLER_MANAGER = "controller-manager"
 AUTH = "auth"

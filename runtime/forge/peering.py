@@ -18,11 +18,12 @@ from runtime.api import constants as c
 from runtime.api.crds import FOREIGNCLUSTERS
 
 from .meta import metadata
+from .resourceslice import CPU, MEMORY, PODS
 
 JSON = dict[str, Any]
 
 #: the ForeignCluster resource keys front ends have dedicated attributes for (the rest are extended resources)
-CPU, MEMORY, PODS, EPHEMERAL_STORAGE = "cpu", "memory", "pods", "ephemeral-storage"
+EPHEMERAL_STORAGE = "ephemeral-storage"
 STANDARD_RESOURCES: Final = (CPU, MEMORY, PODS, EPHEMERAL_STORAGE)
 
 

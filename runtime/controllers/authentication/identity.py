@@ -108,7 +108,7 @@ class IdentityReconciler:
             namespace=request.namespace,
             credential=credential,
             cluster_labels=objects.cluster_labels_of(identity),
-            key_fingerprint=str((identity.get("spec") or {}).get(authclient.PIN_FIELD) or ""),
+            key_fingerprint=str((identity.get("spec") or {}).get(c.AUTH_KEY_FINGERPRINT_FIELD) or ""),
             issued_at=issued_at,
             renew_fraction=self._options.credential_renew_fraction,
             condition=conditions.condition(

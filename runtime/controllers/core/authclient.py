@@ -167,12 +167,11 @@ def check_url(url: str) -> None:
 
 
 #: the ForeignCluster status field keeping the pinned key fingerprint
-PIN_FIELD = "authServiceKeyFingerprint"
 
 
 def pinned_key(foreign_cluster: Mapping[str, Any]) -> str | None:
     """The key fingerprint a ForeignCluster trusts (None before the first contact, or once a user cleared it)."""
-    return str((foreign_cluster.get("status") or {}).get(PIN_FIELD) or "") or None
+    return str((foreign_cluster.get("status") or {}).get(c.AUTH_KEY_FINGERPRINT_FIELD) or "") or None
 
 
 def key_fingerprint(certificate: bytes) -> str:

@@ -123,7 +123,7 @@ def messages(error: authclient.AuthServiceError, *, spec: PeeringSpec) -> Step:
             f"refusing the authentication service at {url}: it presents the key {error.found}, not the key"
             f" {error.pinned} trusted on the first contact with {provider} — someone may be impersonating it,"
             f" or {provider}'s serving key was replaced (its Secret {c.AUTH_SERVING_KEY_SECRET} re-created). If"
-            f" the new key is {provider}'s own, trust it: clear status.{authclient.PIN_FIELD} of this"
+            f" the new key is {provider}'s own, trust it: clear status.{c.AUTH_KEY_FINGERPRINT_FIELD} of this"
             " ForeignCluster (or delete and re-create the ForeignCluster)",
         )
     if isinstance(error, authclient.RateLimitedError):
@@ -187,7 +187,7 @@ class Authentication:
             cluster_labels=objects.cluster_labels_of(identity),
             remote_version=str(identity_spec.get("remoteVersion") or ""),
             api_server_url=str(identity_spec.get("apiServerURL") or ""),
-            key_fingerprint=str(identity_spec.get(authclient.PIN_FIELD) or ""),
+            key_fingerprint=str(identity_spec.get(c.AUTH_KEY_FINGERPRINT_FIELD) or ""),
         )
 
     async def ensure(self, foreign_cluster: JSON, spec: PeeringSpec, local: LocalCluster) -> Session:
@@ -206,7 +206,9 @@ class Authentication:
         if previous is not None and previous.fingerprint == fingerprint and loop_time < previous.retry_at:
             raise Blocked(previous.step, delay=previous.retry_at - loop_time)
         try:
-            return await self._authenticate(foreign_cluster, spec, local, key=key, token=token)
+            return await self._authenticate(
+                foreign_cluster, spec, local, key=key, token=token, pinned=pinned or None
+            )
         except authclient.AuthServiceError as error:
             count = previous.count + 1 if previous is not None and previous.fingerprint == fingerprint else 1
             step = messages(error, spec=spec)
@@ -227,8 +229,8 @@ class Authentication:
         *,
         key: Ed25519PrivateKey,
         token: str,
+        pinned: str | None,
     ) -> Session:
-        pinned = authclient.pinned_key(foreign_cluster)
         service = authclient.AuthClient(spec.auth_url, timeout=self._options.auth_timeout, pinned=pinned)
         provider = await service.cluster(expected_cluster_id=spec.cluster_id)
         issued_at = datetime.now(UTC)
@@ -245,7 +247,7 @@ class Authentication:
                 found=provider.info,
             )
         step = authenticated(spec, namespace=credential.namespace)
-        key_fingerprint = pinned or service.key_fingerprint or ""
+        key_fingerprint = service.key_fingerprint or ""
         await store_credential(
             self._client,
             provider=spec.name,

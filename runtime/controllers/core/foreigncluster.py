@@ -46,7 +46,7 @@ from runtime.core import (
 from runtime.forge import conditions
 from runtime.forge import virtualnode as forge_vn
 
-from . import authclient, keys, negotiate, objects
+from . import negotiate, objects
 from .authenticate import Authentication, Session
 from .peering import Blocked, Caches, LocalCluster, PeeringSpec, SpecError, has_incoming
 from .status import Observed, Step, done, failed, foreign_cluster_status, waiting
@@ -59,7 +59,7 @@ JSON = dict[str, Any]
 NAME = "foreigncluster"
 EVENT_COMPONENT = "liqo-controller-manager"
 #: the secrets of peerings (key pairs, credentials) carry this component label
-PEERING_SECRETS = f"{c.LABEL_COMPONENT}={keys.COMPONENT}"
+PEERING_SECRETS = f"{c.LABEL_COMPONENT}={c.COMPONENT_PEERING}"
 _CLUSTER_ID_INDEX = "foreigncluster.spec.clusterID"
 #: how soon a peering waiting for this cluster's own identity ConfigMap looks again
 IDENTITY_MISSING_RETRY = 5.0
@@ -250,7 +250,7 @@ class ForeignClusterReconciler:
             api_server_url=(session.api_server_url if session else "")
             or str(current.get("apiServerURL") or ""),
             auth_service_key_fingerprint=(session.key_fingerprint if session else "")
-            or str(current.get(authclient.PIN_FIELD) or ""),
+            or str(current.get(c.AUTH_KEY_FINGERPRINT_FIELD) or ""),
             virtual_nodes=[node] if has_vn or (virtual_node is not None and virtual_node.done) else [],
         )
 

@@ -25,7 +25,6 @@ JSON = dict[str, Any]
 #: data keys of the Secret: the PKCS#8 PEM private key, and the raw public key (base64 in the Secret)
 PRIVATE_KEY = "privateKey"
 PUBLIC_KEY = "publicKey"
-COMPONENT = "peering"
 
 
 def keys_secret_name(provider: str) -> str:
@@ -52,7 +51,7 @@ def keys_secret(provider: str, *, namespace: str, cluster_id: str, key: Ed25519P
         "metadata": metadata(
             keys_secret_name(provider),
             namespace=namespace,
-            component=COMPONENT,
+            component=c.COMPONENT_PEERING,
             **{c.LABEL_REMOTE_CLUSTER_ID: cluster_id},
         ),
         "type": "Opaque",

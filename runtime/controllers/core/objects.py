@@ -23,8 +23,6 @@ from runtime.forge.meta import metadata
 
 JSON = dict[str, Any]
 
-COMPONENT = "peering"
-
 
 def credential_secret_name(provider: str) -> str:
     return f"{c.CREDENTIAL_SECRET_PREFIX}{provider}"
@@ -39,7 +37,7 @@ def credential_secret(provider: str, *, namespace: str, credential: contract.Cre
         "metadata": metadata(
             credential_secret_name(provider),
             namespace=namespace,
-            component=COMPONENT,
+            component=c.COMPONENT_PEERING,
             **{c.LABEL_REMOTE_CLUSTER_ID: credential.cluster_id},
         ),
         "type": "Opaque",
@@ -77,7 +75,7 @@ def identity(
     meta = metadata(
         provider,
         namespace=namespace,
-        component=COMPONENT,
+        component=c.COMPONENT_PEERING,
         **{c.LABEL_REMOTE_CLUSTER_ID: credential.cluster_id},
     )
     meta["annotations"] = {
@@ -93,7 +91,7 @@ def identity(
             "secretRef": {"name": credential_secret_name(provider), "namespace": namespace},
             "apiServerURL": credential.api_server_url,
             "remoteVersion": credential.version,
-            **({"authServiceKeyFingerprint": key_fingerprint} if key_fingerprint else {}),
+            **({c.AUTH_KEY_FINGERPRINT_FIELD: key_fingerprint} if key_fingerprint else {}),
         },
     }
 

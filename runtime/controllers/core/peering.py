@@ -76,8 +76,10 @@ class PeeringSpec:
             raise SpecError(
                 "spec.clusterID is required: the provider's cluster id (liqo_generate on the provider)"
             )
-        if (spec.get("peeringType") or "OutOfBand") != "OutOfBand":
-            raise SpecError(f"spec.peeringType {spec.get('peeringType')!r} is not supported: use OutOfBand")
+        if (spec.get("peeringType") or c.PEERING_TYPE_OUT_OF_BAND) != c.PEERING_TYPE_OUT_OF_BAND:
+            raise SpecError(
+                f"spec.peeringType {spec.get('peeringType')!r} is not supported: use {c.PEERING_TYPE_OUT_OF_BAND}"
+            )
         auth_url = str(spec.get("authURL") or "")
         if not auth_url:
             raise SpecError(

@@ -147,7 +147,7 @@ def foreign_cluster_status(current: JSON | None, observed: Observed, *, at: str)
         },
         "remoteVersion": observed.remote_version,
         "apiServerURL": observed.api_server_url,
-        "authServiceKeyFingerprint": observed.auth_service_key_fingerprint,
+        c.AUTH_KEY_FINGERPRINT_FIELD: observed.auth_service_key_fingerprint,
         "virtualNodes": list(observed.virtual_nodes),
         "conditions": conditions.merged(current.get("conditions"), [ready], at=at),
     }

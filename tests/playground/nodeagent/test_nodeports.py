@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
+from playground.controllers.workloads.names import SERVICE_NAME
 from playground.nodeagent.nodeports import (
-    SERVICE_NAME_LABEL,
     NodePortProxy,
     node_ports,
     ready_endpoints,
@@ -49,7 +49,7 @@ def endpoint_slice(
     assert len(by_port) <= 1, "one port per slice"
     port = next(iter(by_port), 80)
     return {
-        "metadata": {"name": name, "namespace": "shop", "labels": {SERVICE_NAME_LABEL: service}},
+        "metadata": {"name": name, "namespace": "shop", "labels": {SERVICE_NAME: service}},
         "addressType": "IPv4",
         "ports": [{"name": port_name, "port": port, "protocol": "TCP"}],
         "endpoints": by_port.get(port, []),
@@ -278,7 +278,7 @@ async def test_the_agent_serves_node_ports_on_the_node_address(
         )
         node_port = int(created["spec"]["ports"][0]["nodePort"])
         slice_body = endpoint_slice("web-abc", [(HOST, pod_port, True)])
-        slice_body["metadata"] = {"name": "web-abc", "labels": {SERVICE_NAME_LABEL: "web"}}
+        slice_body["metadata"] = {"name": "web-abc", "labels": {SERVICE_NAME: "web"}}
         await api.create(ENDPOINTSLICES, slice_body, namespace=ns)
 
         async def answers() -> bool:
