@@ -32,6 +32,7 @@ from runtime.auth.endpoint import Endpoint, auth_endpoint
 from runtime.core import APIStatusError, Client, InvalidError, NotFoundError
 from runtime.forge.install import (
     COMPONENTS,
+    MUTATING_WEBHOOK,
     VALIDATING_WEBHOOK,
     InstallOptions,
     install_manifests,
@@ -310,17 +311,20 @@ async def _pending(client: Client, options: InstallOptions) -> list[str]:
             pending.append(
                 f"Deployment {ns}/{name}: {status.get('availableReplicas') or 0}/{wanted} available{pods}"
             )
-    try:
-        webhook = await client.get(kinds.VALIDATINGWEBHOOKS, VALIDATING_WEBHOOK)
-    except NotFoundError:
-        pending.append(f"ValidatingWebhookConfiguration {VALIDATING_WEBHOOK} is missing")
-    else:
+    for resource, name in (
+        (kinds.VALIDATINGWEBHOOKS, VALIDATING_WEBHOOK),
+        (kinds.MUTATINGWEBHOOKS, MUTATING_WEBHOOK),
+    ):
+        try:
+            webhook = await client.get(resource, name)
+        except NotFoundError:
+            pending.append(f"{resource.kind} {name} is missing")
+            continue
         if not all(
             (hook.get("clientConfig") or {}).get("caBundle") for hook in webhook.get("webhooks") or []
         ):
             pending.append(
-                f"ValidatingWebhookConfiguration {VALIDATING_WEBHOOK} has no CA bundle yet "
-                "(the webhook sets it when it starts)"
+                f"{resource.kind} {name} has no CA bundle yet (the webhook sets it when it starts)"
             )
     try:
         identity = await client.get(kinds.CONFIGMAPS, c.CLUSTER_IDENTITY_CONFIGMAP, namespace=ns)

@@ -295,6 +295,7 @@ class InformerFactory:
         self._settings = settings
         self._metrics = metrics
         self._informers: dict[Selection, Informer] = {}
+        self._tasks: dict[Selection, asyncio.Task[None]] = {}
         self._group: asyncio.TaskGroup | None = None
 
     def informer(
@@ -313,6 +314,15 @@ class InformerFactory:
             if self._group is not None:
                 self._start(self._group, informer)
         return informer
+
+    def remove(self, informer: Informer) -> None:
+        """Stop `informer` and forget it (its handlers get nothing more); asking for its selection again makes a new one."""
+        if self._informers.get(informer.selection) is not informer:
+            return
+        del self._informers[informer.selection]
+        task = self._tasks.pop(informer.selection, None)
+        if task is not None:
+            task.cancel()
 
     @property
     def informers(self) -> list[Informer]:
@@ -335,7 +345,10 @@ class InformerFactory:
                 await asyncio.Event().wait()
             finally:
                 self._group = None
+                self._tasks.clear()
 
-    @staticmethod
-    def _start(group: asyncio.TaskGroup, informer: Informer) -> None:
-        group.create_task(informer.run(), name=f"informer {informer.selection}")
+    def _start(self, group: asyncio.TaskGroup, informer: Informer) -> None:
+        # a child cancelled by `remove` ends alone: a TaskGroup ignores its cancelled children
+        self._tasks[informer.selection] = group.create_task(
+            informer.run(), name=f"informer {informer.selection}"
+        )

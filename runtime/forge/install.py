@@ -138,6 +138,7 @@ def install_manifests(options: InstallOptions) -> list[JSON]:
         _deployment(options, WEBHOOK, _webhook_args(options), ports={"https": WEBHOOK_PORT}),
         _service(options, WEBHOOK, WEBHOOK_PORT, service_type="ClusterIP"),
         validating_webhook_configuration(options),
+        mutating_webhook_configuration(options),
     ]
     return objects
 
@@ -160,39 +161,52 @@ def identity_configmap(options: InstallOptions) -> JSON:
     }
 
 
+def _client_config(options: InstallOptions, path: str) -> JSON:
+    if options.webhook_mode == "service":
+        return {
+            "service": {"namespace": options.namespace, "name": "liqo-webhook", "path": path, "port": 443}
+        }
+    return {"url": f"https://liqo-webhook.invalid{path}"}
+
+
+def _webhook(options: InstallOptions, name: str, path: str, rule: JSON, **extra: Any) -> JSON:
+    return {
+        "name": name,
+        "admissionReviewVersions": ["v1"],
+        "sideEffects": "None",
+        "failurePolicy": "Fail",
+        "timeoutSeconds": 10,
+        "clientConfig": _client_config(options, path),
+        "rules": [rule],
+        **extra,
+    }
+
+
 def validating_webhook_configuration(options: InstallOptions) -> JSON:
     """Validation of the runtime's own kinds (the CRDs' immutability rules, for API servers without CEL).
 
     In `url` mode the URL is a placeholder until the webhook starts and patches its own address and CA
     bundle in (it does the CA bundle in `service` mode too); install waits for that before it returns.
     """
-    webhooks = []
-    for plural, group in (("foreignclusters", c.CORE_GROUP), ("resourceslices", c.AUTHENTICATION_GROUP)):
-        path = f"/validate/{plural}"
-        client_config: JSON = (
-            {"service": {"namespace": options.namespace, "name": "liqo-webhook", "path": path, "port": 443}}
-            if options.webhook_mode == "service"
-            else {"url": f"https://liqo-webhook.invalid{path}"}
-        )
-        webhooks.append(
+    webhooks = [
+        _webhook(
+            options,
+            f"{plural}.validate.liqo.io",
+            f"/validate/{plural}",
             {
-                "name": f"{plural}.validate.liqo.io",
-                "admissionReviewVersions": ["v1"],
-                "sideEffects": "None",
-                "failurePolicy": "Fail",
-                "timeoutSeconds": 10,
-                "clientConfig": client_config,
-                "rules": [
-                    {
-                        "apiGroups": [group],
-                        "apiVersions": [c.VERSION],
-                        "operations": ["CREATE", "UPDATE"],
-                        "resources": [plural],
-                        "scope": "*",
-                    }
-                ],
-            }
+                "apiGroups": [group],
+                "apiVersions": [c.VERSION],
+                "operations": ["CREATE", "UPDATE"],
+                "resources": [plural],
+                "scope": "*",
+            },
         )
+        for plural, group in (
+            ("foreignclusters", c.CORE_GROUP),
+            ("resourceslices", c.AUTHENTICATION_GROUP),
+            ("namespaceoffloadings", c.OFFLOADING_GROUP),
+        )
+    ]
     return {
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": "ValidatingWebhookConfiguration",
@@ -201,9 +215,39 @@ def validating_webhook_configuration(options: InstallOptions) -> JSON:
     }
 
 
+def mutating_webhook_configuration(options: InstallOptions) -> JSON:
+    """Admission of pods created in offloaded namespaces (labelled `liqo.io/scheduling-enabled=true`).
+
+    Failing closed as Liqo's does: while the webhook is down, such pods are refused (their controllers retry)
+    rather than admitted without the constraints of their namespace's offloading.
+    """
+    rule = {
+        "apiGroups": [""],
+        "apiVersions": ["v1"],
+        "operations": ["CREATE"],
+        "resources": ["pods"],
+        "scope": "Namespaced",
+    }
+    webhook = _webhook(
+        options,
+        "pods.mutate.liqo.io",
+        "/mutate/pods",
+        rule,
+        namespaceSelector={"matchLabels": {c.LABEL_SCHEDULING_ENABLED: "true"}},
+        reinvocationPolicy="Never",
+    )
+    return {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "MutatingWebhookConfiguration",
+        "metadata": metadata(MUTATING_WEBHOOK, component=WEBHOOK),
+        "webhooks": [webhook],
+    }
+
+
 def _controller_manager_args(options: InstallOptions) -> list[str]:
     return [
         f"--namespace={options.namespace}",
+        f"--api-server-url={options.api_server_url}",
         "--leader-elect",
         f"--image={options.image}",
     ]
@@ -226,6 +270,7 @@ def _webhook_args(options: InstallOptions) -> list[str]:
         f"--listen=$(POD_IP):{WEBHOOK_PORT}",
         f"--mode={options.webhook_mode}",
         f"--configuration={VALIDATING_WEBHOOK}",
+        f"--mutating-configuration={MUTATING_WEBHOOK}",
     ]
 
 

@@ -2,7 +2,7 @@
 tested against a bare API server emulator (no controllers, no node agent).
 
 - `installed_runtime`: what a running installation shows: its Deployments rolled out, the
-  webhook's CA bundle patched in, the auth service's URL in the identity ConfigMap;
+  webhooks' CA bundles patched in, the auth service's URL in the identity ConfigMap;
 - `peering_controller`: what the consumer's ForeignCluster controller shows: a finalizer,
   the status (through the controller's own status builder) and a Ready virtual node with
   the capacity asked for; a deleted ForeignCluster loses its node and finalizer.
@@ -18,10 +18,10 @@ from typing import Any
 
 from runtime.api import constants as c
 from runtime.api.crds import FOREIGNCLUSTERS
-from runtime.api.kinds import CONFIGMAPS, DEPLOYMENTS, NODES, VALIDATINGWEBHOOKS
+from runtime.api.kinds import CONFIGMAPS, DEPLOYMENTS, MUTATINGWEBHOOKS, NODES, VALIDATINGWEBHOOKS
 from runtime.controllers.core.status import Observed, done, failed, foreign_cluster_status, waiting
 from runtime.core import Client, ConflictError, NotFoundError
-from runtime.forge.install import VALIDATING_WEBHOOK
+from runtime.forge.install import MUTATING_WEBHOOK, VALIDATING_WEBHOOK
 from runtime.forge.virtualnode import node_name_for
 
 AUTH_URL = "https://127.0.0.1:18443"
@@ -70,15 +70,16 @@ async def _roll_out(client: Client, namespace: str) -> None:
 
 
 async def _patch_webhook(client: Client) -> None:
-    webhook = await client.get(VALIDATINGWEBHOOKS, VALIDATING_WEBHOOK)
-    hooks = webhook.get("webhooks") or []
-    if all(hook["clientConfig"].get("caBundle") for hook in hooks):
-        return
-    for hook in hooks:
-        hook["clientConfig"]["caBundle"] = CA_BUNDLE
-        if "url" in hook["clientConfig"]:
-            hook["clientConfig"]["url"] = f"https://127.0.0.1:19443/validate/{hook['name']}"
-    await client.replace(VALIDATINGWEBHOOKS, webhook, field_manager=c.FIELD_MANAGER_WEBHOOK)
+    for resource, name in ((VALIDATINGWEBHOOKS, VALIDATING_WEBHOOK), (MUTATINGWEBHOOKS, MUTATING_WEBHOOK)):
+        webhook = await client.get(resource, name)
+        hooks = webhook.get("webhooks") or []
+        if all(hook["clientConfig"].get("caBundle") for hook in hooks):
+            continue
+        for hook in hooks:
+            hook["clientConfig"]["caBundle"] = CA_BUNDLE
+            if "url" in hook["clientConfig"]:
+                hook["clientConfig"]["url"] = f"https://127.0.0.1:19443/validate/{hook['name']}"
+        await client.replace(resource, webhook, field_manager=c.FIELD_MANAGER_WEBHOOK)
 
 
 async def _publish(client: Client, namespace: str, auth_url: str) -> None:
