@@ -46,7 +46,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -60,7 +59,6 @@ if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
 from playground import processes
 from playground.cluster import Cluster, ClusterError, down, resolve, up
 from playground.liqo import NAMESPACE, Identity, install_runtime, issue_token, peer
-from provider.resources import foreigncluster
 from runtime.api import constants as c
 from runtime.api.crds import FOREIGNCLUSTERS
 from runtime.api.image import runtime_image
@@ -68,6 +66,7 @@ from runtime.api.kinds import DEPLOYMENTS, NODES, PODS, SECRETS
 from runtime.core import APIError, Client, NotFoundError
 from runtime.forge import conditions, install, peering, tokens
 from runtime.forge import virtualnode as forge_vn
+from runtime.operations import peering as foreigncluster
 
 T = TypeVar("T")
 Log = Callable[[str], None]
@@ -289,7 +288,7 @@ async def unpeer(consumer: Client, provider: Client, identity: Identity, token: 
     node = forge_vn.node_name_for(name)
     started = time.perf_counter()
     await consumer.delete(FOREIGNCLUSTERS, name)
-    await foreigncluster.wait_gone(consumer, name, seconds=UNPEER_SECONDS, stop=threading.Event())
+    await foreigncluster.wait_gone(consumer, name, seconds=UNPEER_SECONDS)
 
     async def node_gone() -> str:
         try:

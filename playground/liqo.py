@@ -2,7 +2,7 @@
 
 - `install`: what `liqo_install` does: the install options from the cluster (the CIDRs it
   reports, else its spec's; the webhook by URL, as the playground's API server calls it),
-  `provider.resources.installer.apply`, then `installer.wait_ready`; the identity it publishes;
+  `runtime.operations.install.apply`, then `install.wait_ready`; the identity it publishes;
 - `issue_token`: what `liqo_generate` creates on a provider: a token, its hash in a Secret;
 - `peer`: what `liqo_peer` writes on a consumer, server-side applied under the Terraform
   field manager: the token Secret and the ForeignCluster (`runtime.forge.peering`).
@@ -10,17 +10,17 @@
 
 from __future__ import annotations
 
-import threading
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from playground.cluster import Cluster
-from provider.resources import foreigncluster, installer
 from runtime.api import constants as c
 from runtime.api.kinds import SECRETS
 from runtime.core import Client
 from runtime.forge import install, tokens
+from runtime.operations import install as installer
+from runtime.operations import peering
 
 NAMESPACE = c.DEFAULT_NAMESPACE
 INSTALL_SECONDS = 300.0
@@ -68,8 +68,10 @@ async def install_runtime(cluster: Cluster, *, cluster_labels: Mapping[str, str]
         options = install_options(
             cluster, await installer.discover_cidrs(api), cluster_labels=cluster_labels or {}
         )
-        await installer.apply(api, options, progress=installer.Progress())
-        ready = await installer.wait_ready(api, options, seconds=INSTALL_SECONDS, stop=threading.Event())
+        await installer.apply(
+            api, options, field_manager=c.FIELD_MANAGER_TERRAFORM, progress=installer.Progress()
+        )
+        ready = await installer.wait_ready(api, options, seconds=INSTALL_SECONDS)
     return Identity.from_data(ready.identity)
 
 
@@ -89,7 +91,7 @@ async def peer(
     consumer: Client, provider: Identity, token: str, *, node_labels: Mapping[str, str] | None = None
 ) -> None:
     """The token Secret and the ForeignCluster on the consumer, as `liqo_peer` writes them."""
-    await foreigncluster.apply_peering(
+    await peering.apply_peering(
         consumer,
         provider.cluster_name,
         token=token,
@@ -98,4 +100,5 @@ async def peer(
         namespace=NAMESPACE,
         resources={},
         node_labels=dict(node_labels or {}),
+        field_manager=c.FIELD_MANAGER_TERRAFORM,
     )

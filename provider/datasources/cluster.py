@@ -2,15 +2,13 @@
 
 The runtime keeps the identity (id, name, labels, version, pod and service CIDRs) in
 the ConfigMap `liqo-cluster-identity` of its namespace (keys in
-`runtime.api.constants`); `cluster_identity` is the one lookup, shared with the
-resources that need the identity. A cluster without the runtime is an error that says
+`runtime.api.constants`); `runtime.operations.identity.cluster_identity` is the one
+lookup, shared with the resources and the Pulumi components. A cluster without the runtime is an error that says
 to apply `liqo_install` first: a data source never invents values.
 """
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 from tf.iface import ReadDataContext
@@ -25,59 +23,10 @@ from ..framework.schema import Attribute
 
 if TYPE_CHECKING:
     from runtime.core import Client
+    from runtime.operations.identity import ClusterIdentity
 
 #: the bound of one read of the data source
 READ_SECONDS = 60.0
-
-
-class IdentityError(ValueError):
-    """The identity ConfigMap exists but a value in it is malformed."""
-
-
-@dataclass(frozen=True)
-class ClusterIdentity:
-    cluster_id: str
-    name: str
-    labels: dict[str, str]
-    version: str
-    pod_cidr: str
-    service_cidr: str
-
-
-async def cluster_identity(
-    client: Client, *, namespace: str = constants.DEFAULT_NAMESPACE
-) -> ClusterIdentity | None:
-    """The identity the runtime published in `namespace`, or None when the runtime is not installed there."""
-    from runtime.api.kinds import CONFIGMAPS
-    from runtime.core import NotFoundError
-
-    try:
-        configmap = await client.get(CONFIGMAPS, constants.CLUSTER_IDENTITY_CONFIGMAP, namespace=namespace)
-    except NotFoundError:
-        return None
-    data = configmap.get("data") or {}
-    where = f"{namespace}/{constants.CLUSTER_IDENTITY_CONFIGMAP}"
-    cluster_id = data.get(constants.IDENTITY_CLUSTER_ID) or ""
-    if not cluster_id:
-        raise IdentityError(f"ConfigMap {where} has no {constants.IDENTITY_CLUSTER_ID}")
-    try:
-        labels = json.loads(data.get(constants.IDENTITY_CLUSTER_LABELS) or "{}")
-    except ValueError as exc:
-        raise IdentityError(
-            f"ConfigMap {where}: {constants.IDENTITY_CLUSTER_LABELS} is not JSON ({exc})"
-        ) from None
-    if not isinstance(labels, dict) or not all(isinstance(v, str) for v in labels.values()):
-        raise IdentityError(
-            f"ConfigMap {where}: {constants.IDENTITY_CLUSTER_LABELS} is not a JSON object of strings"
-        )
-    return ClusterIdentity(
-        cluster_id=cluster_id,
-        name=data.get(constants.IDENTITY_CLUSTER_NAME) or "",
-        labels=labels,
-        version=data.get(constants.IDENTITY_VERSION) or "",
-        pod_cidr=data.get(constants.IDENTITY_POD_CIDR) or "",
-        service_cidr=data.get(constants.IDENTITY_SERVICE_CIDR) or "",
-    )
 
 
 class ClusterDataSource(DataSource):
@@ -141,6 +90,8 @@ class ClusterDataSource(DataSource):
 
 async def _read(client: Client, namespace: str) -> ClusterIdentity | str | None:
     """The identity, None when absent, or the message of a malformed one."""
+    from runtime.operations.identity import IdentityError, cluster_identity
+
     try:
         return await cluster_identity(client, namespace=namespace)
     except IdentityError as exc:

@@ -21,8 +21,7 @@ from ..resources import checks
 
 if TYPE_CHECKING:
     from runtime.core import Client
-
-    from ..resources.foreigncluster import Peering
+    from runtime.operations.peering import Peering
 
 READ_SECONDS: Final = 60.0
 
@@ -134,7 +133,7 @@ class PeeringDataSource(DataSource):
         checks.cluster_name(diags, config.get("cluster_name"), path=["cluster_name"])
 
     def read(self, ctx: ReadDataContext, config: State) -> State | None:
-        from ..resources.foreigncluster import find
+        from runtime.operations.peering import find
 
         name, cluster_id = config.get("cluster_name"), config.get("cluster_id")
         kube = self.provider.kube

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from tf.utils import AttributePath, Diagnostics
 
-from .waits import StopRequested, WaitTimeoutError
+from runtime.operations.waits import StopRequested, WaitTimeoutError
 
 if TYPE_CHECKING:
     from runtime.core.errors import APIError

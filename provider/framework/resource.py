@@ -21,9 +21,10 @@ from tf import iface
 from tf.schema import Schema
 from tf.utils import AttributePath, Diagnostics
 
+from runtime.operations.waits import StopRequested, WaitTimeoutError
+
 from . import timeouts
 from .diagnostics import api_error, interrupted, unexpected
-from .waits import StopRequested, WaitTimeoutError
 
 if TYPE_CHECKING:
     from runtime.core import Client

@@ -7,42 +7,17 @@ duration on its attribute at plan time, and `seconds` gives the bound for one op
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any, Final
 
 from tf.types import String, Unknown
 from tf.utils import Diagnostics
 
+from runtime.api.validation import DurationError, parse_duration
+
 from .schema import Attribute, SingleNestedBlock
 
 BLOCK: Final = "timeouts"
-
-_UNITS: Final = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
-
-
-class DurationError(ValueError):
-    pass
-
-
-def parse_duration(text: str) -> float:
-    """Seconds in a Go duration ("30s", "1.5h", "2h45m"); positive values only."""
-    rest = text.strip()
-    if not rest:
-        raise DurationError("an empty duration")
-    total = 0.0
-    while rest:
-        match = _PART.match(rest)
-        if match is None:
-            raise DurationError(
-                f'"{text}" is not a duration: use a number and a unit, e.g. "90s", "10m", "1h30m"'
-            )
-        total += float(match.group(1)) * _UNITS[match.group(2)]
-        rest = rest[match.end() :]
-    if total <= 0:
-        raise DurationError(f'"{text}" is not a positive duration')
-    return total
 
 
 def block(defaults: Mapping[str, float]) -> SingleNestedBlock:

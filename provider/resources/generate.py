@@ -1,8 +1,8 @@
 """`resource "liqo_generate"`: on the provider, a peering token for one consumer, with what the consumer
 needs to use it (`cluster_id`, `cluster_name`, `auth_ep`, `local_token`).
 
-Each resource issues its own token (`runtime.forge.tokens`): the cluster keeps only its
-SHA-256 in a Secret, the token itself exists only in the Terraform state (sensitive).
+Each resource issues its own token (`runtime.operations.token`): the cluster keeps only
+its SHA-256 in a Secret, the token itself exists only in the Terraform state (sensitive).
 Destroying the resource deletes the Secret, which revokes the token. Read treats a
 token whose Secret is gone, changed (no longer its hash) or expired as gone, so the next
 apply issues a new one (and a `liqo_peer` using it gets the new token in place).
@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, ClassVar, Final
 
 from tf.iface import ImportContext, ReadContext, UpgradeContext
@@ -23,8 +21,8 @@ from tf.types import String
 from tf.utils import Diagnostics
 
 from runtime.api import constants as c
+from runtime.api import validation
 
-from ..framework import timeouts
 from ..framework.resource import ApplyContext, PlanContext, Resource, State, call
 from ..framework.schema import Attribute
 from ..framework.timeouts import block as timeouts_block
@@ -32,28 +30,12 @@ from . import checks
 
 if TYPE_CHECKING:
     from runtime.core import Client
+    from runtime.operations.token import Issued
 
 logger = logging.getLogger(__name__)
 
 TIMEOUTS: Final = {"create": 120.0, "delete": 60.0}
 READ_SECONDS: Final = 60.0
-
-
-@dataclass(frozen=True)
-class Issued:
-    """A token just stored in the cluster, and the identity it lets a consumer peer with."""
-
-    secret_name: str
-    token: str
-    expires_at: str
-    cluster_id: str
-    cluster_name: str
-    auth_ep: str
-
-
-@dataclass(frozen=True)
-class _NotInstalled:
-    pass
 
 
 class GenerateResource(Resource):
@@ -144,8 +126,8 @@ class GenerateResource(Resource):
         expires_in = config.get("expires_in")
         if checks.known(expires_in):
             try:
-                timeouts.parse_duration(str(expires_in))
-            except timeouts.DurationError as exc:
+                validation.parse_duration(str(expires_in))
+            except validation.DurationError as exc:
                 diags.add_error("Invalid expires_in", f"{exc}.", path=["expires_in"])
 
     def plan(self, ctx: PlanContext, current: State | None, planned: State) -> State:  # type: ignore[override]
@@ -157,16 +139,33 @@ class GenerateResource(Resource):
         namespace = str(planned["namespace"])
         seconds = self.seconds(ctx.config, "create")
         expires_in = planned.get("expires_in")
-        lifetime = timeouts.parse_duration(str(expires_in)) if expires_in else None
+        lifetime = validation.parse_duration(str(expires_in)) if expires_in else None
+
+        from runtime.operations.identity import NotInstalledError
+
+        async def issue(client: Client) -> Issued | NotInstalledError:
+            from runtime.operations import token
+
+            try:
+                return await token.issue(
+                    client,
+                    namespace=namespace,
+                    lifetime=lifetime,
+                    seconds=seconds,
+                    field_manager=c.FIELD_MANAGER_TERRAFORM,
+                    stop=ctx.stop,
+                )
+            except NotInstalledError as exc:
+                return exc
 
         issued = call(
             ctx.diagnostics,
             self.provider.kube,
-            lambda client: _issue(client, namespace, lifetime=lifetime, seconds=seconds, ctx=ctx),
+            issue,
             what=f"issue a peering token in namespace {namespace}",
             seconds=seconds + 10,
         )
-        if isinstance(issued, _NotInstalled):
+        if isinstance(issued, NotInstalledError):
             _not_installed(ctx.diagnostics, host=self.provider.kube.host, namespace=namespace)
             return None
         if issued is None:
@@ -186,18 +185,23 @@ class GenerateResource(Resource):
         return {**current, "timeouts": planned.get("timeouts")}
 
     def read(self, ctx: ReadContext, current: State) -> State | None:
+        from runtime.operations import token
+
         namespace = str(current.get("namespace") or c.DEFAULT_NAMESPACE)
         name = str(current.get("id") or "")
         found = call(
             ctx.diagnostics,
             self.provider.kube,
-            lambda client: _observe(client, namespace, name, token=str(current.get("local_token") or "")),
+            lambda client: token.observe(
+                client, namespace=namespace, name=name, token=str(current.get("local_token") or "")
+            ),
             what=f"read the peering token Secret {namespace}/{name}",
             seconds=READ_SECONDS,
         )
         if ctx.diagnostics.has_errors():
             return current
         if found is None:
+            logger.info("%s/%s: the token no longer works; it is issued again", namespace, name)
             return None
         identity = found
         return {
@@ -208,6 +212,8 @@ class GenerateResource(Resource):
         }
 
     def delete(self, ctx: ApplyContext, current: State) -> None:  # type: ignore[override]
+        from runtime.operations import token
+
         namespace = str(current.get("namespace") or c.DEFAULT_NAMESPACE)
         name = str(current.get("id") or "")
         if not name:
@@ -215,7 +221,7 @@ class GenerateResource(Resource):
         unreachable = call(
             ctx.diagnostics,
             self.provider.kube,
-            lambda client: _revoke(client, namespace, name),
+            lambda client: token.revoke(client, namespace=namespace, name=name),
             what=f"revoke the peering token (delete Secret {namespace}/{name})",
             seconds=self.seconds(current, "delete"),
         )
@@ -235,98 +241,6 @@ class GenerateResource(Resource):
             "elsewhere, delete its Secret (label liqo.io/peering-token=true) in the runtime's namespace.",
         )
         return None
-
-
-async def _published(client: Client, namespace: str) -> dict[str, str] | None:
-    """The identity ConfigMap's data, or None when the runtime is not installed in `namespace`."""
-    from runtime.api.kinds import CONFIGMAPS
-    from runtime.core import NotFoundError
-
-    try:
-        configmap = await client.get(CONFIGMAPS, c.CLUSTER_IDENTITY_CONFIGMAP, namespace=namespace)
-    except NotFoundError:
-        return None
-    return {str(k): str(v) for k, v in (configmap.get("data") or {}).items()}
-
-
-async def _issue(
-    client: Client, namespace: str, *, lifetime: float | None, seconds: float, ctx: ApplyContext
-) -> Issued | _NotInstalled:
-    from runtime.api.kinds import SECRETS
-    from runtime.forge.credential import rfc3339
-    from runtime.forge.tokens import generate_token, token_secret, token_secret_name
-
-    from ..framework.waits import wait_until
-
-    if await _published(client, namespace) is None:
-        return _NotInstalled()
-
-    async def published() -> tuple[dict[str, str] | None, str]:
-        identity = await _published(client, namespace) or {}
-        if identity.get(c.IDENTITY_CLUSTER_ID) and identity.get(c.IDENTITY_AUTH_URL):
-            return identity, "published"
-        return None, "the auth service has not published its URL in the identity ConfigMap yet"
-
-    identity = await wait_until(
-        published, what=f"the Liqo identity in namespace {namespace}", seconds=seconds, stop=ctx.stop
-    )
-    token = generate_token()
-    expires_at = datetime.now(UTC) + timedelta(seconds=lifetime) if lifetime else None
-    await client.create(
-        SECRETS,
-        token_secret(token, namespace=namespace, expires_at=expires_at),
-        namespace=namespace,
-        field_manager=c.FIELD_MANAGER_TERRAFORM,
-    )
-    return Issued(
-        secret_name=token_secret_name(token),
-        token=token,
-        expires_at=rfc3339(expires_at) if expires_at is not None else "",
-        cluster_id=identity[c.IDENTITY_CLUSTER_ID],
-        cluster_name=identity.get(c.IDENTITY_CLUSTER_NAME) or "",
-        auth_ep=identity[c.IDENTITY_AUTH_URL],
-    )
-
-
-async def _observe(client: Client, namespace: str, name: str, *, token: str) -> dict[str, str] | None:
-    """The identity the token lets a consumer peer with; None when the token no longer works."""
-    import hmac
-
-    from runtime.api.kinds import SECRETS
-    from runtime.core import NotFoundError
-    from runtime.forge.tokens import stored_hash, token_expiry, token_hash
-
-    try:
-        secret = await client.get(SECRETS, name, namespace=namespace)
-    except NotFoundError:
-        logger.info("%s/%s: the token Secret is gone; the token is issued again", namespace, name)
-        return None
-    stored = stored_hash(secret)
-    if stored is None or not hmac.compare_digest(stored, token_hash(token).encode("ascii")):
-        logger.info("%s/%s: the token Secret holds another token; the token is issued again", namespace, name)
-        return None
-    try:
-        expiry = token_expiry(secret)
-    except ValueError:
-        expiry = None
-    if expiry is not None and expiry <= datetime.now(UTC):
-        logger.info("%s/%s: the token expired at %s; it is issued again", namespace, name, expiry)
-        return None
-    return await _published(client, namespace) or {}
-
-
-async def _revoke(client: Client, namespace: str, name: str) -> str:
-    """Delete the token Secret; the error when the cluster cannot be reached ("" otherwise)."""
-    from runtime.api.kinds import SECRETS
-    from runtime.core import APIConnectionError, NotFoundError
-
-    try:
-        await client.delete(SECRETS, name, namespace=namespace)
-    except NotFoundError:
-        pass
-    except APIConnectionError as exc:
-        return str(exc)
-    return ""
 
 
 def _not_installed(diagnostics: Diagnostics, *, host: str, namespace: str) -> None:

@@ -1,8 +1,9 @@
 """`resource "liqo_install"`: installs, upgrades in place and uninstalls the Liqo runtime in the cluster the
 provider points at.
 
-The objects are `runtime.forge.install.install_manifests()` (see `installer.py` for the
-cluster work); this module maps Terraform's lifecycle onto it:
+The objects are `runtime.forge.install.install_manifests()` (the cluster work is
+`runtime.operations.install`, shared with the Pulumi components); this module maps
+Terraform's lifecycle onto it:
 
 - plan: defaults, the provider's host as `api_server_url`, the package version, and on
   create the CIDRs the cluster tells (so a plan shows them) and the cluster id it
@@ -28,7 +29,7 @@ import logging
 import time
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 from tf.iface import ImportContext, ReadContext, UpgradeContext
@@ -47,8 +48,7 @@ from . import checks
 if TYPE_CHECKING:
     from runtime.core import Client
     from runtime.forge.install import InstallOptions
-
-    from .installer import Cidrs, Observed, Ready
+    from runtime.operations.install import Cidrs, Observed, Ready
 
 logger = logging.getLogger(__name__)
 
@@ -339,20 +339,14 @@ class InstallResource(Resource):
 
     def _plan_create(self, diags: Diagnostics, planned: State, config: State) -> None:
         """Fill in what the cluster tells on create: the CIDRs not configured, and an existing cluster id."""
-        from .installer import discover_cidrs
+        from runtime.operations.install import discover_cidrs, existing_cluster_id
 
         namespace = planned["namespace"]
 
         async def look(client: Client) -> tuple[Cidrs | None, str | None]:
-            from ..datasources.cluster import IdentityError, cluster_identity
-
             wants_cidrs = config.get("pod_cidr") is None or config.get("service_cidr") is None
             cidrs = await discover_cidrs(client) if wants_cidrs else None
-            try:
-                identity = await cluster_identity(client, namespace=namespace)
-            except IdentityError:
-                identity = None
-            return cidrs, identity.cluster_id if identity is not None else None
+            return cidrs, await existing_cluster_id(client, namespace=namespace)
 
         found = call(
             diags,
@@ -379,36 +373,23 @@ class InstallResource(Resource):
 
     def _apply(self, ctx: ApplyContext, planned: State, *, prior: State | None) -> State | None:
         from runtime.forge.install import InstallOptionsError
-
-        from .installer import Cidrs, Progress, apply, discover_cidrs, wait_ready
+        from runtime.operations.install import Cidrs, Progress, apply, complete_options, wait_ready
 
         operation = "create" if prior is None else "update"
         seconds = self.seconds(ctx.config, operation)
         kube = self.provider.kube
         namespace = planned["namespace"]
-
-        async def resolve(client: Client) -> InstallOptions:
-            from ..datasources.cluster import IdentityError, cluster_identity
-
-            cluster_id = planned.get("cluster_id")
-            if not is_known(cluster_id) or not cluster_id:
-                try:
-                    identity = await cluster_identity(client, namespace=namespace)
-                except IdentityError:
-                    identity = None  # unreadable: the install writes a whole new identity
-                cluster_id = identity.cluster_id if identity is not None else str(uuid.uuid4())
-            options = _options(planned, cluster_id=str(cluster_id), host=kube.host)
-            if not options.pod_cidr or not options.service_cidr:
-                cidrs = await discover_cidrs(client)
-                options = replace(
-                    options,
-                    pod_cidr=options.pod_cidr or cidrs.pod_cidr or "",
-                    service_cidr=options.service_cidr or cidrs.service_cidr or "",
-                )
-            return options
+        cluster_id = planned.get("cluster_id")
+        wanted = _options(
+            planned, cluster_id=str(cluster_id) if is_known(cluster_id) and cluster_id else "", host=kube.host
+        )
 
         options = call(
-            ctx.diagnostics, kube, resolve, what=f"prepare the installation in {namespace}", seconds=seconds
+            ctx.diagnostics,
+            kube,
+            lambda client: complete_options(client, wanted),
+            what=f"prepare the installation in {namespace}",
+            seconds=seconds,
         )
         if options is None:
             return prior
@@ -426,7 +407,7 @@ class InstallResource(Resource):
         call(
             ctx.diagnostics,
             kube,
-            lambda client: apply(client, options, progress=progress),
+            lambda client: apply(client, options, field_manager=c.FIELD_MANAGER_TERRAFORM, progress=progress),
             what=f"apply the Liqo runtime's objects in namespace {namespace}",
             seconds=seconds,
         )
@@ -446,7 +427,7 @@ class InstallResource(Resource):
     # read, delete, import
 
     def read(self, ctx: ReadContext, current: State) -> State | None:
-        from .installer import observe
+        from runtime.operations.install import observe
 
         namespace = current.get("namespace") or current.get("id") or c.DEFAULT_NAMESPACE
         observed = call(
@@ -465,22 +446,25 @@ class InstallResource(Resource):
 
     def delete(self, ctx: ApplyContext, current: State) -> None:  # type: ignore[override]
         from runtime.core import APIConnectionError
-
-        from .installer import blockers, uninstall
+        from runtime.operations.install import InUseError, uninstall
 
         namespace = current.get("namespace") or c.DEFAULT_NAMESPACE
         force, purge = bool(current.get("force")), bool(current.get("purge"))
         seconds = self.seconds(current, "delete")
 
-        async def remove(client: Client) -> list[str] | _Refused | _Unreachable:
+        async def remove(client: Client) -> list[str] | InUseError | _Unreachable:
             try:
-                if not force:
-                    found = await blockers(client)
-                    if found:
-                        return _Refused(found)
                 return await uninstall(
-                    client, namespace, force=force, purge=purge, seconds=seconds, stop=ctx.stop
+                    client,
+                    namespace,
+                    force=force,
+                    purge=purge,
+                    seconds=seconds,
+                    field_manager=c.FIELD_MANAGER_TERRAFORM,
+                    stop=ctx.stop,
                 )
+            except InUseError as exc:
+                return exc
             except APIConnectionError as exc:
                 return _Unreachable(str(exc))
 
@@ -491,7 +475,7 @@ class InstallResource(Resource):
             what=f"uninstall the Liqo runtime from namespace {namespace}",
             seconds=seconds + 10,
         )
-        if isinstance(outcome, _Refused):
+        if isinstance(outcome, InUseError):
             _refuse(ctx.diagnostics, outcome.found)
         elif isinstance(outcome, _Unreachable):
             _unreachable(
@@ -502,7 +486,7 @@ class InstallResource(Resource):
                 ctx.diagnostics.add_warning("Peering removed by force", warning)
 
     def import_(self, ctx: ImportContext, id: str) -> State | None:
-        from .installer import observe
+        from runtime.operations.install import observe
 
         checks.namespace(ctx.diagnostics, id, path=["namespace"])
         if ctx.diagnostics.has_errors():
@@ -578,7 +562,7 @@ def _known_text(value: Any) -> str:
 
 
 def _observed_state(current: State, namespace: str, observed: Observed) -> State:
-    from .installer import identity_labels
+    from runtime.operations.install import identity_labels
 
     identity = observed.identity
     labels = identity_labels(identity)
@@ -678,11 +662,6 @@ def _unreachable(diags: Diagnostics, *, host: str, namespace: str, error: str) -
         "not uninstalled; it is removed from the state as the cluster is gone. If the cluster comes back, "
         "uninstall it there by hand or import it again.",
     )
-
-
-@dataclass(frozen=True)
-class _Refused:
-    found: list[str]
 
 
 @dataclass(frozen=True)

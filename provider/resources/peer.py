@@ -1,7 +1,7 @@
 """`resource "liqo_peer"`: on the consumer, an out-of-band peering with a provider, up to a Ready virtual node.
 
-It writes the token Secret and the ForeignCluster (`foreigncluster.py`); the runtime's
-controller does the peering. The lifecycle:
+It writes the token Secret and the ForeignCluster and waits (`runtime.operations.peering`,
+shared with the Pulumi components); the runtime's controller does the peering. The lifecycle:
 
 - create: refuses a cluster without the runtime, a peering with itself, and a name
   already peered (import that one instead); then waits, bounded by `timeouts.create`,
@@ -22,11 +22,8 @@ controller does the peering. The lifecycle:
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 from tf.iface import ImportContext, ReadContext, UpgradeContext
@@ -35,6 +32,7 @@ from tf.types import Map, String
 from tf.utils import Diagnostics
 
 from runtime.api import constants as c
+from runtime.api import validation
 
 from ..framework.plan import is_known
 from ..framework.resource import ApplyContext, PlanContext, Resource, State, call
@@ -44,16 +42,13 @@ from . import checks
 
 if TYPE_CHECKING:
     from runtime.core import Client
-
-    from .foreigncluster import Established, Peering
+    from runtime.operations.peering import Established, Peering
 
 logger = logging.getLogger(__name__)
 
 TIMEOUTS: Final = {"create": 300.0, "update": 300.0, "delete": 180.0}
 #: the bound of reads
 READ_SECONDS: Final = 60.0
-#: how long a forced delete waits for the ForeignCluster to go once its finalizer is removed
-ORPHAN_SECONDS: Final = 15.0
 #: attribute -> the ForeignCluster resource it requests
 RESOURCE_ATTRIBUTES: Final = {
     "cpu": "cpu",
@@ -203,13 +198,12 @@ class PeerResource(Resource):
 
     def check(self, diags: Diagnostics, config: State) -> None:
         cluster_id = config.get("cluster_id")
-        if checks.known(cluster_id) and not _is_uuid(cluster_id):
-            diags.add_error(
-                "Invalid cluster_id",
-                f"{cluster_id!r} is not a cluster ID: cluster IDs are UUIDs; take it from liqo_generate.cluster_id "
-                "(or data.liqo_cluster.id) on the provider.",
-                path=["cluster_id"],
+        if checks.known(cluster_id) and (
+            problem := validation.cluster_id(
+                str(cluster_id), source="liqo_generate.cluster_id (or data.liqo_cluster.id) on the provider"
             )
+        ):
+            diags.add_error("Invalid cluster_id", problem, path=["cluster_id"])
         checks.cluster_name(diags, config.get("cluster_name"), path=["cluster_name"])
         checks.https_url(
             diags, config.get("cluster_authurl"), path=["cluster_authurl"], what="authentication URL"
@@ -250,27 +244,26 @@ class PeerResource(Resource):
     # apply
 
     def create(self, ctx: ApplyContext, planned: State) -> State | None:  # type: ignore[override]
-        from .foreigncluster import get, wait_gone
+        from runtime.operations.identity import NotInstalledError
+        from runtime.operations.peering import PeeringExistsError, SelfPeeringError, check_new
 
         name = str(planned["cluster_name"])
         namespace = str(planned["namespace"])
         seconds = self.seconds(ctx.config, "create")
 
-        async def precheck(client: Client) -> str:
-            """Why the peering cannot be created ("" when it can); waits out a ForeignCluster being deleted."""
-            from ..datasources.cluster import cluster_identity
-
-            local = await cluster_identity(client, namespace=namespace)
-            if local is None:
-                return "not-installed"
-            if local.cluster_id == planned["cluster_id"]:
-                return "self"
-            existing = await get(client, name)
-            if existing is not None and existing.terminating:
-                await wait_gone(client, name, seconds=seconds / 2, stop=ctx.stop)
-            elif existing is not None:
-                return "exists"
-            return ""
+        async def precheck(client: Client) -> Exception | None:
+            try:
+                await check_new(
+                    client,
+                    name,
+                    cluster_id=str(planned["cluster_id"]),
+                    namespace=namespace,
+                    seconds=seconds / 2,
+                    stop=ctx.stop,
+                )
+            except (NotInstalledError, SelfPeeringError, PeeringExistsError) as exc:
+                return exc
+            return None
 
         blocked = call(
             ctx.diagnostics,
@@ -279,9 +272,9 @@ class PeerResource(Resource):
             what=f"prepare the peering with {name}",
             seconds=seconds,
         )
-        if blocked is None:
+        if ctx.diagnostics.has_errors():
             return None
-        if blocked:
+        if blocked is not None:
             _blocked(ctx.diagnostics, blocked, name=name, namespace=namespace, host=self.provider.kube.host)
             return None
         return self._write(ctx, planned, prior=None)
@@ -295,7 +288,7 @@ class PeerResource(Resource):
 
     def _write(self, ctx: ApplyContext, planned: State, *, prior: State | None) -> State | None:
         """Apply the token Secret and the ForeignCluster, then wait for the peering."""
-        from .foreigncluster import PeeringFailedError, apply_peering, wait_established
+        from runtime.operations.peering import PeeringFailedError, apply_peering, wait_established
 
         name = str(planned["cluster_name"])
         namespace = str(planned["namespace"])
@@ -314,6 +307,7 @@ class PeerResource(Resource):
                 namespace=namespace,
                 resources=requested,
                 node_labels=dict(planned.get("node_labels") or {}),
+                field_manager=c.FIELD_MANAGER_TERRAFORM,
             )
 
         call(ctx.diagnostics, kube, write, what=f"write the ForeignCluster {name}", seconds=seconds)
@@ -351,70 +345,44 @@ class PeerResource(Resource):
     # read, delete, import
 
     def read(self, ctx: ReadContext, current: State) -> State | None:
-        from .foreigncluster import get, token
+        from runtime.operations.peering import observe
 
         name = str(current.get("id") or current.get("cluster_name"))
         namespace = str(current.get("namespace") or c.DEFAULT_NAMESPACE)
 
-        async def observe(client: Client) -> tuple[Peering | None, str]:
-            peering = await get(client, name)
-            if peering is None or peering.terminating:
-                return None, ""
-            return peering, await token(client, name, namespace=namespace)
-
         found = call(
             ctx.diagnostics,
             self.provider.kube,
-            observe,
+            lambda client: observe(client, name, namespace=namespace),
             what=f"read the peering with {name}",
             seconds=READ_SECONDS,
         )
-        if found is None:
+        if ctx.diagnostics.has_errors():
             return current
-        peering, secret_token = found
-        if peering is None:
+        if found is None:
             logger.info("liqo_peer %s: the ForeignCluster is gone; removing it from the state", name)
             return None
+        peering, secret_token = found
         return _observed_state(current, peering, token=secret_token, namespace=namespace)
 
     def delete(self, ctx: ApplyContext, current: State) -> None:  # type: ignore[override]
-        from runtime.core import APIConnectionError
-        from runtime.forge.peering import token_secret_name
-
-        from .foreigncluster import orphan, wait_gone
+        from runtime.operations.peering import ORPHAN_SECONDS, unpeer
 
         name = str(current.get("id") or current.get("cluster_name"))
         namespace = str(current.get("namespace") or c.DEFAULT_NAMESPACE)
         seconds = self.seconds(current, "delete")
 
-        async def remove(client: Client) -> _Deleted:
-            from runtime.api.crds import FOREIGNCLUSTERS
-            from runtime.api.kinds import SECRETS
-            from runtime.core import NotFoundError
-
-            from ..framework.waits import WaitTimeoutError
-
-            outcome = _Deleted()
-            try:
-                try:
-                    await client.delete(FOREIGNCLUSTERS, name)
-                    await wait_gone(client, name, seconds=seconds, stop=ctx.stop)
-                except NotFoundError:
-                    pass
-                except WaitTimeoutError as exc:
-                    outcome.orphaned = exc.last
-                    await orphan(client, name)
-                    await wait_gone(client, name, seconds=ORPHAN_SECONDS, stop=ctx.stop)
-                with contextlib.suppress(NotFoundError):
-                    await client.delete(SECRETS, token_secret_name(name), namespace=namespace)
-            except APIConnectionError as exc:
-                outcome.unreachable = str(exc)
-            return outcome
-
         outcome = call(
             ctx.diagnostics,
             self.provider.kube,
-            remove,
+            lambda client: unpeer(
+                client,
+                name,
+                namespace=namespace,
+                seconds=seconds,
+                field_manager=c.FIELD_MANAGER_TERRAFORM,
+                stop=ctx.stop,
+            ),
             what=f"delete the peering with {name}",
             seconds=seconds + ORPHAN_SECONDS + 10,
         )
@@ -436,7 +404,7 @@ class PeerResource(Resource):
             )
 
     def import_(self, ctx: ImportContext, id: str) -> State | None:
-        from .foreigncluster import get, token
+        from runtime.operations.peering import get, token
 
         checks.cluster_name(ctx.diagnostics, id, path=["cluster_name"])
         if ctx.diagnostics.has_errors():
@@ -474,12 +442,6 @@ class PeerResource(Resource):
 
 
 # state
-
-
-@dataclass
-class _Deleted:
-    orphaned: str = ""
-    unreachable: str = ""
 
 
 def _requested(state: State) -> dict[str, str]:
@@ -566,13 +528,6 @@ def _map(known: Any, live: Mapping[str, Any]) -> dict[str, Any] | None:
     return dict(live) if live or known is not None else None
 
 
-def _is_uuid(value: Any) -> bool:
-    try:
-        return str(uuid.UUID(str(value))) == str(value).lower()
-    except ValueError:
-        return False
-
-
 def _check_extended(diags: Diagnostics, key: str, value: Any) -> None:
     path: list[Any] = ["extended_resources", key]
     if key in RESOURCE_ATTRIBUTES.values():
@@ -583,7 +538,7 @@ def _check_extended(diags: Diagnostics, key: str, value: Any) -> None:
             path=path,
         )
         return
-    problem = checks.label_key_problem(key)
+    problem = validation.label_key_problem(key)
     if problem:
         diags.add_error("Invalid resource name", f"{key!r} is not a resource name: {problem}.", path=path)
     checks.quantity(diags, value, path=path, what=key)
@@ -592,26 +547,28 @@ def _check_extended(diags: Diagnostics, key: str, value: Any) -> None:
 # diagnostics
 
 
-def _blocked(diags: Diagnostics, why: str, *, name: str, namespace: str, host: str) -> None:
-    if why == "not-installed":
-        diags.add_error(
-            "Liqo runtime not installed",
-            f"The Liqo runtime is not installed in the cluster at {host} (namespace {namespace}): apply a "
-            "liqo_install resource on this (consumer) cluster first, and make liqo_peer depend on it.",
-        )
-    elif why == "self":
+def _blocked(diags: Diagnostics, why: Exception, *, name: str, namespace: str, host: str) -> None:
+    from runtime.operations.peering import PeeringExistsError, SelfPeeringError
+
+    if isinstance(why, SelfPeeringError):
         diags.add_error(
             "A cluster cannot peer with itself",
             f"cluster_id is the ID of the cluster at {host} itself: take cluster_id, cluster_name, "
             "cluster_authurl and cluster_token from liqo_generate on the provider cluster.",
             path=["cluster_id"],
         )
-    else:
+    elif isinstance(why, PeeringExistsError):
         diags.add_error(
             "Peering already exists",
             f"The cluster at {host} already has a ForeignCluster {name}. Import it instead of creating it: "
             f"terraform import <address of this liqo_peer> {name}",
             path=["cluster_name"],
+        )
+    else:
+        diags.add_error(
+            "Liqo runtime not installed",
+            f"The Liqo runtime is not installed in the cluster at {host} (namespace {namespace}): apply a "
+            "liqo_install resource on this (consumer) cluster first, and make liqo_peer depend on it.",
         )
 
 
@@ -627,7 +584,7 @@ def _failed(diags: Diagnostics, peering: Peering) -> None:
 
 def _explain_timeout(diags: Diagnostics, kube: Any, name: str) -> Peering | None:
     """Add the ForeignCluster's conditions to a wait that failed, so the error says why the peering is stuck."""
-    from .foreigncluster import get
+    from runtime.operations.peering import get
 
     found = call(
         Diagnostics(), kube, lambda client: get(client, name), what=f"read {name}", seconds=READ_SECONDS

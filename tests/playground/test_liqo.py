@@ -10,9 +10,9 @@ import pytest
 from playground import liqo
 from playground.cluster import Cluster
 from playground.spec import ClusterSpec
-from provider.resources.installer import Cidrs
 from runtime.api import constants as c
 from runtime.forge.install import InstallOptionsError
+from runtime.operations.install import Cidrs
 
 
 def cluster(tmp_path: Path, name: str = "milan") -> Cluster:

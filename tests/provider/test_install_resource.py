@@ -16,7 +16,6 @@ from tf.types import Unknown
 from playground.controllers import namespace as namespace_controller
 from provider.kube import Kube
 from provider.resources.install import InstallResource
-from provider.resources.installer import covering_network
 from runtime.api import constants as c
 from runtime.api.crds import FOREIGNCLUSTERS, NAMESPACEOFFLOADINGS, TENANTS
 from runtime.api.image import package_version, runtime_image
@@ -33,6 +32,7 @@ from runtime.api.kinds import (
 from runtime.auth.servingkey import generate_key, serving_key_secret
 from runtime.core import Client, NotFoundError
 from runtime.forge.install import VALIDATING_WEBHOOK
+from runtime.operations.install import covering_network
 from tests.playground.conftest import running
 
 from . import harness

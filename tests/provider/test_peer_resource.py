@@ -12,12 +12,12 @@ import pytest
 from tf.types import Unknown
 
 from provider.kube import Kube
-from provider.resources import foreigncluster
 from provider.resources.peer import PeerResource
 from runtime.api import constants as c
 from runtime.api.crds import FOREIGNCLUSTERS
 from runtime.api.kinds import CONFIGMAPS, NAMESPACES, NODES, SECRETS
 from runtime.core import Client, NotFoundError
+from runtime.operations import peering as foreigncluster
 
 from . import harness
 from .harness import Provider

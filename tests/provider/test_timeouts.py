@@ -1,26 +1,11 @@
-"""The `timeouts` block: Go durations, plan-time errors on the attribute, per-operation bounds."""
+"""The `timeouts` block: plan-time errors on the attribute, per-operation bounds (durations: runtime.api.validation)."""
 
 from __future__ import annotations
 
-import pytest
 from tf.types import Unknown
 from tf.utils import Diagnostics
 
 from provider.framework import timeouts
-
-
-@pytest.mark.parametrize(
-    ("text", "seconds"),
-    [("30s", 30), ("10m", 600), ("1h30m", 5400), ("1.5h", 5400), ("250ms", 0.25), (" 2m ", 120)],
-)
-def test_go_durations_parse_to_seconds(text: str, seconds: float) -> None:
-    assert timeouts.parse_duration(text) == pytest.approx(seconds)
-
-
-@pytest.mark.parametrize("text", ["", "10", "ten minutes", "5d", "0s", "-1m"])
-def test_what_is_not_a_positive_duration_is_refused(text: str) -> None:
-    with pytest.raises(timeouts.DurationError):
-        timeouts.parse_duration(text)
 
 
 def test_validate_reports_each_bad_value_on_its_attribute() -> None:

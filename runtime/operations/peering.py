@@ -1,11 +1,16 @@
-"""The consumer's side of a peering as `liqo_peer` and `data "liqo_peering"` see it: reading the ForeignCluster
-and its token Secret (built by `runtime.forge.peering`), a peering's progress, and the bounded waits.
+"""A peering seen from the consumer: writing the ForeignCluster and its token Secret (built by
+`runtime.forge.peering`), reading them back, the bounded wait for a Ready virtual node, and unpeering with the
+bounded wait and the forced path.
 
-`Peering` summarises the status the controller writes (`Ready` with the
-reason of the first step not done, per-module conditions, one-word phases), and
-`wait_established` polls it until the virtual node is Ready with the capacity asked for,
-ending early when the controller reports a failure a wait cannot fix (a refused token, a
-wrong cluster id, denied resources).
+`Peering` summarises the status the controller writes (`Ready` with the reason of the
+first step not done, per-module conditions, one-word phases); `wait_established` polls it
+until the virtual node is Ready with the capacity asked for, ending early when the
+controller reports a failure a wait cannot fix (a refused token, a wrong cluster id,
+denied resources). `unpeer` deletes the ForeignCluster and waits for the controller's
+clean-up; past its bound it removes the finalizer, so a destroy never hangs, and a
+cluster that cannot be reached counts as gone. The runtime does the peering; these
+functions write the desired objects and wait. Outcomes are values and typed errors that
+each front end words.
 """
 
 from __future__ import annotations
@@ -13,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -21,12 +25,13 @@ from typing import Any, Final
 from runtime.api import constants as c
 from runtime.api.crds import FOREIGNCLUSTERS
 from runtime.api.kinds import NODES, SECRETS
-from runtime.core import Client, NotFoundError
+from runtime.core import APIConnectionError, Client, NotFoundError
 from runtime.forge import conditions
 from runtime.forge.peering import token_of, token_secret_name
 from runtime.forge.virtualnode import node_name_for
 
-from ..framework.waits import POLL_INTERVAL, POLL_MAX_INTERVAL, wait_until
+from .identity import NotInstalledError, cluster_identity
+from .waits import NEVER, POLL_INTERVAL, POLL_MAX_INTERVAL, Stop, WaitTimeoutError, wait_until
 
 logger = logging.getLogger(__name__)
 
@@ -44,6 +49,8 @@ DEFINITIVE: Final = frozenset(
 #: how long a definitive failure must persist before a wait gives up (the controller may still be retrying a
 #: refusal that came from its provider's caches lagging behind a token just issued)
 FAIL_AFTER: Final = 15.0
+#: how long a forced unpeer waits for the ForeignCluster to go once its finalizer is removed
+ORPHAN_SECONDS: Final = 15.0
 
 
 # reading a peering
@@ -174,10 +181,58 @@ async def find(client: Client, *, cluster_name: str | None, cluster_id: str | No
 
 
 async def token(client: Client, name: str, *, namespace: str) -> str:
+    """The token the Secret of the peering `name` holds ("" when there is none)."""
     try:
         return token_of(await client.get(SECRETS, token_secret_name(name), namespace=namespace))
     except NotFoundError:
         return ""
+
+
+async def observe(client: Client, name: str, *, namespace: str) -> tuple[Peering, str] | None:
+    """The peering `name` and its token, as they are now; None when it is gone or being deleted."""
+    peering = await get(client, name)
+    if peering is None or peering.terminating:
+        return None
+    return peering, await token(client, name, namespace=namespace)
+
+
+# creating
+
+
+class SelfPeeringError(Exception):
+    """The cluster id to peer with is this cluster's own."""
+
+    def __init__(self, cluster_id: str) -> None:
+        super().__init__(f"cluster {cluster_id} cannot peer with itself")
+        self.cluster_id = cluster_id
+
+
+class PeeringExistsError(Exception):
+    """A ForeignCluster of that name exists already (and is not being deleted)."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"ForeignCluster {name} exists already")
+        self.name = name
+
+
+async def check_new(
+    client: Client, name: str, *, cluster_id: str, namespace: str, seconds: float, stop: Stop = NEVER
+) -> None:
+    """Whether a peering `name` with `cluster_id` can be created; waits out a ForeignCluster of that name being
+    deleted (up to `seconds`).
+
+    Raises NotInstalledError (no runtime in `namespace`), SelfPeeringError or PeeringExistsError.
+    """
+    local = await cluster_identity(client, namespace=namespace)
+    if local is None:
+        raise NotInstalledError(namespace)
+    if local.cluster_id == cluster_id:
+        raise SelfPeeringError(cluster_id)
+    existing = await get(client, name)
+    if existing is not None and existing.terminating:
+        await wait_gone(client, name, seconds=seconds, stop=stop)
+    elif existing is not None:
+        raise PeeringExistsError(name)
 
 
 # waiting
@@ -204,7 +259,7 @@ async def wait_established(
     *,
     requested: Mapping[str, str],
     seconds: float,
-    stop: threading.Event,
+    stop: Stop = NEVER,
     fail_after: float | None = None,
 ) -> Established:
     """Until the peering's virtual node is Ready and advertises what was asked for (or what the provider granted).
@@ -270,7 +325,7 @@ async def _node(client: Client, name: str) -> JSON | None:
         return None
 
 
-async def wait_gone(client: Client, name: str, *, seconds: float, stop: threading.Event) -> None:
+async def wait_gone(client: Client, name: str, *, seconds: float, stop: Stop = NEVER) -> None:
     """Until the ForeignCluster `name` is gone (the controller's unpeer is done)."""
 
     async def check() -> tuple[bool | None, str]:
@@ -302,14 +357,14 @@ async def apply_peering(
     namespace: str,
     resources: Mapping[str, str],
     node_labels: Mapping[str, str],
+    field_manager: str,
 ) -> None:
-    """Server-side apply what `liqo_peer` writes: the token Secret, then the ForeignCluster `name`."""
+    """Server-side apply what a peering is made of, as `field_manager`: the token Secret, then the
+    ForeignCluster `name`."""
     from runtime.forge.peering import foreign_cluster, token_secret
 
     secret = token_secret(name, token, namespace=namespace)
-    await client.apply(
-        SECRETS, secret, namespace=namespace, field_manager=c.FIELD_MANAGER_TERRAFORM, force=True
-    )
+    await client.apply(SECRETS, secret, namespace=namespace, field_manager=field_manager, force=True)
     body = foreign_cluster(
         name,
         cluster_id=cluster_id,
@@ -318,15 +373,56 @@ async def apply_peering(
         resources=dict(resources),
         node_labels=dict(node_labels),
     )
-    await client.apply(FOREIGNCLUSTERS, body, field_manager=c.FIELD_MANAGER_TERRAFORM, force=True)
+    await client.apply(FOREIGNCLUSTERS, body, field_manager=field_manager, force=True)
 
 
-async def orphan(client: Client, name: str) -> None:
+async def orphan(client: Client, name: str, *, field_manager: str) -> None:
     """Let the ForeignCluster go without its controller's clean-up (its finalizer is removed)."""
     with contextlib.suppress(NotFoundError):
         await client.patch(
             FOREIGNCLUSTERS,
             name,
             {"metadata": {"finalizers": None}},
-            field_manager=c.FIELD_MANAGER_TERRAFORM,
+            field_manager=field_manager,
         )
+
+
+# unpeering
+
+
+@dataclass(frozen=True)
+class Unpeered:
+    """How an unpeer ended: cleanly (both empty), forced, or with the cluster unreachable."""
+
+    #: the wait ran out (what was last seen) and the finalizer was removed: objects may be left behind
+    orphaned: str = ""
+    #: the cluster could not be reached (the error): nothing was deleted, the peering counts as gone
+    unreachable: str = ""
+
+
+async def unpeer(
+    client: Client, name: str, *, namespace: str, seconds: float, field_manager: str, stop: Stop = NEVER
+) -> Unpeered:
+    """Delete the peering `name` and its token Secret, bounded by `seconds` (plus `ORPHAN_SECONDS` when forced).
+
+    The controller unpeers (and gives up on an unreachable provider after its own bound);
+    past `seconds` the ForeignCluster's finalizer is removed.
+    """
+    from runtime.forge.peering import token_secret_name
+
+    orphaned = ""
+    try:
+        try:
+            await client.delete(FOREIGNCLUSTERS, name)
+            await wait_gone(client, name, seconds=seconds, stop=stop)
+        except NotFoundError:
+            pass
+        except WaitTimeoutError as exc:
+            orphaned = exc.last
+            await orphan(client, name, field_manager=field_manager)
+            await wait_gone(client, name, seconds=ORPHAN_SECONDS, stop=stop)
+        with contextlib.suppress(NotFoundError):
+            await client.delete(SECRETS, token_secret_name(name), namespace=namespace)
+    except APIConnectionError as exc:
+        return Unpeered(orphaned=orphaned, unreachable=str(exc))
+    return Unpeered(orphaned=orphaned)

@@ -1,14 +1,15 @@
-"""The cluster work behind `liqo_install`: discover the CIDRs, apply the runtime's manifests, wait until
-it runs, read it back, and uninstall it.
+"""Installing the Liqo runtime in a cluster: discover its CIDRs, apply the runtime's manifests, wait until it
+runs, read it back (drift), and uninstall it, with the peerings that hold it refused or removed by force.
 
-The objects are always `runtime.forge.install.install_manifests()`, applied with
-server-side apply under the `liqo-terraform` field manager, in the builder's order;
-uninstall deletes them in reverse. What the runtime writes into those objects itself
-(the webhook's address and CA bundle, the auth service's `authURL` in the identity
-ConfigMap) is owned by the runtime's own field managers, and a re-apply carries the
-webhook's values over, so an upgrade never undoes them. All of it is async on
-`runtime.core.Client`; the resource module turns outcomes into Terraform state and
-diagnostics.
+The objects are always `runtime.forge.install.install_manifests()`: the Terraform
+provider applies them here, server-side, under its field manager, in the builder's order
+(uninstall deletes them in reverse); the Pulumi components wrap the same objects in
+`pulumi_kubernetes` resources and use the rest (discovery, the readiness wait, reading,
+the blockers). What the runtime writes into those objects itself (the webhook's address
+and CA bundle, the auth service's `authURL` in the identity ConfigMap) is owned by the
+runtime's own field managers, and a re-apply carries the webhook's values over, so an
+upgrade never undoes them. Outcomes are values and typed errors (`InUseError`,
+`runtime.core` API errors, `waits.WaitTimeoutError`); each front end words them.
 """
 
 from __future__ import annotations
@@ -19,10 +20,9 @@ import ipaddress
 import json
 import logging
 import re
-import threading
 import uuid
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 from runtime.api import constants as c
@@ -38,7 +38,8 @@ from runtime.forge.install import (
     install_manifests,
 )
 
-from ..framework.waits import POLL_INTERVAL, POLL_MAX_INTERVAL, wait_until
+from .identity import IdentityError, cluster_identity
+from .waits import NEVER, POLL_INTERVAL, POLL_MAX_INTERVAL, Stop, wait_until
 
 logger = logging.getLogger(__name__)
 
@@ -206,6 +207,37 @@ def _cidr(value: Any) -> str | None:
         return None
 
 
+# options
+
+
+async def existing_cluster_id(client: Client, *, namespace: str) -> str | None:
+    """The cluster id an earlier installation left in `namespace` (None: there is none, or it is unreadable)."""
+    try:
+        identity = await cluster_identity(client, namespace=namespace)
+    except IdentityError:
+        return None  # unreadable: the install writes a whole new identity
+    return identity.cluster_id if identity is not None else None
+
+
+async def complete_options(client: Client, options: InstallOptions) -> InstallOptions:
+    """`options` with what the cluster tells filled in where they are empty.
+
+    The cluster id becomes the one an earlier installation left (so reinstalling keeps
+    it), else a new one; the CIDRs become the discovered ones, and stay empty when the
+    cluster tells none (the caller asks the user for them).
+    """
+    cluster_id = options.cluster_id or await existing_cluster_id(client, namespace=options.namespace)
+    options = replace(options, cluster_id=cluster_id or str(uuid.uuid4()))
+    if not options.pod_cidr or not options.service_cidr:
+        cidrs = await discover_cidrs(client)
+        options = replace(
+            options,
+            pod_cidr=options.pod_cidr or cidrs.pod_cidr or "",
+            service_cidr=options.service_cidr or cidrs.service_cidr or "",
+        )
+    return options
+
+
 # apply and wait
 
 
@@ -216,8 +248,8 @@ class Progress:
     applied: int = 0
 
 
-async def apply(client: Client, options: InstallOptions, *, progress: Progress) -> None:
-    """Server-side apply every object of the installation, in order."""
+async def apply(client: Client, options: InstallOptions, *, field_manager: str, progress: Progress) -> None:
+    """Server-side apply every object of the installation, in order, as `field_manager`."""
     objects = install_manifests(options)
     await _prepare_webhooks(client, objects)
     for obj in objects:
@@ -226,7 +258,7 @@ async def apply(client: Client, options: InstallOptions, *, progress: Progress) 
             target.resource,
             obj,
             namespace=target.namespace,
-            field_manager=c.FIELD_MANAGER_TERRAFORM,
+            field_manager=field_manager,
             force=True,
         )
         progress.applied += 1
@@ -269,9 +301,7 @@ class Ready:
     identity: dict[str, str]
 
 
-async def wait_ready(
-    client: Client, options: InstallOptions, *, seconds: float, stop: threading.Event
-) -> Ready:
+async def wait_ready(client: Client, options: InstallOptions, *, seconds: float, stop: Stop = NEVER) -> Ready:
     """Until the components' Deployments are rolled out, the webhook is patched and `authURL` is published."""
 
     async def check() -> tuple[Ready | None, str]:
@@ -483,27 +513,57 @@ async def blockers(client: Client) -> list[str]:
     return found
 
 
+class InUseError(Exception):
+    """Peerings or offloaded namespaces hold the runtime, and the uninstall is not forced."""
+
+    def __init__(self, found: list[str]) -> None:
+        super().__init__("the Liqo runtime is still in use by " + ", ".join(found))
+        self.found = found
+
+
+async def release(
+    client: Client, *, force: bool, seconds: float, field_manager: str, stop: Stop = NEVER
+) -> list[str]:
+    """Free the runtime of what holds it before an uninstall; the warnings worth showing (what was forced).
+
+    Without `force`, raises InUseError while peerings or offloaded namespaces exist. With it,
+    they are deleted while the runtime still runs to clean up after them, and their
+    finalizers are removed once `seconds` pass.
+    """
+    if not force:
+        found = await blockers(client)
+        if found:
+            raise InUseError(found)
+        return []
+    return await _remove_blockers(client, seconds=seconds, stop=stop, field_manager=field_manager)
+
+
 async def uninstall(
-    client: Client, namespace: str, *, force: bool, purge: bool, seconds: float, stop: threading.Event
+    client: Client,
+    namespace: str,
+    *,
+    force: bool,
+    purge: bool,
+    seconds: float,
+    field_manager: str,
+    stop: Stop = NEVER,
 ) -> list[str]:
     """Delete the installation in reverse order; the warnings worth showing (what was forced).
 
-    Peerings and offloaded namespaces are deleted first when `force` (their finalizers get
-    half of the time, then are removed). Without `purge`, the namespace, the CRDs and what
-    peers know the cluster by (`KEPT_WITHOUT_PURGE`) stay, so a reinstall keeps the cluster
-    id and the serving key consumers pinned; `purge` deletes the namespace and all in it.
+    What holds the runtime is released first (`release`: refused unless `force`, which gets
+    half of the time). Without `purge`, the namespace, the CRDs and what peers know the
+    cluster by (`KEPT_WITHOUT_PURGE`) stay, so a reinstall keeps the cluster id and the
+    serving key consumers pinned; `purge` deletes the namespace and all in it.
     """
     loop = asyncio.get_running_loop()
     deadline = loop.time() + seconds
-    warnings: list[str] = []
-    if force:
-        warnings += await _remove_blockers(client, seconds=seconds / 2, stop=stop)
+    warnings = await release(client, force=force, seconds=seconds / 2, field_manager=field_manager, stop=stop)
     kept = {kinds.NAMESPACES, kinds.CRDS} if not purge else set()
     for target in reversed(object_refs(namespace)):
         if target.resource in kept or (not purge and (target.resource, target.name) in KEPT_WITHOUT_PURGE):
             continue
         if target.resource == kinds.CRDS:
-            await _strip_finalizers(client, target.name)
+            await _strip_finalizers(client, target.name, field_manager=field_manager)
         with contextlib.suppress(NotFoundError):
             await client.delete(
                 target.resource, target.name, namespace=target.namespace, propagation_policy="Background"
@@ -523,7 +583,7 @@ async def uninstall(
     return warnings
 
 
-async def _remove_blockers(client: Client, *, seconds: float, stop: threading.Event) -> list[str]:
+async def _remove_blockers(client: Client, *, seconds: float, stop: Stop, field_manager: str) -> list[str]:
     """Delete peerings and offloadings while the runtime still runs to clean up after them; force what lingers."""
     targets: list[Ref] = []
     for resource in (crds.NAMESPACEOFFLOADINGS, crds.FOREIGNCLUSTERS):
@@ -545,7 +605,7 @@ async def _remove_blockers(client: Client, *, seconds: float, stop: threading.Ev
     except TimeoutError:
         lingering = [target for target in targets if await _get(client, target) is not None]
         for target in lingering:
-            await _clear_finalizers(client, target)
+            await _clear_finalizers(client, target, field_manager=field_manager)
         return [
             f"{target} did not finish its clean-up in time; its finalizers were removed "
             "(objects it created on the remote cluster may be left there)"
@@ -553,7 +613,7 @@ async def _remove_blockers(client: Client, *, seconds: float, stop: threading.Ev
         ]
 
 
-async def _strip_finalizers(client: Client, crd_name: str) -> None:
+async def _strip_finalizers(client: Client, crd_name: str, *, field_manager: str) -> None:
     """Remove finalizers from every object of a runtime kind about to lose its CRD (its controller is gone)."""
     kind = next((kind for kind in crds.KINDS if kind.name == crd_name), None)
     if kind is None:
@@ -565,22 +625,24 @@ async def _strip_finalizers(client: Client, crd_name: str) -> None:
     for obj in listed.items:
         meta = obj["metadata"]
         if meta.get("finalizers"):
-            await _clear_finalizers(client, Ref(kind.resource, meta["name"], meta.get("namespace")))
+            await _clear_finalizers(
+                client, Ref(kind.resource, meta["name"], meta.get("namespace")), field_manager=field_manager
+            )
 
 
-async def _clear_finalizers(client: Client, target: Ref) -> None:
+async def _clear_finalizers(client: Client, target: Ref, *, field_manager: str) -> None:
     with contextlib.suppress(NotFoundError):
         await client.patch(
             target.resource,
             target.name,
             {"metadata": {"finalizers": None}},
             namespace=target.namespace,
-            field_manager=c.FIELD_MANAGER_TERRAFORM,
+            field_manager=field_manager,
         )
 
 
 async def _wait_gone(
-    client: Client, targets: Iterable[Ref], *, what: str, seconds: float, stop: threading.Event
+    client: Client, targets: Iterable[Ref], *, what: str, seconds: float, stop: Stop
 ) -> None:
     remaining = list(targets)
 

@@ -1,25 +1,40 @@
-"""Bounded waits for resources: poll a condition until it holds, the deadline passes or Terraform
-asks the provider to stop.
+"""Bounded waits: poll a condition until it holds, the deadline passes or the caller asks to stop.
 
-A wait never outlives its operation's timeout, so `terraform apply`/`destroy` never
-hang. When Terraform sends StopProvider (Ctrl-C), waits end early with `StopRequested`:
-the resource then returns the state it has, so Terraform records what exists, instead
-of the process being killed mid-write (see `provider.server`).
+Every wait of an operation is bounded, so no `apply`, `up` or `destroy` can hang. How a
+front end asks an operation to stop is its own business (Terraform's StopProvider sets a
+`threading.Event` on a gRPC thread, see `provider.framework.servicer`); a wait only polls
+the `Stop` it is given and ends with `StopRequested`, so the caller can still record what
+exists, instead of being cancelled in the middle of a write. Asyncio cancellation ends a
+wait too, at its next await, like any other coroutine.
 """
 
 from __future__ import annotations
 
 import asyncio
-import threading
 from collections.abc import Awaitable, Callable
-from typing import Final, TypeVar
+from typing import Final, Protocol, TypeVar
 
-#: how often the resources' waits look again (at most): a few reads a second, so an apply ends within a second
-#: of readiness
+#: how often the operations' waits look again (at most): a few reads a second, so an apply ends within a
+#: second of readiness
 POLL_INTERVAL: Final = 0.25
 POLL_MAX_INTERVAL: Final = 1.0
 
 T = TypeVar("T")
+
+
+class Stop(Protocol):
+    """A stop signal a wait polls (a `threading.Event` is one; so is `NEVER`)."""
+
+    def is_set(self) -> bool: ...
+
+
+class _Never:
+    def is_set(self) -> bool:
+        return False
+
+
+#: the stop signal of a caller that has no way to ask for a stop: the wait ends at its bound
+NEVER: Final[Stop] = _Never()
 
 
 class WaitTimeoutError(TimeoutError):
@@ -33,10 +48,10 @@ class WaitTimeoutError(TimeoutError):
 
 
 class StopRequested(Exception):
-    """Terraform asked the provider to stop while waiting."""
+    """The caller asked to stop while waiting."""
 
     def __init__(self, what: str) -> None:
-        super().__init__(f"Terraform asked the provider to stop while waiting for {what}")
+        super().__init__(f"asked to stop while waiting for {what}")
         self.what = what
 
 
@@ -45,7 +60,7 @@ async def wait_until(
     *,
     what: str,
     seconds: float,
-    stop: threading.Event,
+    stop: Stop = NEVER,
     interval: float = 0.5,
     max_interval: float = 5.0,
 ) -> T:
@@ -70,9 +85,12 @@ async def wait_until(
         delay = min(delay * 2, max_interval)
 
 
-async def _sleep(seconds: float, stop: threading.Event) -> None:
+async def _sleep(seconds: float, stop: Stop) -> None:
     """Sleep, waking early (every 0.1 s at most) once `stop` is set."""
+    if stop is NEVER:
+        await asyncio.sleep(seconds)
+        return
     loop = asyncio.get_running_loop()
     end = loop.time() + seconds
-    while not stop.is_set() and loop.time() < end:  # noqa: ASYNC110 - `stop` is a threading.Event set by gRPC
+    while not stop.is_set() and loop.time() < end:  # noqa: ASYNC110 - `stop` may be set by another thread
         await asyncio.sleep(min(0.1, end - loop.time()))

@@ -1,4 +1,4 @@
-"""Bounded waits: done, timed out, or stopped by Terraform (under looptime: no real sleeping)."""
+"""Bounded waits: done, timed out, or stopped by the caller (under looptime: no real sleeping)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from provider.framework.waits import StopRequested, WaitTimeoutError, wait_until
+from runtime.operations.waits import StopRequested, WaitTimeoutError, wait_until
 
 pytestmark = pytest.mark.looptime
 
@@ -35,7 +35,7 @@ async def test_wait_times_out_with_what_it_last_saw(looptime: float) -> None:
     assert str(raised.value) == "the runtime did not happen within 10s (last seen: 0/1 pods ready)"
 
 
-async def test_wait_ends_early_when_terraform_asks_to_stop(looptime: float) -> None:
+async def test_wait_ends_early_when_the_caller_asks_to_stop(looptime: float) -> None:
     stop = threading.Event()
     calls = 0
 

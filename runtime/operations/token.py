@@ -1,0 +1,122 @@
+"""Peering tokens on a provider cluster: issue one, tell whether it still works (drift), revoke it.
+
+Each token is issued for one consumer (`runtime.forge.tokens`): the cluster keeps only
+its SHA-256 in a Secret, so the token itself exists only with the caller (in Terraform
+state, or as a Pulumi secret output). Deleting the Secret revokes the token. A token whose
+Secret is gone, changed (no longer its hash) or expired no longer works, and `observe`
+says so, so a front end issues a new one.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from runtime.api import constants as c
+from runtime.api.kinds import SECRETS
+from runtime.core import APIConnectionError, Client, NotFoundError
+from runtime.forge.credential import rfc3339
+from runtime.forge.tokens import (
+    generate_token,
+    stored_hash,
+    token_expiry,
+    token_hash,
+    token_secret,
+    token_secret_name,
+)
+
+from .identity import NotInstalledError, published
+from .waits import NEVER, Stop, wait_until
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Issued:
+    """A token just stored in the cluster, and the identity it lets a consumer peer with."""
+
+    secret_name: str
+    token: str
+    #: RFC 3339, "" when the token does not expire
+    expires_at: str
+    cluster_id: str
+    cluster_name: str
+    auth_ep: str
+
+
+async def issue(
+    client: Client,
+    *,
+    namespace: str,
+    lifetime: float | None,
+    seconds: float,
+    field_manager: str,
+    stop: Stop = NEVER,
+) -> Issued:
+    """Store a new token's hash in `namespace` and return the token, once the runtime published its identity.
+
+    Waits up to `seconds` for the auth service to publish its URL; raises NotInstalledError
+    when the runtime is not installed in `namespace`.
+    """
+    if await published(client, namespace=namespace) is None:
+        raise NotInstalledError(namespace)
+
+    async def ready() -> tuple[dict[str, str] | None, str]:
+        identity = await published(client, namespace=namespace) or {}
+        if identity.get(c.IDENTITY_CLUSTER_ID) and identity.get(c.IDENTITY_AUTH_URL):
+            return identity, "published"
+        return None, "the auth service has not published its URL in the identity ConfigMap yet"
+
+    identity = await wait_until(
+        ready, what=f"the Liqo identity in namespace {namespace}", seconds=seconds, stop=stop
+    )
+    token = generate_token()
+    expires_at = datetime.now(UTC) + timedelta(seconds=lifetime) if lifetime else None
+    await client.create(
+        SECRETS,
+        token_secret(token, namespace=namespace, expires_at=expires_at),
+        namespace=namespace,
+        field_manager=field_manager,
+    )
+    return Issued(
+        secret_name=token_secret_name(token),
+        token=token,
+        expires_at=rfc3339(expires_at) if expires_at is not None else "",
+        cluster_id=identity[c.IDENTITY_CLUSTER_ID],
+        cluster_name=identity.get(c.IDENTITY_CLUSTER_NAME) or "",
+        auth_ep=identity[c.IDENTITY_AUTH_URL],
+    )
+
+
+async def observe(client: Client, *, namespace: str, name: str, token: str) -> dict[str, str] | None:
+    """The identity the token in Secret `name` lets a consumer peer with; None when the token no longer works."""
+    try:
+        secret = await client.get(SECRETS, name, namespace=namespace)
+    except NotFoundError:
+        logger.info("%s/%s: the token Secret is gone", namespace, name)
+        return None
+    stored = stored_hash(secret)
+    if stored is None or not hmac.compare_digest(stored, token_hash(token).encode("ascii")):
+        logger.info("%s/%s: the token Secret holds another token", namespace, name)
+        return None
+    try:
+        expiry = token_expiry(secret)
+    except ValueError:
+        expiry = None
+    if expiry is not None and expiry <= datetime.now(UTC):
+        logger.info("%s/%s: the token expired at %s", namespace, name, expiry)
+        return None
+    return await published(client, namespace=namespace) or {}
+
+
+async def revoke(client: Client, *, namespace: str, name: str) -> str:
+    """Delete the token Secret `name`; the error when the cluster cannot be reached ("" otherwise)."""
+    try:
+        await client.delete(SECRETS, name, namespace=namespace)
+    except NotFoundError:
+        pass
+    except APIConnectionError as exc:
+        return str(exc)
+    return ""
