@@ -19,12 +19,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from runtime.api import constants as c
-from runtime.forge.namespaces import is_namespace_name
+from runtime.api import validation
 
 from .review import JSON, forbidden, invalid
-
-_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
-_CLUSTER_OWN = ("default", "kube-system", "kube-public", "kube-node-lease")
 
 
 def _spec(obj: JSON | None) -> JSON:
@@ -78,11 +75,8 @@ def _selected_name(name: Any) -> list[str]:
     path = "spec.remoteNamespaceName"
     if not name:
         return [invalid(path, name, "the SelectedName strategy needs the twin namespaces' name")]
-    if not is_namespace_name(name):
-        return [invalid(path, name, "must be a namespace name (a DNS label of at most 63 characters)")]
-    if name in _CLUSTER_OWN or str(name).startswith(("kube-", c.TENANT_NAMESPACE_PREFIX)):
-        return [invalid(path, name, "names a cluster's own namespace or a tenant namespace")]
-    return []
+    problem = validation.twin_namespace_name(str(name))
+    return [invalid(path, name, problem)] if problem else []
 
 
 def _selector(selector: Any) -> list[str]:
@@ -95,29 +89,15 @@ def _selector(selector: Any) -> list[str]:
         for kind in ("matchExpressions", "matchFields"):
             for j, requirement in enumerate((term or {}).get(kind) or []):
                 path = f"spec.clusterSelector.nodeSelectorTerms[{i}].{kind}[{j}]"
-                problems += _requirement(path, requirement, field=kind == "matchFields")
+                if not isinstance(requirement, dict):
+                    problems.append(invalid(path, requirement, "must have a key, an operator and values"))
+                    continue
+                problem = validation.node_selector_requirement(
+                    str(requirement.get("key") or ""),
+                    str(requirement.get("operator") or ""),
+                    [str(v) for v in requirement.get("values") or []],
+                    field=kind == "matchFields",
+                )
+                if problem:
+                    problems.append(invalid(path, requirement, problem))
     return problems
-
-
-def _requirement(path: str, requirement: Any, *, field: bool) -> list[str]:
-    if not isinstance(requirement, dict):
-        return [invalid(path, requirement, "must have a key, an operator and values")]
-    operator = requirement.get("operator")
-    values = requirement.get("values") or []
-    if operator not in _OPERATORS:
-        return [invalid(f"{path}.operator", operator, f"must be one of {', '.join(_OPERATORS)}")]
-    if field and (
-        requirement.get("key") != "metadata.name" or operator not in ("In", "NotIn") or len(values) != 1
-    ):
-        return [
-            invalid(
-                path, requirement, "node fields can only be selected as metadata.name In or NotIn one value"
-            )
-        ]
-    if operator in ("In", "NotIn") and not values:
-        return [invalid(f"{path}.values", values, f"must be non-empty with operator {operator}")]
-    if operator in ("Exists", "DoesNotExist") and values:
-        return [invalid(f"{path}.values", values, f"must be empty with operator {operator}")]
-    if operator in ("Gt", "Lt") and (len(values) != 1 or not str(values[0]).lstrip("-").isdigit()):
-        return [invalid(f"{path}.values", values, f"must be a single integer with operator {operator}")]
-    return []
