@@ -22,7 +22,7 @@ from typing import Any
 
 from tf import schema as tf_schema
 from tf.gen import tfplugin_pb2 as pb
-from tf.types import List, TfType, Unknown
+from tf.types import List, Map, TfType, Unknown
 
 #: tfplugin6 `Schema.Attribute.write_only = 11` (varint key 11 << 3 | 0, value true)
 _WRITE_ONLY_TRUE = bytes([11 << 3, 1])
@@ -160,10 +160,10 @@ class ListNestedAttribute(Attribute):
 
 
 def nested_object(type_: TfType) -> Object | None:
-    """The object a nested attribute's type holds (itself, or a list's element), None for other types."""
+    """The object a type holds (itself, or a list's or map's element), None for other types."""
     if isinstance(type_, Object):
         return type_
-    if isinstance(type_, List) and isinstance(type_.element_type, Object):
+    if isinstance(type_, List | Map) and isinstance(type_.element_type, Object):
         return type_.element_type
     return None
 
