@@ -36,6 +36,7 @@ bench: venv
 	$(BIN)/python bench/playground.py
 	$(BIN)/python bench/peering.py
 	$(BIN)/python bench/terraform.py
+	$(BIN)/python bench/offloading.py
 
 clean:
 	rm -rf $(VENV) .playground .pytest_cache .mypy_cache .ruff_cache

@@ -53,3 +53,5 @@ class ControllerOptions:
     namespace_map_resync: float = 15.0
     #: how long a deleted NamespaceMap (provider) waits for its twin namespaces to go before it is released
     twin_namespace_deletion_timeout: float = 120.0
+    #: ShadowPods (provider) reconciled at once: each is a few requests, and a burst of offloaded pods is many
+    shadow_pod_workers: int = 20

@@ -95,8 +95,8 @@ class VirtualKubeletSettings:
     #: the kubelet API (`kubectl logs`): where it listens (port 0: any free one)
     kubelet_host: str = "0.0.0.0"
     kubelet_port: int = 10250
-    #: concurrent reflections of pods (never two of one pod)
-    pod_workers: int = 10
+    #: concurrent reflections of pods (never two of one pod): each waits on a few requests to both clusters
+    pod_workers: int = 20
     #: the informers of the provider's twin namespaces
     watching: WatchingSettings = field(default_factory=WatchingSettings)
 

@@ -26,6 +26,7 @@ its grace period is deleted at once, so a ShadowPod never lingers.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 from datetime import UTC, datetime
 from typing import Any
@@ -91,8 +92,7 @@ class ShadowPodReconciler:
         if meta.get("deletionTimestamp"):
             return await self._delete(shadow, pod, finalizers)
         if c.FINALIZER_SHADOWPOD not in finalizers:
-            await self._patch_meta(shadow, {"finalizers": [*finalizers, c.FINALIZER_SHADOWPOD]})
-            return None
+            shadow = await self._patch_meta(shadow, {"finalizers": [*finalizers, c.FINALIZER_SHADOWPOD]})
         mode, refusal = self._tenant_mode(request.namespace)
         spec = (shadow.get("spec") or {}).get("pod") or {}
         problems = forge.offloading_problems(spec)
@@ -211,9 +211,9 @@ class ShadowPodReconciler:
                 field_manager=c.FIELD_MANAGER_CONTROLLER_MANAGER,
             )
 
-    async def _patch_meta(self, shadow: JSON, changes: JSON) -> None:
+    async def _patch_meta(self, shadow: JSON, changes: JSON) -> JSON:
         meta = shadow["metadata"]
-        await self._client.patch(
+        return await self._client.patch(
             SHADOWPODS,
             meta["name"],
             {"metadata": {**changes, "resourceVersion": meta["resourceVersion"]}},
@@ -246,7 +246,11 @@ def setup(manager: Manager, options: ControllerOptions) -> None:
     reconciler = ShadowPodReconciler(
         manager.client, shadow_pods=shadow_pods, pods=pods, twins=twins, tenants=tenants
     )
-    controller = manager.controller(NAME, reconciler, primary=shadow_pods)
+    settings = dataclasses.replace(
+        manager.settings,
+        queueing=dataclasses.replace(manager.settings.queueing, workers=options.shadow_pod_workers),
+    )
+    controller = manager.controller(NAME, reconciler, primary=shadow_pods, settings=settings)
     controller.owns(pods)
 
     def in_namespace(obj: JSON) -> list[Request]:
