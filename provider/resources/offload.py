@@ -253,6 +253,11 @@ class OffloadResource(Resource):
                 planned["remote_namespace_name"] = namespace
             elif current is None or replacing:
                 planned["remote_namespace_name"] = Unknown
+        if current is not None and _spec_inputs(current) != _spec_inputs(planned):
+            # a default filled in above may be the change (a strategy removed from the config): the status the
+            # runtime reports for the new spec is not known before the apply
+            planned["offloading_phase"] = Unknown
+            planned["cluster_status"] = Unknown
         return planned
 
     # apply

@@ -156,6 +156,15 @@ def test_strategy_and_selector_change_in_place_the_names_replace(
         assert outcome.state["remote_namespace_name"] in (Unknown, "liqo-demo"), "a replacement renames"
     else:
         assert outcome.state["remote_namespace_name"] == "liqo-demo-rome"
+        assert outcome.state["offloading_phase"] is Unknown, "the runtime reports on the new spec"
+
+
+def test_removing_a_strategy_from_the_config_goes_back_to_its_default_with_the_status_unknown() -> None:
+    prior = applied_state(pod_offloading_strategy="Remote")
+    outcome = harness.plan(resource(), config(), prior=prior)
+    assert outcome.state is not None and outcome.replace == []
+    assert outcome.state["pod_offloading_strategy"] == "LocalAndRemote"
+    assert (outcome.state["offloading_phase"], outcome.state["cluster_status"]) == (Unknown, Unknown)
 
 
 # against a cluster
