@@ -110,22 +110,7 @@ class NestedAttribute(Attribute):
         return self.type
 
     def to_pb(self) -> pb.Schema.Attribute:
-        message = pb.Schema.Attribute(
-            name=self.name,
-            nested_type=pb.Schema.Object(
-                attributes=[a.to_pb() for a in self.object.attributes],
-                nesting=pb.Schema.Object.NestingMode.SINGLE,
-            ),
-            description=self.description or "",
-            description_kind=pb.StringKind.MARKDOWN,
-            required=bool(self.required),
-            optional=bool(self.optional),
-            computed=bool(self.computed),
-            sensitive=bool(self.sensitive),
-        )
-        if self.write_only:
-            message.MergeFromString(_WRITE_ONLY_TRUE)
-        return message
+        return _nested_pb(self, self.object, pb.Schema.Object.NestingMode.SINGLE)
 
 
 class ListNestedAttribute(Attribute):
@@ -141,22 +126,24 @@ class ListNestedAttribute(Attribute):
         return element
 
     def to_pb(self) -> pb.Schema.Attribute:
-        message = pb.Schema.Attribute(
-            name=self.name,
-            nested_type=pb.Schema.Object(
-                attributes=[a.to_pb() for a in self.object.attributes],
-                nesting=pb.Schema.Object.NestingMode.LIST,
-            ),
-            description=self.description or "",
-            description_kind=pb.StringKind.MARKDOWN,
-            required=bool(self.required),
-            optional=bool(self.optional),
-            computed=bool(self.computed),
-            sensitive=bool(self.sensitive),
-        )
-        if self.write_only:
-            message.MergeFromString(_WRITE_ONLY_TRUE)
-        return message
+        return _nested_pb(self, self.object, pb.Schema.Object.NestingMode.LIST)
+
+
+def _nested_pb(attribute: Attribute, nested: Object, nesting: Any) -> pb.Schema.Attribute:
+    """A nested attribute's message: its fields as `nested_type` with `nesting`, its own flags."""
+    message = pb.Schema.Attribute(
+        name=attribute.name,
+        nested_type=pb.Schema.Object(attributes=[a.to_pb() for a in nested.attributes], nesting=nesting),
+        description=attribute.description or "",
+        description_kind=pb.StringKind.MARKDOWN,
+        required=bool(attribute.required),
+        optional=bool(attribute.optional),
+        computed=bool(attribute.computed),
+        sensitive=bool(attribute.sensitive),
+    )
+    if attribute.write_only:
+        message.MergeFromString(_WRITE_ONLY_TRUE)
+    return message
 
 
 def nested_object(type_: TfType) -> Object | None:

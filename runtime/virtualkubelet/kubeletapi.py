@@ -29,8 +29,6 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 from aiohttp import web
-from cryptography import x509
-from cryptography.x509.oid import NameOID
 
 from runtime.api.kinds import SUBJECTACCESSREVIEWS
 from runtime.core import APIConnectionError, APIStatusError, Client
@@ -190,10 +188,7 @@ class KubeletAPI:
         der = ssl_object.getpeercert(binary_form=True) if ssl_object is not None else None
         if not der:
             return _text(401, "Unauthorized")
-        subject = x509.load_der_x509_certificate(der).subject
-        names = subject.get_attributes_for_oid(NameOID.COMMON_NAME)
-        user = str(names[0].value) if names else ""
-        groups = [str(a.value) for a in subject.get_attributes_for_oid(NameOID.ORGANIZATION_NAME)]
+        user, groups = certificates.client_identity(der)
         try:
             allowed = await self._authorizer.allowed(user, groups)
         except (APIConnectionError, APIStatusError) as exc:
