@@ -26,7 +26,7 @@ import logging
 import ssl
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from aiohttp import web
 
@@ -54,6 +54,11 @@ class LogsError(Exception):
     def __init__(self, status: int, message: str) -> None:
         super().__init__(message)
         self.status = status
+
+
+class Authorizer(Protocol):
+    async def allowed(self, user: str, groups: Sequence[str]) -> bool:
+        """Whether `user` (in `groups`) may read this node's kubelet API (`nodes/proxy`)."""
 
 
 class SubjectAccessAuthorizer:
@@ -97,7 +102,7 @@ class KubeletAPI:
         self,
         logs: Logs,
         *,
-        authorizer: SubjectAccessAuthorizer,
+        authorizer: Authorizer,
         node_name: str,
         host: str,
         port: int,
