@@ -15,6 +15,8 @@ each testable on its own:
 
 `Informer` applies those items to its store: a `Listed` snapshot is diffed against the
 cache (objects gone while we were away come out as DELETED), then `synced` is set.
+Objects are cached without `metadata.managedFields` (`WatchingSettings.strip_managed_fields`,
+client-go's usual transform): nothing reads them from a cache, and they weigh.
 Handlers are plain callables `(type, object, old)` run inline, in event order; they
 must be quick (enqueue a key) and must not mutate the objects. `InformerFactory` shares
 one informer per (resource, namespace, selectors) between every controller asking.
@@ -257,6 +259,9 @@ class Informer:
         items = endless_watch(self.client, self.selection, settings=self.settings, metrics=self.metrics)
         async with contextlib.aclosing(items):
             async for item in items:
+                if self.settings.strip_managed_fields:
+                    for obj in item.objects if isinstance(item, Listed) else [item["object"]]:
+                        (obj.get("metadata") or {}).pop("managedFields", None)
                 if isinstance(item, Listed):
                     self._dispatch(self.store.replace(item.objects))
                     if not self.synced.is_set():
