@@ -247,7 +247,12 @@ async def test_destroy_with_the_provider_cluster_gone_finishes(
     # rome's runtime retries an unreachable provider for its own bound (a minute; tests/runtime/peering covers
     # it giving up): the peering's delete timeout (kept in the state, which a destroy reads) bounds the destroy
     # first, through the orphan path
-    override(terraform, 'resource "liqo_peer" "peer" {\n  timeouts {\n    delete = "15s"\n  }\n}\n')
+    override(
+        terraform,
+        'resource "liqo_peer" "peer" {\n  timeouts {\n    delete = "15s"\n  }\n}\n'
+        # the offloading waits for milan to report its twin namespace gone, until its virtual node turns NotReady
+        'resource "liqo_offload" "offload" {\n  timeouts {\n    delete = "15s"\n  }\n}\n',
+    )
     await run(terraform, "apply")
     await clusters["milan"].stop_apiserver()
 

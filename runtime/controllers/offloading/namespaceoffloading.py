@@ -23,9 +23,11 @@ unpeer removes the NamespaceMap, and the cluster leaves the status.
 Deletion (finalizer `offloading.liqo.io/namespaceoffloading`): the namespace leaves every
 NamespaceMap and its pods on virtual nodes are deleted (brought back: their controllers
 schedule them locally, the webhook no longer adds the virtual-node toleration); once the
-providers report the twin namespaces gone the label and the finalizer go. The wait is
-bounded by `offloading_deletion_timeout` from the deletion timestamp, so an unreachable
-provider never keeps a namespace offloaded forever (a Warning event says what was left).
+providers report the twin namespaces gone the label and the finalizer go. Providers whose
+virtual node is not Ready (unreachable) are not waited for, and the wait for the others
+is bounded by `offloading_deletion_timeout` from the deletion timestamp, so a provider
+never keeps a namespace offloaded forever (a Warning event says what was left; a
+provider removes a consumer's twin namespaces anyway when the peering goes).
 """
 
 from __future__ import annotations
@@ -142,6 +144,14 @@ class NamespaceOffloadingReconciler:
             return await self._finish(offloading, updated, finalizers)
         return None
 
+    def _reachable(self) -> set[str]:
+        """The cluster ids whose virtual node is Ready (their providers answer)."""
+        return {
+            str((node["metadata"].get("labels") or {}).get(c.LABEL_REMOTE_CLUSTER_ID))
+            for node in self._nodes.store
+            if conditions.is_true((node.get("status") or {}).get("conditions"), "Ready")
+        }
+
     def _picked(self, offloading: JSON) -> set[str]:
         """The cluster ids of the virtual nodes the selector picks."""
         return {
@@ -222,11 +232,23 @@ class NamespaceOffloadingReconciler:
 
     async def _finish(self, offloading: JSON, maps: list[JSON], finalizers: list[str]) -> Result | None:
         namespace = str(offloading["metadata"]["namespace"])
-        left = [
-            f"{nm['metadata']['name']} ({entry.get('remoteNamespace')}: {entry.get('phase')})"
-            for nm in maps
-            if (entry := current_mapping(nm).get(namespace)) is not None
-        ]
+        reachable = self._reachable()
+        left: list[str] = []
+        unreachable: list[str] = []
+        for nm in maps:
+            entry = current_mapping(nm).get(namespace)
+            if entry is None:
+                continue
+            what = f"{nm['metadata']['name']} ({entry.get('remoteNamespace')}: {entry.get('phase')})"
+            (left if _cluster_id(nm) in reachable else unreachable).append(what)
+        if unreachable:
+            await self._recorder.record(
+                offloading,
+                type="Warning",
+                reason="TwinNamespacesLeft",
+                message=f"not waiting for the twin namespaces on {', '.join(unreachable)}: the virtual node of that "
+                "provider is not Ready (its provider removes them when the peering goes)",
+            )
         if left:
             waited = _seconds_since(offloading["metadata"]["deletionTimestamp"])
             if waited < self._options.offloading_deletion_timeout:
