@@ -346,4 +346,17 @@ def test_cronjob_defaults(cluster: Cluster, namespace: str) -> None:
     assert cj.spec.suspend is False
     assert cj.spec.concurrency_policy == "Allow"
     assert (cj.spec.successful_jobs_history_limit, cj.spec.failed_jobs_history_limit) == (3, 1)
-    assert cj.spec.job_template.spec.backoff_limit == 6
+    job = cj.spec.job_template.spec
+    # the Job's own fields are defaulted when the Job is created, not in its template
+    assert (job.backoff_limit, job.completions, job.parallelism, job.completion_mode) == (
+        None,
+        None,
+        None,
+        None,
+    )
+    container = job.template.spec.containers[0]
+    assert (container.termination_message_path, container.image_pull_policy) == (
+        "/dev/termination-log",
+        "IfNotPresent",
+    )
+    assert job.template.spec.dns_policy == "ClusterFirst"
