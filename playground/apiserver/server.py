@@ -26,11 +26,13 @@ from .admission import WebhookDispatcher
 from .admission_chain import AdmissionChain
 from .app import build_app
 from .authn import Authenticator
+from .authorizer import Authorizer
 from .crd_controller import SYSTEM_USER, CRDController
 from .fieldvalidation import FieldValidator
 from .handlers import ResourceHandlers
 from .identity import MASTERS_GROUP
 from .kubeconfig import kubeconfig, write_kubeconfig
+from .node_authorizer import NodeAuthorizer, NodeGraph
 from .openapi import KUBERNETES_VERSION
 from .pki import CertificateAuthority
 from .plugins import system_priority_classes
@@ -45,6 +47,13 @@ from .subresources import Subresources
 from .tokens import TokenSigner
 
 logger = logging.getLogger(__name__)
+
+_RBAC_PLURALS = {
+    "ClusterRole": "clusterroles",
+    "ClusterRoleBinding": "clusterrolebindings",
+    "Role": "roles",
+    "RoleBinding": "rolebindings",
+}
 
 ADMIN_USER = "kubernetes-admin"
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
@@ -110,6 +119,12 @@ class APIServer:
             )
         )
         self.policy = StoragePolicy(self.storage)
+        graph = NodeGraph(
+            get=self.storage.get, pods=lambda namespace: self.storage.objects("pods", namespace)
+        )
+        self.authorizer = Authorizer(
+            node=NodeAuthorizer(graph, node_rules=rbac.node_rules()), policy=self.policy
+        )
         # field validation reads the same built-in definitions the OpenAPI documents are made of
         self.registry = Registry(
             self.storage, self.catalog, fields=FieldValidator(lambda: self.openapi.builtin)
@@ -123,6 +138,7 @@ class APIServer:
         self.signer: TokenSigner
         self.authenticator: Authenticator
         self.webhooks: WebhookDispatcher
+        self.admission: AdmissionChain
         self._runner: web.AppRunner | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self.port = settings.port
@@ -164,7 +180,8 @@ class APIServer:
             namespace=lambda name: self.storage.get("namespaces", "", name),
             resolve_service=self._resolve_service,
         )
-        self.registry.admission = AdmissionChain(self, self.webhooks)
+        self.admission = AdmissionChain(self, self.webhooks)
+        self.registry.admission = self.admission
         self.crd_controller.serve_stored()
         await self._listen()
         await self._bootstrap()
@@ -233,8 +250,7 @@ class APIServer:
         for name in SYSTEM_NAMESPACES:
             await self._ensure("", "v1", "namespaces", "", {"metadata": {"name": name}})
         for obj in rbac.bootstrap_policy():
-            plural = "clusterroles" if obj["kind"] == "ClusterRole" else "clusterrolebindings"
-            await self._ensure("rbac.authorization.k8s.io", "v1", plural, "", obj)
+            await self._reconcile_default(obj)
         for obj in system_priority_classes():
             await self._ensure("scheduling.k8s.io", "v1", "priorityclasses", "", obj)
         await self._ensure_kubernetes_service()
@@ -245,6 +261,18 @@ class APIServer:
         if existing is not None:
             return existing
         return await self.registry.create(rt, namespace, copy.deepcopy(body), self._system_write())
+
+    async def _reconcile_default(self, obj: Obj) -> None:
+        """Create a default RBAC object, or add to the stored one what it lacks (rbac/bootstrap-roles)."""
+        rt = self._type(rbac.RBAC_GROUP, "v1", _RBAC_PLURALS[obj["kind"]])
+        namespace = str(obj["metadata"].get("namespace") or "")
+        current = self.registry.find(rt, namespace, obj["metadata"]["name"])
+        if current is None:
+            await self.registry.create(rt, namespace, copy.deepcopy(obj), self._system_write())
+            return
+        updated = rbac.reconciled(current, obj)
+        if updated is not None:
+            await self.registry.update(rt, namespace, obj["metadata"]["name"], updated, self._system_write())
 
     async def _ensure_kubernetes_service(self) -> None:
         services = self._type("", "v1", "services")

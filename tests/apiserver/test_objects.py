@@ -360,3 +360,72 @@ def test_cronjob_defaults(cluster: Cluster, namespace: str) -> None:
         "IfNotPresent",
     )
     assert job.template.spec.dns_policy == "ClusterFirst"
+
+
+MIRROR = {"kubernetes.io/config.mirror": "x"}
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ({"serviceAccountName": "default"}, "a mirror pod may not reference service accounts"),
+        (
+            {"volumes": [{"name": "s", "secret": {"secretName": "x"}}]},
+            "a mirror pod may not reference secrets",
+        ),
+    ],
+    ids=["service-account", "secret"],
+)
+def test_mirror_pods_may_not_reference_service_accounts_or_secrets(
+    cluster: Cluster, namespace: str, spec: dict[str, Any], message: str
+) -> None:
+    pod = {
+        "metadata": {"name": "mirror", "annotations": MIRROR},
+        "spec": {"nodeName": "n", "containers": [{"name": "c", "image": "x:1"}], **spec},
+    }
+    status, body = cluster.json("POST", f"/api/v1/namespaces/{namespace}/pods", pod)
+    assert (status, body["message"]) == (403, f'pods "mirror" is forbidden: {message}')
+
+
+def test_a_mirror_pod_is_left_as_it_is_and_needs_a_node(cluster: Cluster, namespace: str) -> None:
+    pod: dict[str, Any] = {
+        "metadata": {"name": "mirror", "annotations": MIRROR},
+        "spec": {"containers": [{"name": "c", "image": "x:1"}]},
+    }
+    status, body = cluster.json("POST", f"/api/v1/namespaces/{namespace}/pods", pod)
+    assert (status, body["message"]) == (
+        422,
+        'Pod "mirror" is invalid: metadata.annotations[kubernetes.io/config.mirror]: Invalid value: "x": '
+        "must set spec.nodeName if mirror pod annotation is set",
+    )
+    pod["spec"]["nodeName"] = "n"
+    status, body = cluster.json("POST", f"/api/v1/namespaces/{namespace}/pods", pod)
+    assert status == 201
+    assert (body["spec"].get("serviceAccountName"), body["spec"].get("volumes")) == (None, None)
+
+
+def test_pod_status_updates_keep_metadata_changes_but_not_the_spec(cluster: Cluster, namespace: str) -> None:
+    base = f"/api/v1/namespaces/{namespace}/pods"
+    pod = {"metadata": {"name": "st"}, "spec": {"containers": [{"name": "c", "image": "x:1"}]}}
+    assert cluster.json("POST", base, pod)[0] == 201
+    patch = {
+        "metadata": {"labels": {"via": "status"}, "annotations": {"a": "b"}, "finalizers": ["example.com/x"]},
+        "spec": {"activeDeadlineSeconds": 5},
+    }
+    status, body = cluster.json(
+        "PATCH", f"{base}/st/status", patch, headers={"Content-Type": "application/merge-patch+json"}
+    )
+    assert status == 200
+    meta = body["metadata"]
+    assert (meta["labels"], meta["annotations"], meta["finalizers"]) == (
+        {"via": "status"},
+        {"a": "b"},
+        ["example.com/x"],
+    )
+    assert "activeDeadlineSeconds" not in body["spec"]
+    cluster.json(
+        "PATCH",
+        f"{base}/st",
+        {"metadata": {"finalizers": None}},
+        headers={"Content-Type": "application/merge-patch+json"},
+    )
