@@ -42,6 +42,7 @@ from .resources.builtin import builtin_types
 from .resources.catalog import Catalog
 from .resources.core import ServiceStrategy
 from .reviews import Reviews
+from .service_resolver import resolve_endpoint
 from .storage import Storage, read_snapshot, write_snapshot
 from .subresources import Subresources
 from .tokens import TokenSigner
@@ -348,17 +349,19 @@ class APIServer:
         key = f"{kind}webhookconfigurations.admissionregistration.k8s.io"
         return self.storage.objects(key)
 
-    def _resolve_service(self, namespace: str, name: str, port: int) -> str | None:
-        """A Service resolves on loopback when its EndpointSlices name a local address."""
-        for obj in self.storage.objects("endpointslices.discovery.k8s.io", namespace):
-            if (obj["metadata"].get("labels") or {}).get("kubernetes.io/service-name") != name:
-                continue
-            target = next((p.get("port") for p in obj.get("ports") or [] if p.get("port")), port)
-            for endpoint in obj.get("endpoints") or []:
-                for address in endpoint.get("addresses") or []:
-                    if address.startswith("127."):
-                        return f"https://{address}:{target}"
-        return None
+    def _resolve_service(self, namespace: str, name: str, port: int) -> str:
+        """A Service webhook's base URL, as kube-apiserver with `--enable-aggregator-routing` finds it."""
+        if (namespace, name, port) == ("default", "kubernetes", 443):
+            return self.url
+        slices = [
+            obj
+            for obj in self.storage.objects("endpointslices.discovery.k8s.io", namespace)
+            if (obj["metadata"].get("labels") or {}).get("kubernetes.io/service-name") == name
+        ]
+        endpoint = resolve_endpoint(
+            self.storage.get("services", namespace, name), slices, name=name, port=port
+        )
+        return f"https://{endpoint.address}"
 
     # OpenAPI
 
