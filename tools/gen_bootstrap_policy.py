@@ -62,7 +62,9 @@ def read_policy(kubeconfig: Path) -> list[dict[str, Any]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--kubeconfig", type=Path, required=True, help="admin credentials of the control plane")
+    parser.add_argument(
+        "--kubeconfig", type=Path, required=True, help="admin credentials of the control plane"
+    )
     parser.add_argument("--output", type=Path, default=OUTPUT)
     args = parser.parse_args()
     policy = read_policy(args.kubeconfig)
