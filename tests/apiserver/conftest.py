@@ -25,6 +25,8 @@ import pytest
 import urllib3
 from kubernetes import client, config
 
+from .webhookserver import Configurations
+
 
 @dataclass
 class Cluster:
@@ -219,3 +221,12 @@ def _wait_served(custom: client.CustomObjectsApi, group: str) -> None:
             if exc.status != 404 or time.monotonic() > deadline:
                 raise
         time.sleep(0.05)
+
+
+@pytest.fixture
+def configurations(cluster: Cluster) -> Iterator[Configurations]:
+    made = Configurations(client.AdmissionregistrationV1Api(cluster.api))
+    try:
+        yield made
+    finally:
+        made.delete_all()

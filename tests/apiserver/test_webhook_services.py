@@ -13,16 +13,14 @@ from __future__ import annotations
 import socket
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from kubernetes import client
 
 from .conftest import Cluster
-from .test_webhooks import ACTIVATION_SECONDS, Configurations
-from .webhookserver import WebhookServer
+from .test_webhooks import ACTIVATION_SECONDS
+from .webhookserver import Configurations, WebhookServer
 
 SLICES = "/apis/discovery.k8s.io/v1/namespaces/{namespace}/endpointslices"
 
@@ -76,15 +74,6 @@ def _hook(name: str, service: str, namespace: str, *, path: str, ca_bundle: str 
         "admissionReviewVersions": ["v1"],
         "timeoutSeconds": 5,
     }
-
-
-@pytest.fixture
-def configurations(cluster: Cluster) -> Iterator[Configurations]:
-    made = Configurations(client.AdmissionregistrationV1Api(cluster.api))
-    try:
-        yield made
-    finally:
-        made.delete_all()
 
 
 def _refusal(cluster: Cluster, namespace: str, hook: str) -> str:

@@ -22,7 +22,7 @@ import pytest
 from kubernetes import client
 
 from .conftest import Cluster
-from .webhookserver import DENIAL, WARNING, WebhookServer
+from .webhookserver import DENIAL, WARNING, Configurations, WebhookServer
 
 Obj = dict[str, Any]
 ACTIVATION_SECONDS = 30
@@ -76,44 +76,6 @@ def webhook(
         "admissionReviewVersions": ["v1"],
         "timeoutSeconds": 5,
     }
-
-
-class Configurations:
-    """Creates webhook configurations and deletes every one of them when the test ends."""
-
-    def __init__(self, api: client.AdmissionregistrationV1Api) -> None:
-        self.api = api
-        self._made: list[tuple[str, str]] = []
-
-    def add(self, kind: str, webhooks: list[Obj]) -> str:
-        name = f"test-{uuid.uuid4().hex[:10]}"
-        body = {"metadata": {"name": name}, "webhooks": webhooks}
-        if kind == "mutating":
-            self.api.create_mutating_webhook_configuration(body)
-        else:
-            self.api.create_validating_webhook_configuration(body)
-        self._made.append((kind, name))
-        return name
-
-    def delete_all(self) -> None:
-        for kind, name in self._made:
-            try:
-                if kind == "mutating":
-                    self.api.delete_mutating_webhook_configuration(name)
-                else:
-                    self.api.delete_validating_webhook_configuration(name)
-            except client.ApiException as exc:
-                if exc.status != 404:
-                    raise
-
-
-@pytest.fixture
-def configurations(cluster: Cluster) -> Iterator[Configurations]:
-    made = Configurations(client.AdmissionregistrationV1Api(cluster.api))
-    try:
-        yield made
-    finally:
-        made.delete_all()
 
 
 @pytest.fixture

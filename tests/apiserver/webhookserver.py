@@ -16,6 +16,7 @@ import ipaddress
 import json
 import ssl
 import threading
+import uuid
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+from kubernetes import client
 
 Obj = dict[str, Any]
 DENIAL = "configmaps are closed today"
@@ -162,3 +164,32 @@ class WebhookServer:
         with self._lock:
             self._reviews[request.path].append(review["request"])
         return web.json_response(_answer(request.match_info["behaviour"], review["request"]))
+
+
+class Configurations:
+    """Creates webhook configurations and deletes every one of them when the test ends."""
+
+    def __init__(self, api: client.AdmissionregistrationV1Api) -> None:
+        self.api = api
+        self._made: list[tuple[str, str]] = []
+
+    def add(self, kind: str, webhooks: list[Obj]) -> str:
+        name = f"test-{uuid.uuid4().hex[:10]}"
+        body = {"metadata": {"name": name}, "webhooks": webhooks}
+        if kind == "mutating":
+            self.api.create_mutating_webhook_configuration(body)
+        else:
+            self.api.create_validating_webhook_configuration(body)
+        self._made.append((kind, name))
+        return name
+
+    def delete_all(self) -> None:
+        for kind, name in self._made:
+            try:
+                if kind == "mutating":
+                    self.api.delete_mutating_webhook_configuration(name)
+                else:
+                    self.api.delete_validating_webhook_configuration(name)
+            except client.ApiException as exc:
+                if exc.status != 404:
+                    raise
