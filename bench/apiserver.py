@@ -55,6 +55,10 @@ import aiohttp
 import yaml
 from aiohttp import web
 
+# `python bench/apiserver.py` puts bench/ first on sys.path, where bench/playground.py would shadow the package.
+if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
+    sys.path.pop(0)
+
 from playground.apiserver.pki import CertificateAuthority
 
 REPO = Path(__file__).resolve().parent.parent
