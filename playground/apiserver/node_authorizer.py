@@ -30,7 +30,6 @@ Answers are "allow" or "no opinion" with kube's reason, as kube-apiserver's are.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
 
 from .identity import NODES_GROUP, RequestAttributes
 from .rbac import Decision, rule_allows
@@ -137,12 +136,31 @@ _POD_EDGES: dict[str, Callable[[Obj], set[str]]] = {
 }
 
 
-@dataclass(frozen=True)
-class NodeGraph:
-    """The relations the Node authorizer follows, read from the store."""
+#: how many pods' references the graph remembers before it starts afresh
+REFERENCE_CACHE = 50_000
 
-    get: Lookup
-    pods: PodLister
+
+class NodeGraph:
+    """The relations the Node authorizer follows, read from the store.
+
+    What a pod references is worked out once per stored version of the pod (stored
+    objects are never changed in place, so uid and resourceVersion name one content).
+    """
+
+    def __init__(self, *, get: Lookup, pods: PodLister) -> None:
+        self.get = get
+        self.pods = pods
+        self._references: dict[tuple[str, str, str, str], set[str]] = {}
+
+    def _references_of(self, resource: str, pod: Obj) -> set[str]:
+        meta = pod.get("metadata") or {}
+        key = (resource, str(meta.get("uid")), str(meta.get("resourceVersion")), str(meta.get("name")))
+        found = self._references.get(key)
+        if found is None:
+            if len(self._references) >= REFERENCE_CACHE:
+                self._references.clear()
+            found = self._references[key] = _POD_EDGES[resource](pod)
+        return found
 
     def _pods_on(self, node: str, namespace: str | None) -> Iterator[Obj]:
         return (pod for pod in self.pods(namespace) if (pod.get("spec") or {}).get("nodeName") == node)
@@ -153,8 +171,7 @@ class NodeGraph:
             pod = self.get(PODS, namespace, name)
             return pod is not None and (pod.get("spec") or {}).get("nodeName") == node
         if resource in _POD_EDGES:
-            edge = _POD_EDGES[resource]
-            return any(name in edge(pod) for pod in self._pods_on(node, namespace))
+            return any(name in self._references_of(resource, pod) for pod in self._pods_on(node, namespace))
         if resource == "persistentvolumes":
             return any(
                 ((self.get("persistentvolumeclaims", pod_namespace, claim) or {}).get("spec") or {}).get(
@@ -163,7 +180,7 @@ class NodeGraph:
                 == name
                 for pod in self._pods_on(node, None)
                 for pod_namespace in [str((pod.get("metadata") or {}).get("namespace") or "")]
-                for claim in pod_claim_names(pod)
+                for claim in self._references_of("persistentvolumeclaims", pod)
             )
         if resource == "volumeattachments":
             attachment = self.get(VOLUME_ATTACHMENTS, "", name)
