@@ -12,12 +12,18 @@ and the API server's objects, so a stopped cluster comes back with what it held.
 Credentials are made here before anything starts: the cluster CA (the emulator loads
 the one it finds in its state dir), an admin client certificate (`kubernetes-admin`
 in `system:masters`) in a kubeconfig whose context, cluster and user are all
-`playground-<name>`, and in real-binary mode the rest of the PKI. So every process can
-start at once; the clients among them retry until the API server answers.
+`playground-<name>`, a kubeconfig for each component's identity (`system:kube-
+controller-manager`, `system:kube-scheduler`, `system:kube-proxy`, and
+`system:node:<name>` in `system:nodes` for each node agent), and in real-binary mode
+the rest of the PKI. So every process can start at once; the clients among them retry
+until the API server answers.
 
 Ready means what `kind create cluster --wait` waits for, and a little more: `/readyz`
-answers ok, every Node is Ready with a Lease renewed since this start, the `default`
-ServiceAccount exists in `default`, and each control-plane process reports healthy.
+answers ok, every Node is Ready with a Lease renewed since this start, the control-plane
+node carries kubeadm's `node-role.kubernetes.io/control-plane` label (set here with
+admin rights once it registers, as kubeadm's mark-control-plane phase does: NodeRestriction
+refuses a kubelet that label), the `default` ServiceAccount exists in `default`, and
+each control-plane process reports healthy.
 """
 
 from __future__ import annotations
@@ -85,6 +91,11 @@ logger = logging.getLogger(__name__)
 STATE_DIR_ENV = "PLAYGROUND_STATE_DIR"
 DEFAULT_STATE_DIR = Path(".playground")
 READY_TIMEOUT = 60.0
+#: what kubeadm's mark-control-plane phase puts on the control-plane node
+CONTROL_PLANE_LABELS = {
+    "node-role.kubernetes.io/control-plane": "",
+    "node.kubernetes.io/exclude-from-external-load-balancers": "",
+}
 NODE_LEASE_NAMESPACE = "kube-node-lease"
 _POLL = 0.1
 _LOG_TAIL = 15
@@ -307,9 +318,9 @@ class Cluster:
             ca = generate_pki(
                 self.paths.pki, service_cidr=self.spec.service_cidr, identities=client_identities(self.spec)
             )
-            for identity in client_identities(self.spec):
-                if identity != ADMIN:
-                    self._write_kubeconfig(self.paths.component_kubeconfig(identity), ca, identity)
+        for identity in client_identities(self.spec):
+            if identity != ADMIN:
+                self._write_kubeconfig(self.paths.component_kubeconfig(identity), ca, identity)
         self._write_kubeconfig(self.kubeconfig, ca, ADMIN, user=self.spec.context)
 
     def _emulator_ca(self) -> CertificateAuthority:
@@ -467,7 +478,8 @@ class Cluster:
         """Wait until the whole cluster is ready (see the module docstring); ClusterError after `wait` seconds."""
 
         async def pending(api: Client) -> list[str]:
-            waiting = await self._nodes_pending(api, self.node_names, since)
+            waiting = await self._mark_control_plane(api)
+            waiting += await self._nodes_pending(api, self.node_names, since)
             try:
                 await api.get(SERVICEACCOUNTS, "default", namespace="default")
             except NotFoundError:
@@ -530,6 +542,22 @@ class Cluster:
             for name in names
             if not (_is_ready(nodes.get(name, {})) and _renewed_since(leases.get(name, {}), since))
         ]
+
+    async def _mark_control_plane(self, api: Client) -> list[str]:
+        """Label the control-plane node as kubeadm does, once it has registered; what is still missing."""
+        waiting = []
+        for node in node_plans(self.spec):
+            if node.role != "control-plane":
+                continue
+            try:
+                current = await api.get(NODES, node.name)
+            except NotFoundError:
+                waiting.append(f"node {node.name} to register")
+                continue
+            labels = (current.get("metadata") or {}).get("labels") or {}
+            if any(labels.get(key) != value for key, value in CONTROL_PLANE_LABELS.items()):
+                await api.patch(NODES, node.name, {"metadata": {"labels": dict(CONTROL_PLANE_LABELS)}})
+        return waiting
 
     async def _control_plane_pending(self) -> list[str]:
         records = await asyncio.to_thread(self.records)

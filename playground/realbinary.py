@@ -8,12 +8,15 @@ kubelet-client certificates, the ServiceAccount signing key) with `cryptography`
 build each command line. Everything listens on 127.0.0.1; etcd speaks plain HTTP on
 loopback, as under envtest.
 
-Authorization is `Node,RBAC` like kind's: every node agent gets a client certificate
-for `system:node:<name>` in group `system:nodes`, so the Node authorizer limits it to
-its own Node, Lease, pods and the Secrets/ConfigMaps/tokens they use. The
-NodeRestriction admission plugin stays off (kind turns it on) because the agents label
-their own Node with `node-role.kubernetes.io/*`, which kubeadm does for kind's nodes
-with admin rights instead.
+Authorization is `Node,RBAC` and NodeRestriction is on, as kubeadm sets up kind's
+API server: every node agent gets a client certificate for `system:node:<name>` in group
+`system:nodes`, so the Node authorizer limits it to its own Node, Lease, pods and the
+Secrets/ConfigMaps/tokens they use, and NodeRestriction to writing its own objects (the
+playground labels the control-plane node with `node-role.kubernetes.io/control-plane`
+with admin rights, as kubeadm does). The components get the identities the bootstrap
+policy binds: `system:kube-controller-manager`, `system:kube-scheduler`, and
+`system:kube-proxy` for the node agents' Service forwarding (kube-proxy's
+`system:node-proxier` rights). The emulator's clusters use the same identities.
 """
 
 from __future__ import annotations
@@ -175,6 +178,8 @@ def node_identity(node: str) -> ClientIdentity:
 ADMIN = ClientIdentity(ADMIN_USER, (MASTERS_GROUP,))
 CONTROLLER_MANAGER = ClientIdentity("system:kube-controller-manager")
 SCHEDULER = ClientIdentity("system:kube-scheduler")
+#: the user the bootstrap ClusterRoleBinding `system:node-proxier` names
+KUBE_PROXY = ClientIdentity("system:kube-proxy")
 KUBELET_CLIENT = ClientIdentity("kube-apiserver-kubelet-client", (MASTERS_GROUP,))
 
 
@@ -248,6 +253,7 @@ def apiserver_command(assets: Assets, *, pki: Pki, etcd_port: int, port: int, se
         f"--service-account-key-file={pki.sa_pub}",
         f"--service-account-signing-key-file={pki.sa_key}",
         "--authorization-mode=Node,RBAC",
+        "--enable-admission-plugins=NodeRestriction",
         f"--kubelet-client-certificate={pki.kubelet_client_cert}",
         f"--kubelet-client-key={pki.kubelet_client_key}",
         "--kubelet-preferred-address-types=InternalIP",

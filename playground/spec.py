@@ -23,6 +23,7 @@ from typing import Any
 from playground.realbinary import (
     ADMIN,
     CONTROLLER_MANAGER,
+    KUBE_PROXY,
     SCHEDULER,
     Assets,
     ClientIdentity,
@@ -107,7 +108,7 @@ class ClusterSpec:
 @dataclass(frozen=True)
 class NodePlan:
     name: str
-    #: `control-plane` or `worker` (the node agent's --role)
+    #: `control-plane` (labelled so once registered, as kubeadm does) or `worker`
     role: str
     pod_cidr: str
     taints: tuple[str, ...] = ()
@@ -319,18 +320,22 @@ class ClusterPaths:
 
 
 def client_identities(spec: ClusterSpec) -> list[ClientIdentity]:
-    """The client certificates real-binary mode issues: admin, components, one per node."""
-    return [ADMIN, CONTROLLER_MANAGER, SCHEDULER, *(node_identity(node.name) for node in node_plans(spec))]
+    """The client certificates a cluster's processes use: admin, components, kube-proxy, one per node.
 
-
-def node_kubeconfig(spec: ClusterSpec, paths: ClusterPaths, node: str) -> Path:
-    """The node agent's credentials: `system:node:<name>` with real binaries, the admin's on the emulator.
-
-    The emulator authorizes with RBAC alone (it has no Node authorizer), so a node
-    identity there would be refused what a kubelet may do.
+    The same in emulator and real-binary mode: each process is an API client with the
+    identity the real component has.
     """
-    if spec.assets is None:
-        return paths.kubeconfig
+    return [
+        ADMIN,
+        CONTROLLER_MANAGER,
+        SCHEDULER,
+        KUBE_PROXY,
+        *(node_identity(node.name) for node in node_plans(spec)),
+    ]
+
+
+def node_kubeconfig(paths: ClusterPaths, node: str) -> Path:
+    """The node agent's kubelet credentials: `system:node:<name>` in `system:nodes`."""
     return paths.component_kubeconfig(node_identity(node))
 
 
@@ -393,7 +398,9 @@ def commands(
             "-m",
             "playground.controlplane",
             "--kubeconfig",
-            str(paths.kubeconfig),
+            str(paths.component_kubeconfig(CONTROLLER_MANAGER)),
+            "--scheduler-kubeconfig",
+            str(paths.component_kubeconfig(SCHEDULER)),
             "--pod-cidr",
             spec.pod_cidr,
             "--service-cidr",
@@ -419,13 +426,13 @@ def node_agent_command(spec: ClusterSpec, paths: ClusterPaths, node: NodePlan) -
         "-m",
         "playground.nodeagent",
         "--kubeconfig",
-        str(node_kubeconfig(spec, paths, node.name)),
+        str(node_kubeconfig(paths, node.name)),
+        "--proxy-kubeconfig",
+        str(paths.component_kubeconfig(KUBE_PROXY)),
         "--node",
         node.name,
         "--pod-cidr",
         node.pod_cidr,
-        "--role",
-        node.role,
         "--state-dir",
         str(paths.node(node.name)),
     ]

@@ -26,11 +26,13 @@ from .admission import WebhookDispatcher
 from .admission_chain import AdmissionChain
 from .app import build_app
 from .authn import Authenticator
+from .authorizer import Authorizer
 from .crd_controller import SYSTEM_USER, CRDController
 from .fieldvalidation import FieldValidator
 from .handlers import ResourceHandlers
 from .identity import MASTERS_GROUP
 from .kubeconfig import kubeconfig, write_kubeconfig
+from .node_authorizer import NodeAuthorizer, NodeGraph
 from .openapi import KUBERNETES_VERSION
 from .pki import CertificateAuthority
 from .plugins import system_priority_classes
@@ -40,11 +42,19 @@ from .resources.builtin import builtin_types
 from .resources.catalog import Catalog
 from .resources.core import ServiceStrategy
 from .reviews import Reviews
+from .service_resolver import resolve_endpoint
 from .storage import Storage, read_snapshot, write_snapshot
 from .subresources import Subresources
 from .tokens import TokenSigner
 
 logger = logging.getLogger(__name__)
+
+_RBAC_PLURALS = {
+    "ClusterRole": "clusterroles",
+    "ClusterRoleBinding": "clusterrolebindings",
+    "Role": "roles",
+    "RoleBinding": "rolebindings",
+}
 
 ADMIN_USER = "kubernetes-admin"
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
@@ -110,6 +120,12 @@ class APIServer:
             )
         )
         self.policy = StoragePolicy(self.storage)
+        graph = NodeGraph(
+            get=self.storage.get, pods=lambda namespace: self.storage.objects("pods", namespace)
+        )
+        self.authorizer = Authorizer(
+            node=NodeAuthorizer(graph, node_rules=rbac.node_rules()), policy=self.policy
+        )
         # field validation reads the same built-in definitions the OpenAPI documents are made of
         self.registry = Registry(
             self.storage, self.catalog, fields=FieldValidator(lambda: self.openapi.builtin)
@@ -123,6 +139,7 @@ class APIServer:
         self.signer: TokenSigner
         self.authenticator: Authenticator
         self.webhooks: WebhookDispatcher
+        self.admission: AdmissionChain
         self._runner: web.AppRunner | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self.port = settings.port
@@ -164,7 +181,8 @@ class APIServer:
             namespace=lambda name: self.storage.get("namespaces", "", name),
             resolve_service=self._resolve_service,
         )
-        self.registry.admission = AdmissionChain(self, self.webhooks)
+        self.admission = AdmissionChain(self, self.webhooks)
+        self.registry.admission = self.admission
         self.crd_controller.serve_stored()
         await self._listen()
         await self._bootstrap()
@@ -233,8 +251,7 @@ class APIServer:
         for name in SYSTEM_NAMESPACES:
             await self._ensure("", "v1", "namespaces", "", {"metadata": {"name": name}})
         for obj in rbac.bootstrap_policy():
-            plural = "clusterroles" if obj["kind"] == "ClusterRole" else "clusterrolebindings"
-            await self._ensure("rbac.authorization.k8s.io", "v1", plural, "", obj)
+            await self._reconcile_default(obj)
         for obj in system_priority_classes():
             await self._ensure("scheduling.k8s.io", "v1", "priorityclasses", "", obj)
         await self._ensure_kubernetes_service()
@@ -245,6 +262,18 @@ class APIServer:
         if existing is not None:
             return existing
         return await self.registry.create(rt, namespace, copy.deepcopy(body), self._system_write())
+
+    async def _reconcile_default(self, obj: Obj) -> None:
+        """Create a default RBAC object, or add to the stored one what it lacks (rbac/bootstrap-roles)."""
+        rt = self._type(rbac.RBAC_GROUP, "v1", _RBAC_PLURALS[obj["kind"]])
+        namespace = str(obj["metadata"].get("namespace") or "")
+        current = self.registry.find(rt, namespace, obj["metadata"]["name"])
+        if current is None:
+            await self.registry.create(rt, namespace, copy.deepcopy(obj), self._system_write())
+            return
+        updated = rbac.reconciled(current, obj)
+        if updated is not None:
+            await self.registry.update(rt, namespace, obj["metadata"]["name"], updated, self._system_write())
 
     async def _ensure_kubernetes_service(self) -> None:
         services = self._type("", "v1", "services")
@@ -320,17 +349,19 @@ class APIServer:
         key = f"{kind}webhookconfigurations.admissionregistration.k8s.io"
         return self.storage.objects(key)
 
-    def _resolve_service(self, namespace: str, name: str, port: int) -> str | None:
-        """A Service resolves on loopback when its EndpointSlices name a local address."""
-        for obj in self.storage.objects("endpointslices.discovery.k8s.io", namespace):
-            if (obj["metadata"].get("labels") or {}).get("kubernetes.io/service-name") != name:
-                continue
-            target = next((p.get("port") for p in obj.get("ports") or [] if p.get("port")), port)
-            for endpoint in obj.get("endpoints") or []:
-                for address in endpoint.get("addresses") or []:
-                    if address.startswith("127."):
-                        return f"https://{address}:{target}"
-        return None
+    def _resolve_service(self, namespace: str, name: str, port: int) -> str:
+        """A Service webhook's base URL, as kube-apiserver with `--enable-aggregator-routing` finds it."""
+        if (namespace, name, port) == ("default", "kubernetes", 443):
+            return self.url
+        slices = [
+            obj
+            for obj in self.storage.objects("endpointslices.discovery.k8s.io", namespace)
+            if (obj["metadata"].get("labels") or {}).get("kubernetes.io/service-name") == name
+        ]
+        endpoint = resolve_endpoint(
+            self.storage.get("services", namespace, name), slices, name=name, port=port
+        )
+        return f"https://{endpoint.address}"
 
     # OpenAPI
 

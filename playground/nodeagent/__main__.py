@@ -19,7 +19,7 @@ from runtime.core import Client
 
 from .agent import NodeAgent
 from .node import NodeConflictError
-from .options import ROLES, NodeAgentOptions, Taint, parse_label, parse_taint
+from .options import NodeAgentOptions, Taint, parse_label, parse_taint
 
 
 def argument_parser() -> argparse.ArgumentParser:
@@ -27,7 +27,15 @@ def argument_parser() -> argparse.ArgumentParser:
         prog="python -m playground.nodeagent",
         description="Run one playground node's agent (its kubelet) until SIGTERM or SIGINT.",
     )
-    parser.add_argument("--kubeconfig", type=Path, required=True, help="credentials of the node's API client")
+    parser.add_argument(
+        "--kubeconfig", type=Path, required=True, help="the kubelet's credentials (system:node:<node>)"
+    )
+    parser.add_argument(
+        "--proxy-kubeconfig",
+        type=Path,
+        required=True,
+        help="kube-proxy's credentials (system:node-proxier's rights), for the node's Service forwarding",
+    )
     parser.add_argument("--node", required=True, help="the Node's name")
     parser.add_argument("--pod-cidr", required=True, help="the node's pod CIDR, e.g. 10.244.1.0/24")
     parser.add_argument(
@@ -49,9 +57,6 @@ def argument_parser() -> argparse.ArgumentParser:
         default=[],
         metavar="KEY=VALUE:EFFECT",
         help="a taint set at registration (repeatable)",
-    )
-    parser.add_argument(
-        "--role", choices=ROLES, default="worker", help="the node's role (default %(default)s)"
     )
     parser.add_argument("--kubelet-port", type=int, default=0, help="kubelet API port (0: any free port)")
     parser.add_argument(
@@ -91,7 +96,6 @@ def options_from(args: argparse.Namespace) -> NodeAgentOptions:
         ephemeral_storage=args.ephemeral_storage,
         labels=labels,
         taints=taints,
-        role=args.role,
         kubelet_port=args.kubelet_port,
         state_dir=args.state_dir,
         client_ca_file=args.client_ca_file,
@@ -100,9 +104,15 @@ def options_from(args: argparse.Namespace) -> NodeAgentOptions:
     )
 
 
-async def serve(kubeconfig: Path, options: NodeAgentOptions) -> None:
-    async with await Client.from_kubeconfig(kubeconfig) as client:
-        agent = asyncio.create_task(NodeAgent(client, options).run(), name=f"node agent {options.node_name}")
+async def serve(kubeconfig: Path, proxy_kubeconfig: Path, options: NodeAgentOptions) -> None:
+    async with (
+        await Client.from_kubeconfig(kubeconfig) as client,
+        await Client.from_kubeconfig(proxy_kubeconfig) as proxy_client,
+    ):
+        agent = asyncio.create_task(
+            NodeAgent(client, options, proxy_client=proxy_client).run(),
+            name=f"node agent {options.node_name}",
+        )
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, agent.cancel)
@@ -117,7 +127,11 @@ def main(argv: list[str] | None = None) -> int:
         options = options_from(args)
     except ValueError as exc:
         parser.error(str(exc))
-    for flag, path in (("--kubeconfig", args.kubeconfig), ("--client-ca-file", args.client_ca_file)):
+    for flag, path in (
+        ("--kubeconfig", args.kubeconfig),
+        ("--proxy-kubeconfig", args.proxy_kubeconfig),
+        ("--client-ca-file", args.client_ca_file),
+    ):
         if path is not None and not path.is_file():
             parser.error(f"{flag} {path}: no such file")
     logging.basicConfig(
@@ -126,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
         stream=sys.stderr,
     )
     try:
-        asyncio.run(serve(args.kubeconfig, options))
+        asyncio.run(serve(args.kubeconfig, args.proxy_kubeconfig, options))
     except BaseExceptionGroup as group:
         conflicts = group.subgroup(NodeConflictError)
         if conflicts is None:

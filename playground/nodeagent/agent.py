@@ -4,21 +4,23 @@ Modelled on kwok's fake kubelet and virtual-kubelet's node controller: separate 
 lease and pod controllers over two informers (this Node; the pods bound to it), with
 the runners behind the narrow `Runner` protocol (the process runner for the runtime's
 own image, the simulated runner for every other) and the kubelet API serving their
-logs; a NodePort controller over the Service and EndpointSlice informers is the node's
-kube-proxy (`nodeports.py`). The node's address (its InternalIP, where the kubelet API
-and the NodePorts listen) is `options.address`, else the first address of the loopback
-/24 the agent claims for its process pods, so it stays the same across restarts.
-Start-up order, as the kubelet's:
+logs. All of that is the kubelet, and uses the kubelet's credentials
+(`system:node:<name>`, held to what the Node authorizer and NodeRestriction allow).
+The node's kube-proxy (`kubeproxy.py`) runs beside it with kube-proxy's own client;
+nothing of the kubelet waits for it. The node's address (its InternalIP, where the
+kubelet API and the NodePorts listen) is `options.address`, else the first address of
+the loopback /24 the agent claims for its process pods, so it stays the same across
+restarts. Start-up order, as the kubelet's:
 
 1. claim the loopback block and serve the kubelet API on the node's address (its port
    goes into the Node's daemonEndpoints);
 2. register the Node (create it, or adopt the existing one after a restart), retrying
    with back-off while the API server is unreachable;
-3. start the informers and wait until both have listed;
+3. start the kubelet's informers and wait until both have listed;
 4. reserve the IPs of the pods already bound to the node (`PodSync.adopt`), so no
    running pod's IP is handed out again;
 5. run the node status controller, the Lease heartbeat (the runtime's, as the virtual
-   kubelet's), the pod controller and the NodePort controller.
+   kubelet's) and the pod controller; and, independently, the kube-proxy.
 
 `run()` blocks until cancelled; on the way out every runner stops its pods (nothing
 is deleted in the API: a restarted agent adopts them). Runners keep their files in
@@ -37,8 +39,7 @@ from pathlib import Path
 from typing import Literal
 from urllib.parse import urlsplit
 
-from playground.controllers.workloads.names import SERVICE_NAME
-from runtime.api.kinds import ENDPOINTSLICES, NODES, PODS, SERVICES
+from runtime.api.kinds import NODES, PODS
 from runtime.core import (
     APIError,
     Client,
@@ -53,9 +54,9 @@ from runtime.virtualkubelet.lease import LeaseHeartbeat, LeaseSettings
 from .containers import JSON
 from .ipam import PodIPAllocator
 from .kubeletapi import KubeletAPI
+from .kubeproxy import KubeProxy
 from .loopback import LoopbackBlock, claim_block
 from .node import HostInfo, NodeStatusReconciler
-from .nodeports import NodePortProxy
 from .objects import APIObjectSource
 from .options import NodeAgentOptions
 from .podrun import ProcessSettings
@@ -75,17 +76,23 @@ EVENT_COMPONENT = "kubelet"
 
 
 class NodeAgent:
+    """One node: `client` has the kubelet's credentials, `proxy_client` kube-proxy's."""
+
     def __init__(
-        self, client: Client, options: NodeAgentOptions, *, settings: Settings | None = None
+        self,
+        client: Client,
+        options: NodeAgentOptions,
+        *,
+        proxy_client: Client,
+        settings: Settings | None = None,
     ) -> None:
         self.options = options
         self._client = client
+        self._proxy_client = proxy_client
         self._settings = settings or Settings(server=None, queueing=QueueingSettings(workers=POD_WORKERS))
         self._informers = InformerFactory(client, settings=self._settings.watching)
         self._nodes = self._informers.informer(NODES, field_selector=f"metadata.name={options.node_name}")
         self._pods = self._informers.informer(PODS, field_selector=f"spec.nodeName={options.node_name}")
-        self._services = self._informers.informer(SERVICES)
-        self._endpoint_slices = self._informers.informer(ENDPOINTSLICES, label_selector=SERVICE_NAME)
         self._recorder = EventRecorder(client, component=EVENT_COMPONENT, instance=options.node_name)
         self._pod_sync: PodSync | None = None
         #: set once the Node is registered, the caches have synced and every controller runs
@@ -113,12 +120,7 @@ class NodeAgent:
                 address=address,
             )
             self._pod_sync = pods
-            node_ports = NodePortProxy(
-                node_name=name,
-                address=address,
-                services=self._services.store,
-                slices=self._endpoint_slices.store,
-            )
+            proxy = KubeProxy(self._proxy_client, node_name=name, address=address, settings=self._settings)
             # Processes a previous run of this node left behind go before any pod of this run starts.
             await processes.prepare()
             try:
@@ -132,6 +134,7 @@ class NodeAgent:
                         address=address,
                         kubelet_port=self.kubelet_port,
                     )
+                    group.create_task(proxy.run(), name=f"node agent {name}: kube-proxy")
                     await self._register(node_status)
                     group.create_task(self._informers.run(), name=f"node agent {name}: informers")
                     await self._informers.wait_synced()
@@ -144,12 +147,6 @@ class NodeAgent:
                     group.create_task(nodes.run(), name=f"node agent {name}: node status")
                     group.create_task(pod_controller.run(), name=f"node agent {name}: pods")
                     group.create_task(
-                        Controller(
-                            "nodeports", node_ports, primary=self._services, settings=self._settings
-                        ).run(),
-                        name=f"node agent {name}: nodeports",
-                    )
-                    group.create_task(
                         self._lease_heartbeat().run(),
                         name=f"node agent {name}: lease",
                     )
@@ -160,7 +157,6 @@ class NodeAgent:
             finally:
                 self.ready.clear()
                 self._pod_sync = None
-                await node_ports.close()
                 await pods.close()
 
     async def record(self, pod: JSON, type: Literal["Normal", "Warning"], reason: str, message: str) -> None:

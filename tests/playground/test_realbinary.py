@@ -134,6 +134,7 @@ def test_kube_apiserver_flags(tmp_path: Path) -> None:
     assert flags["etcd-servers"] == "http://127.0.0.1:2379"
     assert flags["service-cluster-ip-range"] == "10.96.0.0/16"
     assert flags["authorization-mode"] == "Node,RBAC"
+    assert flags["enable-admission-plugins"] == "NodeRestriction"
     assert flags["client-ca-file"] == str(pki.ca_cert)
     assert flags["service-account-key-file"] == str(pki.sa_pub)
     assert flags["service-account-signing-key-file"] == str(pki.sa_key)
@@ -194,21 +195,34 @@ def test_the_pki_has_what_kube_apiserver_and_the_node_authorizer_need(tmp_path: 
     assert first_service_ip("10.100.0.0/24") == "10.100.0.1"
 
 
-def test_each_node_agent_gets_a_kubeconfig_of_its_own_node_identity(tmp_path: Path) -> None:
+def _identity(path: Path) -> tuple[str, list[str]]:
+    config = yaml.safe_load(path.read_text())
+    user = config["users"][0]["user"]
+    return _subject(x509.load_pem_x509_certificate(base64.b64decode(user["client-certificate-data"])))
+
+
+@pytest.mark.parametrize("real", [True, False], ids=["real-binaries", "emulator"])
+def test_every_process_gets_the_identity_of_the_real_component(tmp_path: Path, real: bool) -> None:
     fake_assets(tmp_path / "bin", "etcd", "kube-apiserver")
-    spec = _real_spec(tmp_path)
+    spec = _real_spec(tmp_path) if real else ClusterSpec("real", nodes=2, api_server_port=6443)
     cluster = Cluster(spec, state_dir=tmp_path / "state")
     cluster._prepare()
+    plan = commands(spec, cluster.paths, assets=cluster.assets(), all_components=list(COMPONENTS))
     for node in cluster.node_names:
-        config = yaml.safe_load(node_kubeconfig(spec, cluster.paths, node).read_text())
-        user = config["users"][0]["user"]
-        cert = x509.load_pem_x509_certificate(base64.b64decode(user["client-certificate-data"]))
-        assert _subject(cert) == (f"system:node:{node}", ["system:nodes"])
-        assert config["clusters"][0]["cluster"]["server"] == "https://127.0.0.1:6443"
+        agent = plan[f"node/{node}"]
+        assert agent[agent.index("--kubeconfig") + 1] == str(node_kubeconfig(cluster.paths, node))
+        assert _identity(node_kubeconfig(cluster.paths, node)) == (f"system:node:{node}", ["system:nodes"])
+        assert _identity(Path(agent[agent.index("--proxy-kubeconfig") + 1])) == ("system:kube-proxy", [])
+        assert "--role" not in agent
+    controlplane = plan["controlplane"]
+    assert _identity(Path(controlplane[controlplane.index("--kubeconfig") + 1])) == (
+        "system:kube-controller-manager",
+        [],
+    )
+    assert _identity(Path(controlplane[controlplane.index("--scheduler-kubeconfig") + 1])) == (
+        "system:kube-scheduler",
+        [],
+    )
     admin = yaml.safe_load(cluster.kubeconfig.read_text())
     assert admin["current-context"] == "playground-real"
-    emulated = ClusterSpec("emu")
-    assert (
-        node_kubeconfig(emulated, ClusterPaths(tmp_path / "emu"), "emu-control-plane")
-        == tmp_path / "emu" / "kubeconfig"
-    )
+    assert _identity(cluster.kubeconfig) == ("kubernetes-admin", ["system:masters"])

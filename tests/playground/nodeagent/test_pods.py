@@ -77,6 +77,15 @@ async def test_pod_runs_ready_with_an_ip_from_the_node_cidr(
     assert ("Normal", "Started", "Started container init-0") in kubelet_events
 
 
+async def test_pods_start_while_kube_proxy_is_refused_its_informers(
+    fresh_emulator: Path, api: Client, ns: str
+) -> None:
+    """kube-proxy runs beside the kubelet, not before it: a proxy identity without rights stops no pod."""
+    async with agent(fresh_emulator, options(), proxy_user="system:nobody"):
+        await api.create(PODS, pod("web"), namespace=ns)
+        await eventually(lambda: running_and_ready(api, ns, "web"), within=15)
+
+
 async def test_graceful_deletion_stops_and_removes_the_pod(
     fresh_emulator: Path, api: Client, ns: str
 ) -> None:
