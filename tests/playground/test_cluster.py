@@ -25,6 +25,15 @@ from playground.spec import (
     node_plans,
     spec_problems,
 )
+from playground.supervisor import (
+    BACKOFF,
+    RUNNING,
+    SUPERVISOR,
+    RoleState,
+    SupervisorState,
+    read_state,
+    write_state,
+)
 from playground.testing import Playground, aclusters
 from runtime.api.image import runtime_image
 from runtime.api.kinds import CONFIGMAPS, NODES, PODS
@@ -185,11 +194,20 @@ def test_stop_takes_descendants_in_other_sessions_and_the_rest_of_a_dead_leaders
         assert info is None or info.is_zombie, info
 
 
-def test_process_records_round_trip(tmp_path: Path) -> None:
+def test_the_supervisor_state_round_trips(tmp_path: Path) -> None:
     record = ProcessRecord(role="node/a", pid=12, start_time=34, cmdline=("x", "y"), log="/l")
-    processes.write_records(tmp_path / "p.json", [record])
-    assert processes.read_records(tmp_path / "p.json") == [record]
-    assert processes.read_records(tmp_path / "missing.json") == []
+    me = ProcessRecord(role=SUPERVISOR, pid=10, start_time=30, cmdline=("s",), log="/s")
+    state = SupervisorState(
+        supervisor=me,
+        roles=(
+            RoleState("node/a", RUNNING, record),
+            RoleState("apiserver", BACKOFF, None, exits=2, last_exit=-9),
+        ),
+    )
+    write_state(tmp_path / "p.json", state)
+    assert read_state(tmp_path / "p.json") == state
+    assert state.records() == [me, record]
+    assert read_state(tmp_path / "missing.json") is None
 
 
 # whole clusters
@@ -259,7 +277,8 @@ async def test_a_busy_port_is_refused_before_anything_starts(tmp_path: Path) -> 
 async def test_a_process_that_dies_at_start_fails_the_start_with_its_log(tmp_path: Path) -> None:
     spec = ClusterSpec("broken", node_heartbeat=50)  # longer than the agent's default 40 s lease
     with pytest.raises(
-        ClusterError, match=r"(?s)the node/broken-control-plane process exited.*--heartbeat 50"
+        ClusterError,
+        match=r"(?s)the node/broken-control-plane process exited 2 times \(last exit code 2\).*--heartbeat 50",
     ):
         await up([spec], state_dir=tmp_path, wait=30)
     cluster = Cluster.load("broken", state_dir=tmp_path)
