@@ -444,8 +444,7 @@ class Cluster:
         ]
         record = processes.spawn(SUPERVISOR, command, log=log, env={**os.environ, "PYTHONUNBUFFERED": "1"})
         # Until the supervisor writes its state, this is how `stop` finds it.
-        if not self.paths.processes.exists():
-            write_state(self.paths.processes, SupervisorState(supervisor=record))
+        write_state(self.paths.processes, SupervisorState(supervisor=record), only_if_absent=True)
 
     async def stop(self, *, remove: bool = False, grace: float = processes.STOP_TIMEOUT) -> None:
         """Stop every process, last started first (never one whose pid was recycled); with `remove`,

@@ -90,14 +90,23 @@ class SupervisorState:
         )
 
 
-def _write_atomically(path: Path, data: Any) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
+def _write_atomically(path: Path, data: Any, *, only_if_absent: bool = False) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.write_text(json.dumps(data, indent=2) + "\n")
-    os.replace(tmp, path)
+    if not only_if_absent:
+        os.replace(tmp, path)
+        return
+    try:
+        os.link(tmp, path)  # fails if `path` exists: never replaces what another writer put there
+    except FileExistsError:
+        pass
+    finally:
+        tmp.unlink()
 
 
-def write_state(path: Path, state: SupervisorState) -> None:
-    _write_atomically(path, state.as_json())
+def write_state(path: Path, state: SupervisorState, *, only_if_absent: bool = False) -> None:
+    """Write `state` to `path` atomically; with `only_if_absent`, only when there is no state yet."""
+    _write_atomically(path, state.as_json(), only_if_absent=only_if_absent)
 
 
 def read_state(path: Path) -> SupervisorState | None:

@@ -208,6 +208,12 @@ def test_the_supervisor_state_round_trips(tmp_path: Path) -> None:
     assert read_state(tmp_path / "p.json") == state
     assert state.records() == [me, record]
     assert read_state(tmp_path / "missing.json") is None
+    # the launcher's first record of a supervisor never replaces the state the supervisor wrote
+    write_state(tmp_path / "p.json", SupervisorState(supervisor=me), only_if_absent=True)
+    assert read_state(tmp_path / "p.json") == state
+    write_state(tmp_path / "new.json", SupervisorState(supervisor=me), only_if_absent=True)
+    assert read_state(tmp_path / "new.json") == SupervisorState(supervisor=me)
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["new.json", "p.json"]
 
 
 # whole clusters
