@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import signal
 import socket
 import sys
 import time
@@ -36,7 +38,7 @@ from playground.supervisor import (
 )
 from playground.testing import Playground, aclusters
 from runtime.api.image import runtime_image
-from runtime.api.kinds import CONFIGMAPS, NODES, PODS
+from runtime.api.kinds import CONFIGMAPS, NAMESPACES, NODES, PODS
 from runtime.core import APIError, Client
 from tests.playground.conftest import eventually
 
@@ -268,6 +270,42 @@ async def test_a_cluster_restarts_with_its_objects_and_stops_without_a_trace(tmp
         await playground.close()
     assert _gone(pids)
     assert not (tmp_path / "solo").exists()
+
+
+async def test_a_control_plane_process_that_dies_is_restarted(playground: Playground) -> None:
+    (cluster,) = await playground.up("crashy")
+    crashed = cluster.records()["apiserver"]
+    os.kill(crashed.pid, signal.SIGKILL)
+    async with cluster.client() as api:
+
+        async def back() -> bool:
+            try:
+                await api.get(NAMESPACES, "default")
+            except APIError:
+                return False
+            return True
+
+        await eventually(back, within=60)
+    state = cluster.supervisor_state()
+    assert state is not None
+    apiserver = state.role("apiserver")
+    assert apiserver is not None and apiserver.exits == 1 and apiserver.last_exit == -signal.SIGKILL
+    assert apiserver.record is not None and apiserver.record.pid != crashed.pid
+
+
+async def test_down_stops_what_a_killed_supervisor_left_running(tmp_path: Path) -> None:
+    playground = Playground(tmp_path)
+    try:
+        (cluster,) = await playground.up("orphans")
+        pids = _all_pids(cluster)
+        supervisor = cluster.records()[SUPERVISOR]
+        os.kill(supervisor.pid, signal.SIGKILL)
+        await eventually(lambda: not processes.is_running(supervisor), within=10)
+        assert cluster.status().state == "degraded", "its processes run on without their supervisor"
+    finally:
+        await playground.close()
+    assert _gone(pids)
+    assert not (tmp_path / "orphans").exists()
 
 
 async def test_a_busy_port_is_refused_before_anything_starts(tmp_path: Path) -> None:
