@@ -18,8 +18,10 @@ in `system:masters`) in a kubeconfig whose context, cluster and user are all
 `playground-<name>`, and in real-binary mode the rest of the PKI.
 
 Ready means what `kind create cluster --wait` waits for, and a little more: `/readyz`
-answers ok, every Node is Ready with a Lease renewed since this start, the `default`
-ServiceAccount exists in `default`, and each control-plane process reports healthy.
+answers ok, every Node is Ready with a Lease renewed since this start and no longer
+tainted not-ready (after a restart the node lifecycle controller removes that taint a
+moment after Ready), the `default` ServiceAccount exists in `default`, and each
+control-plane process reports healthy.
 """
 
 from __future__ import annotations
@@ -107,6 +109,8 @@ _LOG_TAIL = 15
 #: a process that exited this many times since the supervisor started, and is waiting to be
 #: restarted once more, is crash-looping: a readiness wait fails at once with its log
 CRASH_LOOP_EXITS = 2
+#: the node lifecycle controller's taints for a node that is not Ready
+_NODE_LIFECYCLE_TAINTS = ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable")
 
 
 #: what a readiness wait still waits for, given a client ("": nothing, ready)
@@ -237,8 +241,13 @@ def _renewed_since(lease: Mapping[str, Any], since: dt.datetime) -> bool:
 
 
 def _is_ready(node: Mapping[str, Any]) -> bool:
+    """Ready, and no longer tainted not-ready or unreachable (the node lifecycle controller removes those
+    a moment after Ready: until then no pod is scheduled there)."""
     conditions = (node.get("status") or {}).get("conditions") or []
-    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+    taints = (node.get("spec") or {}).get("taints") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions) and not any(
+        taint.get("key") in _NODE_LIFECYCLE_TAINTS for taint in taints
+    )
 
 
 class Cluster:
