@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: venv test lint demo bench clean mirror
+.PHONY: venv test test-emulator test-real real-k8s lint demo bench clean mirror
 
 venv: $(STAMP)
 
@@ -14,8 +14,24 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
-test: venv
+# The emulator suite, then the real leg (or one line saying why it is skipped).
+test: test-emulator test-real
+
+test-emulator: venv
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# The real control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler) built from the
+# Go modules pinned in tools/realk8s into ~/.cache/liqo-iac/kubernetes/<version>/: minutes once, nothing after.
+real-k8s:
+	$(PYTHON) tools/realk8s/build.py
+
+# The real leg: the API behaviour suite against a real-binary cluster, then every test marked `cluster`
+# (conftest marks each test that starts playground clusters) in real-binary mode. Without Go, one line says
+# it is skipped.
+test-real: venv
+	@assets="$$($(PYTHON) tools/realk8s/build.py --skip-without-go)" || exit 1; \
+	[ -n "$$assets" ] || exit 0; \
+	KUBEBUILDER_ASSETS="$$assets" $(BIN)/python -m tests.realleg $(PYTEST_ARGS)
 
 lint: venv
 	$(BIN)/ruff check .

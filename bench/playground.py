@@ -8,7 +8,11 @@ Measures, each in a fresh temporary state dir:
 - 100 pods: a 100-replica Deployment on a 3-node cluster, from the create until all
   100 pods are Running (polled every 50 ms);
 - idle: CPU (% of one core) and memory (RSS) of the two-cluster playground over 10 s,
-  summed over every process it started and their children, from /proc.
+  summed over every process it started and their children, from /proc;
+- real-binary mode, when `--real DIR` (default `$KUBEBUILDER_ASSETS`) names the real
+  binaries (`make real-k8s`): `playground up rome` and `playground up rome milan` in both
+  modes, their ratios, `playground down` of the two real clusters, and how long the
+  supervisor took to stop each process (from its log).
 
 Wall-clock figures on a shared two-core machine are noisy, so the run also measures
 baselines in the same conditions and prints ratios against them: the start-up of a
@@ -28,6 +32,7 @@ import asyncio
 import json
 import os
 import platform
+import re
 import statistics
 import subprocess
 import sys
@@ -43,6 +48,7 @@ if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
 
 from playground import processes
 from playground.cluster import Cluster, down, resolve, up
+from playground.realbinary import ASSETS_ENV
 from runtime.api.kinds import DEPLOYMENTS, PODS
 
 PYTHON = sys.executable
@@ -93,17 +99,48 @@ def emulator_start(directory: Path) -> float:
         process.wait()
 
 
-def cold_start(directory: Path) -> float:
-    """`playground up a b` from an empty state dir, then `playground down`."""
-    env = {**os.environ, "PLAYGROUND_STATE_DIR": str(directory)}
+def cold_start(directory: Path, names: tuple[str, ...] = ("a", "b"), *, assets: Path | None = None) -> float:
+    """`playground up NAMES` from an empty state dir (real binaries from `assets`), then `playground down`."""
+    env = {**os.environ, "PLAYGROUND_STATE_DIR": str(directory), ASSETS_ENV: str(assets or "")}
     try:
-        return timed([PYTHON, "-m", "playground", "up", "a", "b"], env=env)
+        return timed([PYTHON, "-m", "playground", "up", *names, "--wait", "180"], env=env)
     finally:
         subprocess.run([PYTHON, "-m", "playground", "down"], env=env, check=True, capture_output=True)
 
 
+#: what the supervisor logs for each process it stopped
+_STOPPED = re.compile(r" INFO playground\.supervisor: (\S+) stopped in ([0-9.]+) s$")
+
+
+def real_binary(root: Path, assets: Path, log: Any) -> dict[str, float]:
+    """`playground up rome` and `up rome milan` in both modes, and the real clusters' stop."""
+    figures: dict[str, float] = {}
+    for label, names in (("one", ("rome",)), ("two", ("rome", "milan"))):
+        log(f"playground up {' '.join(names)}: emulator, then real binaries")
+        figures[f"up_{label}_emulator_s"] = round(cold_start(root / f"emulator-{label}", names), 3)
+        figures[f"up_{label}_real_s"] = round(cold_start(root / f"real-{label}", names, assets=assets), 3)
+    directory = root / "real-down"
+    env = {**os.environ, "PLAYGROUND_STATE_DIR": str(directory), ASSETS_ENV: str(assets)}
+    subprocess.run(
+        [PYTHON, "-m", "playground", "up", "rome", "milan", "--wait", "180"],
+        env=env,
+        check=True,
+        capture_output=True,
+    )
+    figures["down_two_real_s"] = round(timed([PYTHON, "-m", "playground", "down", "--keep"], env=env), 3)
+    stops: dict[str, list[float]] = {}
+    for name in ("rome", "milan"):
+        for line in (directory / name / "logs" / "supervisor.log").read_text().splitlines():
+            if match := _STOPPED.search(line):
+                role = "node" if match.group(1).startswith("node/") else match.group(1)
+                stops.setdefault(role, []).append(float(match.group(2)))
+    figures |= {f"real_stop_{role}_max_s": max(seconds) for role, seconds in stops.items()}
+    subprocess.run([PYTHON, "-m", "playground", "down"], env=env, check=True, capture_output=True)
+    return figures
+
+
 async def hundred_pods(directory: Path) -> float:
-    (cluster,) = await up(resolve(["hundred"], state_dir=directory, nodes=3), state_dir=directory)
+    (cluster,) = await up(resolve(["hundred"], state_dir=directory, environ={}, nodes=3), state_dir=directory)
     try:
         async with cluster.client() as api:
             body = {
@@ -152,7 +189,7 @@ def _playground_pids(clusters: list[Cluster]) -> list[int]:
 
 
 async def idle(directory: Path) -> dict[str, float]:
-    clusters = await up(resolve(["a", "b"], state_dir=directory), state_dir=directory)
+    clusters = await up(resolve(["a", "b"], state_dir=directory, environ={}), state_dir=directory)
     try:
         await asyncio.sleep(SETTLE_SECONDS)
         pids = _playground_pids(clusters)
@@ -170,7 +207,7 @@ async def idle(directory: Path) -> dict[str, float]:
         await down(["a", "b"], state_dir=directory)
 
 
-def measure(root: Path, starts: int, log: Any) -> dict[str, float]:
+def measure(root: Path, starts: int, log: Any, *, assets: Path | None) -> dict[str, float]:
     figures: dict[str, float] = {}
     log("baselines: python -c pass, import runtime.core, a bare emulator")
     figures["baseline_python_s"] = round(min(timed([PYTHON, "-c", "pass"]) for _ in range(3)), 3)
@@ -191,11 +228,20 @@ def measure(root: Path, starts: int, log: Any) -> dict[str, float]:
     figures["hundred_pods_running_s"] = round(asyncio.run(hundred_pods(root / "hundred")), 3)
     log(f"idle two-cluster playground over {IDLE_SECONDS:g} s")
     figures |= asyncio.run(idle(root / "idle"))
+    if assets is not None:
+        figures |= real_binary(root / "real", assets, log)
     return figures
 
 
 def ratios(figures: dict[str, float]) -> dict[str, float]:
-    return {
+    real = {
+        f"up_{label}_real / up_{label}_emulator": round(
+            figures[f"up_{label}_real_s"] / figures[f"up_{label}_emulator_s"], 2
+        )
+        for label in ("one", "two")
+        if f"up_{label}_real_s" in figures
+    }
+    return real | {
         "up_two_clusters / emulator_start": round(
             figures["up_two_clusters_s"] / figures["baseline_emulator_start_s"], 2
         ),
@@ -237,6 +283,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="write the JSON report here (default: stdout)")
     parser.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
     parser.add_argument("--starts", type=int, default=3, help="cold starts to measure (the best counts)")
+    parser.add_argument(
+        "--real",
+        type=Path,
+        default=Path(os.environ[ASSETS_ENV]) if os.environ.get(ASSETS_ENV) else None,
+        metavar="DIR",
+        help="also measure real-binary mode with the binaries in DIR (default $KUBEBUILDER_ASSETS)",
+    )
     args = parser.parse_args(argv)
 
     def log(message: str) -> None:
@@ -244,7 +297,7 @@ def main(argv: list[str] | None = None) -> int:
 
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="playground-bench-") as tmp:
-        figures = measure(Path(tmp), args.starts, log)
+        figures = measure(Path(tmp), args.starts, log, assets=args.real)
     report: dict[str, Any] = {
         "environment": {
             "python": platform.python_version(),

@@ -1,13 +1,16 @@
 """One playground cluster's life: create or restart it, wait until it is ready, stop it.
 
-A cluster is a handful of detached processes (`spec.commands`): the API server (the
-emulator, or etcd and kube-apiserver from `KUBEBUILDER_ASSETS`), the control plane
-(`python -m playground.controlplane`, and kube-controller-manager / kube-scheduler
-when the assets have them) and one node agent per node, all on the loopback interface
-(each node agent on an address of its own, its node's InternalIP; see nodeagent/loopback.py). Its state
-lives in `<state-dir>/<name>/` (see `spec.ClusterPaths`): the stored spec, the
-processes started (`processes.py` records), logs, certificates, the admin kubeconfig
-and the API server's objects, so a stopped cluster comes back with what it held.
+A cluster is a handful of processes (`spec.commands`): the API server (the emulator, or
+etcd and kube-apiserver from `KUBEBUILDER_ASSETS`), the control plane (`python -m
+playground.controlplane`, and kube-controller-manager / kube-scheduler when the assets
+have them) and one node agent per node, all on the loopback interface (each node agent
+on an address of its own, its node's InternalIP; see nodeagent/loopback.py). They are
+run by the cluster's supervisor (`playground.supervisor`), one detached process that
+starts them in kubeadm's order, restarts one that exits, and stops them one at a time in
+reverse order. Its state lives in `<state-dir>/<name>/` (see `spec.ClusterPaths`): the
+stored spec, the supervisor's plan and state (`processes.json`: what runs now), logs,
+certificates, the admin kubeconfig and the API server's objects, so a stopped cluster
+comes back with what it held.
 
 Credentials are made here before anything starts: the cluster CA (the emulator loads
 the one it finds in its state dir), an admin client certificate (`kubernetes-admin`
@@ -19,7 +22,9 @@ the rest of the PKI. So every process can start at once; the clients among them 
 until the API server answers.
 
 Ready means what `kind create cluster --wait` waits for, and a little more: `/readyz`
-answers ok, every Node is Ready with a Lease renewed since this start, the control-plane
+answers ok, every Node is Ready with a Lease renewed since this start and no longer
+tainted not-ready (after a restart the node lifecycle controller removes that taint a
+moment after Ready), the control-plane
 node carries kubeadm's `node-role.kubernetes.io/control-plane` label (set here with
 admin rights once it registers, as kubeadm's mark-control-plane phase does: NodeRestriction
 refuses a kubelet that label), the `default` ServiceAccount exists in `default`, and
@@ -39,8 +44,10 @@ import json
 import logging
 import os
 import shutil
+import signal
 import socket
 import ssl
+import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -80,7 +87,19 @@ from playground.spec import (
     commands,
     node_plans,
     ports_of,
+    supervisor_plan,
     unassigned_ports,
+)
+from playground.supervisor import (
+    BACKOFF,
+    HELD,
+    SUPERVISOR,
+    RoleState,
+    SupervisorState,
+    read_held,
+    read_state,
+    write_held,
+    write_state,
 )
 from runtime.api.kinds import LEASES, NODES, SERVICEACCOUNTS
 from runtime.core import AlreadyExistsError, APIError, Client, NotFoundError
@@ -99,6 +118,11 @@ CONTROL_PLANE_LABELS = {
 NODE_LEASE_NAMESPACE = "kube-node-lease"
 _POLL = 0.1
 _LOG_TAIL = 15
+#: a process that exited this many times since the supervisor started, and is waiting to be
+#: restarted once more, is crash-looping: a readiness wait fails at once with its log
+CRASH_LOOP_EXITS = 2
+#: the node lifecycle controller's taints for a node that is not Ready
+_NODE_LIFECYCLE_TAINTS = ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable")
 
 
 #: what a readiness wait still waits for, given a client ("": nothing, ready)
@@ -124,8 +148,10 @@ class ClusterStatus:
     nodes: str
     kubeconfig: str
     mode: str
+    #: what the supervisor says of each process (empty when it never ran)
+    processes: tuple[RoleState, ...] = ()
 
-    def as_json(self) -> dict[str, str]:
+    def as_json(self) -> dict[str, Any]:
         return {
             "name": self.name,
             "state": self.state,
@@ -133,6 +159,16 @@ class ClusterStatus:
             "nodes": self.nodes,
             "kubeconfig": self.kubeconfig,
             "mode": self.mode,
+            "processes": [
+                {
+                    "role": role.role,
+                    "state": role.state,
+                    "pid": role.record.pid if role.record else None,
+                    "exits": role.exits,
+                    "lastExit": role.last_exit,
+                }
+                for role in self.processes
+            ],
         }
 
 
@@ -217,8 +253,13 @@ def _renewed_since(lease: Mapping[str, Any], since: dt.datetime) -> bool:
 
 
 def _is_ready(node: Mapping[str, Any]) -> bool:
+    """Ready, and no longer tainted not-ready or unreachable (the node lifecycle controller removes those
+    a moment after Ready: until then no pod is scheduled there)."""
     conditions = (node.get("status") or {}).get("conditions") or []
-    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+    taints = (node.get("spec") or {}).get("taints") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions) and not any(
+        taint.get("key") in _NODE_LIFECYCLE_TAINTS for taint in taints
+    )
 
 
 class Cluster:
@@ -265,13 +306,16 @@ class Cluster:
         except AssetsError as exc:
             raise ClusterError(f"cluster {self.name} runs real binaries, but {exc}") from None
 
-    # records
+    # what runs
+
+    def supervisor_state(self) -> SupervisorState | None:
+        """What the cluster's supervisor last wrote (None when it never ran)."""
+        return read_state(self.paths.processes)
 
     def records(self) -> dict[str, ProcessRecord]:
-        return {record.role: record for record in processes.read_records(self.paths.processes)}
-
-    def _save_records(self, records: Mapping[str, ProcessRecord]) -> None:
-        processes.write_records(self.paths.processes, records.values())
+        """The supervisor's record and the record of each process it runs, by role."""
+        state = self.supervisor_state()
+        return {record.role: record for record in state.records()} if state else {}
 
     def running(self) -> dict[str, bool]:
         """Each recorded process by role: whether it is still the one that was started."""
@@ -286,21 +330,29 @@ class Cluster:
         return podrun.container_pid(self.paths.node(node), uid, container)
 
     def status(self) -> ClusterStatus:
-        running = self.running()
-        up = sum(running.values())
+        state = self.supervisor_state()
+        supervised = state is not None and processes.is_running(state.supervisor)
+        running = {role: up for role, up in self.running().items() if role != SUPERVISOR}
         try:
             expected = len(self._commands())
         except ClusterError:
             expected = len(running)
-        state = "stopped" if up == 0 else "running" if up == expected else "degraded"
+        up = sum(running.values())
+        if not supervised and up == 0:
+            phase = "stopped"
+        elif supervised and up == expected:
+            phase = "running"
+        else:
+            phase = "degraded"
         agents = sum(running.get(NODE_ROLE_PREFIX + node, False) for node in self.node_names)
         return ClusterStatus(
             name=self.name,
-            state=state,
+            state=phase,
             api_server=self.spec.api_server_url,
             nodes=f"{agents}/{self.spec.nodes}",
             kubeconfig=str(self.kubeconfig),
             mode="real binaries" if self.spec.assets else "emulator",
+            processes=state.roles if supervised and state else (),
         )
 
     def _commands(self) -> dict[str, list[str]]:
@@ -309,9 +361,15 @@ class Cluster:
     # preparation: files and credentials
 
     def _prepare(self) -> None:
-        """Create the state dir, store the spec, and make every credential that is missing."""
+        """Create the state dir, store the spec, make every credential that is missing, write the plan."""
         self.paths.logs.mkdir(parents=True, exist_ok=True)
         self.paths.spec.write_text(json.dumps(self.spec.as_json(), indent=2) + "\n")
+        self.paths.supervisor.mkdir(exist_ok=True)
+        plan = supervisor_plan(self.spec, self.paths, assets=self.assets(), all_components=list(COMPONENTS))
+        self.paths.plan.write_text(json.dumps(plan.as_json(), indent=2) + "\n")
+        write_held(self.paths.held, [])
+        self.paths.processes.unlink(missing_ok=True)
+        (self.paths.controlplane / HEALTH_PORT_FILE).unlink(missing_ok=True)
         if self.spec.assets is None:
             ca = self._emulator_ca()
         else:
@@ -359,23 +417,24 @@ class Cluster:
             )
 
     async def start(self, *, wait: float = READY_TIMEOUT) -> None:
-        """Start every process (creating the cluster when it does not exist) and wait until it is ready.
+        """Start the cluster's supervisor (creating the cluster when it does not exist) and wait until
+        the cluster is ready.
 
         On failure every process started is stopped again and ClusterError says why, with
-        the tail of the log of a process that exited.
+        the tail of the log of a process that kept exiting.
         """
         await asyncio.to_thread(self._check_startable)
         since = dt.datetime.now(dt.UTC)
         created = not await asyncio.to_thread(self.paths.spec.exists)
         await asyncio.to_thread(self._prepare)
         try:
-            await self._spawn(None)
+            await asyncio.to_thread(self._start_supervisor)
             if created:
                 await self._wait(_nothing_pending, wait=wait, what="the API server")
                 await self._create_addons()
             await self.wait_ready(wait=wait, since=since)
         except BaseException:
-            await self._stop_roles(None)
+            await self.stop()
             raise
         logger.info("%s: ready at %s", self.name, self.spec.api_server_url)
 
@@ -387,76 +446,71 @@ class Cluster:
                 with contextlib.suppress(AlreadyExistsError):
                     await api.create(resource, body, namespace=body["metadata"]["namespace"])
 
-    async def _spawn(self, roles: Sequence[str] | None) -> None:
-        """Start the processes of `roles` (None: all of them) and record them."""
-
-        def spawn_all() -> None:
-            all_commands = self._commands()
-            records = self.records()
-            chosen = list(all_commands) if roles is None else roles
-            if CONTROLPLANE in chosen:
-                (self.paths.controlplane / HEALTH_PORT_FILE).unlink(missing_ok=True)
-            try:
-                for role in chosen:
-                    log = self.paths.log(role)
-                    with log.open("a") as out:
-                        out.write(f"--- started {dt.datetime.now(dt.UTC).isoformat()}\n")
-                    records[role] = processes.spawn(
-                        role, all_commands[role], log=log, env=self._environment()
-                    )
-            finally:
-                self._save_records(records)
-
-        await asyncio.to_thread(spawn_all)
-
-    @staticmethod
-    def _environment() -> dict[str, str]:
-        return {**os.environ, "PYTHONUNBUFFERED": "1"}
+    def _start_supervisor(self) -> None:
+        log = self.paths.log(SUPERVISOR)
+        with log.open("a") as out:
+            out.write(f"--- started {dt.datetime.now(dt.UTC).isoformat()}\n")
+        command = [
+            sys.executable,
+            "-m",
+            "playground.supervisor",
+            "--plan",
+            str(self.paths.plan),
+            "--state",
+            str(self.paths.processes),
+            "--held",
+            str(self.paths.held),
+            "--log",
+            str(log),
+        ]
+        record = processes.spawn(SUPERVISOR, command, log=log, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        # Until the supervisor writes its state, this is how `stop` finds it.
+        write_state(self.paths.processes, SupervisorState(supervisor=record), only_if_absent=True)
 
     async def stop(self, *, remove: bool = False, grace: float = processes.STOP_TIMEOUT) -> None:
-        """Stop every recorded process (never one whose pid was recycled); with `remove`, delete the state."""
-        await self._stop_roles(None, grace=grace)
+        """Stop every process, last started first (never one whose pid was recycled); with `remove`,
+        delete the state."""
+        await _uncancellable(asyncio.to_thread(self._stop_all, grace))
         if remove:
             await asyncio.to_thread(shutil.rmtree, self.paths.root, True)
 
-    async def _stop_roles(
-        self, roles: Sequence[str] | None, *, grace: float = processes.STOP_TIMEOUT
-    ) -> None:
-        """Stop the recorded processes of `roles` (None: all) and forget them."""
-
-        def stop_all() -> None:
-            records = self.records()
-            chosen = [record for role, record in records.items() if roles is None or role in roles]
-            processes.stop(chosen, timeout=grace)
-            for record in chosen:
-                del records[record.role]
-            if self.paths.root.exists():
-                self._save_records(records)
-
-        await _uncancellable(asyncio.to_thread(stop_all))
+    def _stop_all(self, grace: float) -> None:
+        """Ask the supervisor to stop everything; stop by hand, in reverse start order, what it left."""
+        state = self.supervisor_state()
+        if state is None:
+            return
+        if processes.is_running(state.supervisor):
+            # it stops each process within `grace`, one at a time
+            budget = grace * (len(state.records()) + 1)
+            processes.stop([state.supervisor], timeout=budget)
+            state = self.supervisor_state() or state
+        for record in reversed(state.records()[1:]):
+            if processes.owned_processes(record):
+                logger.warning("%s: %s outlived the supervisor; stopping it", self.name, record.role)
+                processes.stop([record], timeout=grace)
 
     # operations tests need
 
     async def stop_node(self, name: str) -> None:
         """Stop the node agent of `name` (SIGTERM): its Lease stops renewing, its pods' processes stop."""
-        await self._stop_roles([self._node_role(name)])
+        await self._hold(self._node_role(name))
 
     async def start_node(self, name: str, *, wait: float = READY_TIMEOUT) -> None:
         """Start the node agent of `name` again and wait until its Node is Ready with a fresh Lease."""
         role = self._node_role(name)
         since = dt.datetime.now(dt.UTC)
-        await self._spawn([role])
+        await self._release(role)
         await self._wait(lambda api: self._nodes_pending(api, [name], since), wait=wait, what=f"node {name}")
 
     async def stop_apiserver(self) -> None:
         """Stop the API server only; its objects stay (in the emulator's state dir, or in etcd)."""
-        await self._stop_roles([APISERVER])
+        await self._hold(APISERVER)
 
     async def start_apiserver(self, *, wait: float = READY_TIMEOUT) -> None:
         """Start the API server again on its port and wait until `/readyz` answers ok."""
         if await asyncio.to_thread(port_in_use, self.spec.api_server_port):
             raise ClusterError(f"cluster {self.name}: API server port {self.spec.api_server_port} is in use")
-        await self._spawn([APISERVER])
+        await self._release(APISERVER)
         await self._wait(_nothing_pending, wait=wait, what="the API server")
 
     def _node_role(self, name: str) -> str:
@@ -465,6 +519,37 @@ class Cluster:
                 f"cluster {self.name} has no node {name!r} (nodes: {', '.join(self.node_names)})"
             )
         return NODE_ROLE_PREFIX + name
+
+    async def _hold(self, role: str) -> None:
+        """Have the supervisor stop `role` and keep it stopped; return once it is."""
+        await asyncio.to_thread(self._change_held, role, held=True)
+        deadline = time.monotonic() + processes.STOP_TIMEOUT + 5
+        while True:
+            state = await asyncio.to_thread(self.supervisor_state)
+            current = state.role(role) if state else None
+            if current is not None and current.state == HELD:
+                return
+            if time.monotonic() > deadline:
+                raise ClusterError(
+                    f"cluster {self.name}: {role} did not stop; see {self.paths.log(SUPERVISOR)}"
+                )
+            await asyncio.sleep(_POLL)
+
+    async def _release(self, role: str) -> None:
+        """Have the supervisor start `role` again (the caller waits for what that should bring)."""
+        await asyncio.to_thread(self._change_held, role, held=False)
+
+    def _change_held(self, role: str, *, held: bool) -> None:
+        state = self.supervisor_state()
+        if state is None or not processes.is_running(state.supervisor):
+            raise ClusterError(
+                f"cluster {self.name} is not running: start it with `playground up {self.name}`"
+            )
+        with (self.paths.supervisor / ".held.lock").open("a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            roles = read_held(self.paths.held)
+            write_held(self.paths.held, roles | {role} if held else roles - {role})
+        os.kill(state.supervisor.pid, signal.SIGHUP)
 
     @contextlib.asynccontextmanager
     async def client(self) -> AsyncIterator[Client]:
@@ -515,11 +600,18 @@ class Cluster:
                 await asyncio.sleep(_POLL)
 
     def _check_alive(self) -> None:
-        for role, record in self.records().items():
-            if not processes.is_running(record):
+        state = self.supervisor_state()
+        if state is None or not processes.is_running(state.supervisor):
+            log = self.paths.log(SUPERVISOR)
+            raise ClusterError(
+                f"cluster {self.name}: its supervisor is not running; the end of {log}:\n{_log_tail(log)}"
+            )
+        for role in state.roles:
+            if role.state == BACKOFF and role.exits >= CRASH_LOOP_EXITS:
+                log = self.paths.log(role.role)
                 raise ClusterError(
-                    f"cluster {self.name}: the {role} process exited; the end of {record.log}:\n"
-                    f"{_log_tail(record.log)}"
+                    f"cluster {self.name}: the {role.role} process exited {role.exits} times (last exit code "
+                    f"{role.last_exit}); the end of {log}:\n{_log_tail(log)}"
                 )
 
     async def _api_ready(self, http: aiohttp.ClientSession, tls: ssl.SSLContext) -> bool:

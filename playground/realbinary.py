@@ -1,12 +1,21 @@
 """Real-binary mode: run etcd and kube-apiserver (and kube-controller-manager / kube-scheduler
 when present) from `KUBEBUILDER_ASSETS` instead of the API server emulator.
 
-The folder follows the envtest convention (`setup-envtest use -p path`). What this
-module does is pure, so it is unit-tested without the binaries: find the assets, lay
-out and generate the PKI (cluster CA, serving certificate, admin / component / node /
-kubelet-client certificates, the ServiceAccount signing key) with `cryptography`, and
-build each command line. Everything listens on 127.0.0.1; etcd speaks plain HTTP on
-loopback, as under envtest.
+The folder follows the envtest convention (`setup-envtest use -p path`; `make real-k8s`
+builds one, see tools/realk8s/build.py). What this module does is pure, so it is
+unit-tested without the binaries: find the assets, lay out and generate the PKI with
+`cryptography`, and build each command line. Everything listens on 127.0.0.1; etcd
+speaks plain HTTP on loopback, as under envtest.
+
+The PKI and the flags are kubeadm's (`cmd/kubeadm/app/phases/controlplane/manifests.go`
+of v1.36), with kubeadm's file names under `<cluster>/pki/`: the cluster CA, the API
+server's serving certificate, its kubelet-client certificate, the ServiceAccount key pair,
+the front-proxy CA and the API server's front-proxy client certificate (so the
+`--requestheader-*` flags, and the `extension-apiserver-authentication` ConfigMap the
+controller manager and the scheduler read, are complete), and a client certificate per
+component and node. kube-apiserver also routes calls to Services (admission webhooks,
+aggregated APIs) to their endpoints (`--enable-aggregator-routing=true`), since the host
+it runs on resolves no Service name.
 
 Authorization is `Node,RBAC` and NodeRestriction is on, as kubeadm sets up kind's
 API server: every node agent gets a client certificate for `system:node:<name>` in group
@@ -145,6 +154,18 @@ class Pki:
         return self._file("apiserver-kubelet-client.key")
 
     @property
+    def front_proxy_ca_cert(self) -> Path:
+        return self._file("front-proxy-ca.crt")
+
+    @property
+    def front_proxy_client_cert(self) -> Path:
+        return self._file("front-proxy-client.crt")
+
+    @property
+    def front_proxy_client_key(self) -> Path:
+        return self._file("front-proxy-client.key")
+
+    @property
     def sa_key(self) -> Path:
         return self._file("sa.key")
 
@@ -181,6 +202,9 @@ SCHEDULER = ClientIdentity("system:kube-scheduler")
 #: the user the bootstrap ClusterRoleBinding `system:node-proxier` names
 KUBE_PROXY = ClientIdentity("system:kube-proxy")
 KUBELET_CLIENT = ClientIdentity("kube-apiserver-kubelet-client", (MASTERS_GROUP,))
+#: the API server's identity when it proxies to aggregated API servers (the only name they accept)
+FRONT_PROXY_CLIENT = ClientIdentity("front-proxy-client")
+FRONT_PROXY_CA = "front-proxy-ca"
 
 
 def generate_pki(
@@ -200,6 +224,15 @@ def generate_pki(
         cert, key = ca.issue_client(KUBELET_CLIENT.user, organizations=KUBELET_CLIENT.groups, days=CERT_DAYS)
         write_file_atomically(pki.kubelet_client_key, key)
         write_file_atomically(pki.kubelet_client_cert, cert, mode=0o644)
+    if pki.front_proxy_ca_cert.exists():
+        front_proxy_ca = CertificateAuthority.load(pki.directory, stem=FRONT_PROXY_CA)
+    else:
+        front_proxy_ca = CertificateAuthority.generate(FRONT_PROXY_CA, days=CERT_DAYS)
+        front_proxy_ca.save(pki.directory, stem=FRONT_PROXY_CA)
+    if not pki.front_proxy_client_cert.exists():
+        cert, key = front_proxy_ca.issue_client(FRONT_PROXY_CLIENT.user, days=CERT_DAYS)
+        write_file_atomically(pki.front_proxy_client_key, key)
+        write_file_atomically(pki.front_proxy_client_cert, cert, mode=0o644)
     for identity in identities:
         if not pki.client_cert(identity.user).exists():
             cert, key = ca.issue_client(identity.user, organizations=identity.groups, days=CERT_DAYS)
@@ -254,10 +287,21 @@ def apiserver_command(assets: Assets, *, pki: Pki, etcd_port: int, port: int, se
         f"--service-account-signing-key-file={pki.sa_key}",
         "--authorization-mode=Node,RBAC",
         "--enable-admission-plugins=NodeRestriction",
+        "--enable-bootstrap-token-auth=true",
         f"--kubelet-client-certificate={pki.kubelet_client_cert}",
         f"--kubelet-client-key={pki.kubelet_client_key}",
-        "--kubelet-preferred-address-types=InternalIP",
+        "--kubelet-preferred-address-types=InternalIP,ExternalIP,Hostname",
         "--allow-privileged=true",
+        # the front proxy (kubeadm's values): who may assert a user in X-Remote-* headers
+        "--requestheader-username-headers=X-Remote-User",
+        "--requestheader-group-headers=X-Remote-Group",
+        "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+        f"--requestheader-client-ca-file={pki.front_proxy_ca_cert}",
+        f"--requestheader-allowed-names={FRONT_PROXY_CLIENT.user}",
+        f"--proxy-client-cert-file={pki.front_proxy_client_cert}",
+        f"--proxy-client-key-file={pki.front_proxy_client_key}",
+        # webhooks and aggregated APIs behind a Service are called at an endpoint's address
+        "--enable-aggregator-routing=true",
     ]
 
 
@@ -289,13 +333,15 @@ def controller_manager_command(
         f"--secure-port={port}",
         "--leader-elect=false",
         f"--cluster-name={cluster_name}",
-        # kind's list; node CIDRs are the node agents' (--pod-cidr), so nodeipam allocates none
         "--controllers=*,bootstrapsigner,tokencleaner",
+        # Unlike kubeadm's: each node's podCIDR is the playground's plan (node i, the i-th /24 of the pod
+        # CIDR), which its agent registers, in both modes; nodeipam would hand them out in registration order.
         "--allocate-node-cidrs=false",
         f"--cluster-cidr={pod_cidr}",
         f"--service-cluster-ip-range={service_cidr}",
         f"--root-ca-file={pki.ca_cert}",
         f"--client-ca-file={pki.ca_cert}",
+        f"--requestheader-client-ca-file={pki.front_proxy_ca_cert}",
         f"--cluster-signing-cert-file={pki.ca_cert}",
         f"--cluster-signing-key-file={pki.ca_key}",
         f"--service-account-private-key-file={pki.sa_key}",

@@ -35,6 +35,7 @@ from playground.realbinary import (
     replaced_components,
     scheduler_command,
 )
+from playground.supervisor import Plan, ProcessPlan
 
 DEFAULT_POD_CIDR = "10.244.0.0/16"
 DEFAULT_SERVICE_CIDR = "10.96.0.0/16"
@@ -306,6 +307,19 @@ class ClusterPaths:
     def etcd(self) -> Path:
         return self.root / "etcd"
 
+    @property
+    def supervisor(self) -> Path:
+        """The supervisor's plan and held roles (its state is `processes`)."""
+        return self.root / "supervisor"
+
+    @property
+    def plan(self) -> Path:
+        return self.supervisor / "plan.json"
+
+    @property
+    def held(self) -> Path:
+        return self.supervisor / "held.json"
+
     def node(self, name: str) -> Path:
         return self.root / "nodes" / name
 
@@ -418,6 +432,34 @@ def commands(
     for node in node_plans(spec):
         result[NODE_ROLE_PREFIX + node.name] = node_agent_command(spec, paths, node)
     return result
+
+
+#: roles that start only once the API server is ready (kubeadm's order: they fail against one still
+#: bootstrapping its RBAC); node agents start at once, as kubelets do, and retry until it answers
+_AFTER_API_SERVER = (KUBE_CONTROLLER_MANAGER, KUBE_SCHEDULER, CONTROLPLANE)
+
+
+def supervisor_plan(
+    spec: ClusterSpec, paths: ClusterPaths, *, assets: Assets | None, all_components: Sequence[str]
+) -> Plan:
+    """What the cluster's supervisor runs: `commands` in order, with kubeadm's start gates and probes."""
+    ready = {
+        ETCD: f"http://127.0.0.1:{spec.etcd_port}/readyz",
+        APISERVER: f"https://127.0.0.1:{spec.api_server_port}/readyz",
+    }
+    plans = []
+    for role, argv in commands(spec, paths, assets=assets, all_components=all_components).items():
+        after: tuple[str, ...] = ()
+        if role == APISERVER and assets is not None:
+            after = (ETCD,)
+        elif role in _AFTER_API_SERVER:
+            after = (APISERVER,)
+        plans.append(
+            ProcessPlan(
+                role=role, argv=tuple(argv), log=str(paths.log(role)), after=after, ready=ready.get(role)
+            )
+        )
+    return Plan(processes=tuple(plans))
 
 
 def node_agent_command(spec: ClusterSpec, paths: ClusterPaths, node: NodePlan) -> list[str]:

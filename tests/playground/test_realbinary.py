@@ -30,7 +30,7 @@ from playground.realbinary import (
     node_identity,
     replaced_components,
 )
-from playground.spec import ClusterPaths, ClusterSpec, commands, node_kubeconfig
+from playground.spec import ClusterPaths, ClusterSpec, commands, node_kubeconfig, supervisor_plan
 
 
 def fake_assets(directory: Path, *names: str) -> Path:
@@ -140,6 +140,19 @@ def test_kube_apiserver_flags(tmp_path: Path) -> None:
     assert flags["service-account-signing-key-file"] == str(pki.sa_key)
     assert flags["kubelet-client-certificate"] == str(pki.kubelet_client_cert)
     assert flags["allow-privileged"] == "true"
+    assert flags["enable-bootstrap-token-auth"] == "true"
+    assert flags["kubelet-preferred-address-types"] == "InternalIP,ExternalIP,Hostname"
+    # kubeadm's front proxy: without it the controllers log `missing content for CA bundle
+    # "client-ca::kube-system::extension-apiserver-authentication::requestheader-client-ca-file"`
+    assert flags["requestheader-client-ca-file"] == str(pki.front_proxy_ca_cert)
+    assert flags["requestheader-allowed-names"] == "front-proxy-client"
+    assert flags["requestheader-username-headers"] == "X-Remote-User"
+    assert flags["requestheader-group-headers"] == "X-Remote-Group"
+    assert flags["requestheader-extra-headers-prefix"] == "X-Remote-Extra-"
+    assert flags["proxy-client-cert-file"] == str(pki.front_proxy_client_cert)
+    assert flags["proxy-client-key-file"] == str(pki.front_proxy_client_key)
+    # webhooks behind a Service are called at an endpoint, as the emulator calls them
+    assert flags["enable-aggregator-routing"] == "true"
 
 
 def test_controller_manager_and_scheduler_flags(tmp_path: Path) -> None:
@@ -154,7 +167,11 @@ def test_controller_manager_and_scheduler_flags(tmp_path: Path) -> None:
     assert kcm["node-monitor-grace-period"] == "4s"
     assert kcm["kubeconfig"].endswith("system-kube-controller-manager.kubeconfig")
     assert kcm["service-account-private-key-file"].endswith("pki/sa.key")
-    assert kcm["root-ca-file"] == kcm["cluster-signing-cert-file"]
+    assert kcm["root-ca-file"] == kcm["cluster-signing-cert-file"] == kcm["client-ca-file"]
+    assert kcm["cluster-signing-key-file"].endswith("pki/ca.key")
+    assert kcm["requestheader-client-ca-file"].endswith("pki/front-proxy-ca.crt")
+    assert kcm["controllers"] == "*,bootstrapsigner,tokencleaner"
+    assert (kcm["cluster-cidr"], kcm["service-cluster-ip-range"]) == ("10.244.0.0/16", "10.96.0.0/16")
     scheduler = dict(arg.removeprefix("--").split("=", 1) for arg in plan["kube-scheduler"][1:])
     assert scheduler["secure-port"] == "10259" and scheduler["leader-elect"] == "false"
     assert controller_manager_command(assets, pki=Pki(tmp_path), kubeconfig=tmp_path, port=1, cluster_name="c",
@@ -188,6 +205,12 @@ def test_the_pki_has_what_kube_apiserver_and_the_node_authorizer_need(tmp_path: 
     assert _subject(_cert(pki.kubelet_client_cert))[1] == ["system:masters"]
     for path in (pki.apiserver_cert, pki.kubelet_client_cert, pki.client_cert("system:node:n1")):
         _cert(path).verify_directly_issued_by(ca)
+    # the front proxy has a CA of its own, which signs only the API server's proxy client
+    front_proxy_ca = _cert(pki.front_proxy_ca_cert)
+    assert front_proxy_ca.subject != ca.subject
+    assert _subject(_cert(pki.front_proxy_client_cert)) == ("front-proxy-client", [])
+    _cert(pki.front_proxy_client_cert).verify_directly_issued_by(front_proxy_ca)
+    assert oct(pki.front_proxy_client_key.stat().st_mode & 0o777) == "0o600"
     assert isinstance(load_pem_private_key(pki.sa_key.read_bytes(), None), rsa.RSAPrivateKey)
     before = {path.name: path.read_bytes() for path in pki.directory.iterdir()}
     generate_pki(pki, service_cidr="10.96.0.0/16", identities=[node_identity("n1")])
@@ -226,3 +249,34 @@ def test_every_process_gets_the_identity_of_the_real_component(tmp_path: Path, r
     admin = yaml.safe_load(cluster.kubeconfig.read_text())
     assert admin["current-context"] == "playground-real"
     assert _identity(cluster.kubeconfig) == ("kubernetes-admin", ["system:masters"])
+
+
+def test_the_control_plane_starts_in_kubeadms_order(tmp_path: Path) -> None:
+    assets = _assets(tmp_path, "kube-controller-manager", "kube-scheduler")
+    spec = _real_spec(tmp_path)
+    plan = supervisor_plan(
+        spec, ClusterPaths(tmp_path / "real"), assets=assets, all_components=list(COMPONENTS)
+    )
+    gates = {process.role: process.after for process in plan.processes}
+    assert gates == {
+        "etcd": (),
+        "apiserver": ("etcd",),
+        "kube-controller-manager": ("apiserver",),
+        "kube-scheduler": ("apiserver",),
+        "node/real-control-plane": (),
+        "node/real-worker": (),
+    }
+    assert plan.process("etcd").ready == "http://127.0.0.1:2379/readyz"
+    assert plan.process("apiserver").ready == "https://127.0.0.1:6443/readyz"
+    # on the emulator, our control plane waits for the API server the same way
+    emulated = supervisor_plan(
+        ClusterSpec("emu", api_server_port=7443),
+        ClusterPaths(tmp_path / "emu"),
+        assets=None,
+        all_components=list(COMPONENTS),
+    )
+    assert {process.role: process.after for process in emulated.processes} == {
+        "apiserver": (),
+        "controlplane": ("apiserver",),
+        "node/emu-control-plane": (),
+    }
