@@ -7,6 +7,9 @@ Measures, each in a fresh temporary state dir:
   control plane healthy); best of `--starts` runs;
 - 100 pods: a 100-replica Deployment on a 3-node cluster, from the create until all
   100 pods are Running (polled every 50 ms);
+- pod start: one pod at a time on a 1-node cluster, from the create until it is Running
+  (polled every 10 ms), the median of `POD_STARTS` starts, for a process pod (the
+  runtime's image, a real process) and for a simulated pod;
 - idle: CPU (% of one core) and memory (RSS) of the two-cluster playground over 10 s,
   summed over every process it started and their children, from /proc.
 
@@ -43,11 +46,17 @@ if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
 
 from playground import processes
 from playground.cluster import Cluster, down, resolve, up
+from runtime.api.image import runtime_image
 from runtime.api.kinds import DEPLOYMENTS, PODS
+from runtime.core import Client
 
 PYTHON = sys.executable
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 REPLICAS = 100
+POD_STARTS = 10
+#: a process pod's container: the runtime's image runs it as a local process that waits
+SLEEPER = ["python", "-c", "import time; time.sleep(3600)"]
+SIMULATED_IMAGE = "registry.k8s.io/pause:3.10"
 IDLE_SECONDS = 10.0
 SETTLE_SECONDS = 3.0
 
@@ -130,6 +139,43 @@ async def hundred_pods(directory: Path) -> float:
         await down(["hundred"], state_dir=directory)
 
 
+async def _start_pod(api: Client, name: str, container: dict[str, Any]) -> float:
+    """Seconds from the create of a pod until it is Running; the pod is deleted again."""
+    body = {
+        "metadata": {"name": name},
+        "spec": {"containers": [container], "terminationGracePeriodSeconds": 0},
+    }
+    started = time.perf_counter()
+    await api.create(PODS, body, namespace="default")
+    try:
+        while True:
+            pod = await api.get(PODS, name, namespace="default")
+            if (pod.get("status") or {}).get("phase") == "Running":
+                return time.perf_counter() - started
+            if time.perf_counter() - started > 60:
+                raise RuntimeError(f"pod {name} was not Running after 60 s")
+            await asyncio.sleep(0.01)
+    finally:
+        await api.delete(PODS, name, namespace="default", grace_period_seconds=0)
+
+
+async def pod_starts(directory: Path) -> dict[str, float]:
+    """Median start latency of a process pod and of a simulated pod, one at a time on one node."""
+    (cluster,) = await up(resolve(["starts"], state_dir=directory), state_dir=directory)
+    try:
+        async with cluster.client() as api:
+            process = {"name": "c", "image": runtime_image(), "command": SLEEPER}
+            simulated = {"name": "c", "image": SIMULATED_IMAGE}
+            processes_s = [await _start_pod(api, f"process-{i}", process) for i in range(POD_STARTS)]
+            simulated_s = [await _start_pod(api, f"simulated-{i}", simulated) for i in range(POD_STARTS)]
+        return {
+            "process_pod_start_s": round(statistics.median(processes_s), 3),
+            "simulated_pod_start_s": round(statistics.median(simulated_s), 3),
+        }
+    finally:
+        await down(["starts"], state_dir=directory)
+
+
 def _cpu_ticks(pid: int) -> int:
     fields = (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()
     return int(fields[11]) + int(fields[12])
@@ -189,6 +235,8 @@ def measure(root: Path, starts: int, log: Any) -> dict[str, float]:
     figures["up_two_clusters_median_s"] = round(statistics.median(runs), 3)
     log(f"{REPLICAS} pods on a 3-node cluster")
     figures["hundred_pods_running_s"] = round(asyncio.run(hundred_pods(root / "hundred")), 3)
+    log(f"pod start latency, {POD_STARTS} process pods and {POD_STARTS} simulated pods, one at a time")
+    figures |= asyncio.run(pod_starts(root / "starts"))
     log(f"idle two-cluster playground over {IDLE_SECONDS:g} s")
     figures |= asyncio.run(idle(root / "idle"))
     return figures
