@@ -3,9 +3,12 @@
 A cluster is a handful of detached processes (`spec.commands`): the API server (the
 emulator, or etcd and kube-apiserver from `KUBEBUILDER_ASSETS`), the control plane
 (`python -m playground.controlplane`, and kube-controller-manager / kube-scheduler
-when the assets have them) and one node agent per node, all on the loopback interface
-(each node agent on an address of its own, its node's InternalIP; see nodeagent/loopback.py). Its state
-lives in `<state-dir>/<name>/` (see `spec.ClusterPaths`): the stored spec, the
+when the assets have them), one node agent and one kube-proxy per node, and the host
+port forwarder, each in its node's network namespace as on kind (`spec.role_netns`;
+the network itself is `playground.network.fabric`'s, made before the processes start
+and removed after they stop). In the `loopback` fallback everything runs on the host's
+loopback addresses instead (each node agent on an address of its own, its node's
+InternalIP; see nodeagent/loopback.py). Its state lives in `<state-dir>/<name>/` (see `spec.ClusterPaths`): the stored spec, the
 processes started (`processes.py` records), logs, certificates, the admin kubeconfig
 and the API server's objects, so a stopped cluster comes back with what it held.
 
@@ -49,6 +52,7 @@ from playground.apiserver.kubeconfig import write_kubeconfig
 from playground.apiserver.pki import CA_CERT_FILE, CertificateAuthority
 from playground.controlplane.__main__ import HEALTH_PORT_FILE
 from playground.controlplane.components import COMPONENTS
+from playground.network import fabric, netns, requirements, subnets
 from playground.nodeagent import podrun
 from playground.processes import ProcessRecord
 from playground.realbinary import (
@@ -62,18 +66,24 @@ from playground.realbinary import (
 )
 from playground.spec import (
     APISERVER,
+    CONTROLLER_MANAGER_PORT,
     CONTROLPLANE,
     KUBE_CONTROLLER_MANAGER,
     KUBE_SCHEDULER,
+    NETNS,
     NODE_ROLE_PREFIX,
+    SCHEDULER_PORT,
     ClusterPaths,
     ClusterSpec,
     SpecError,
+    api_server_cert_hosts,
     check_specs,
     client_identities,
+    cluster_network,
     commands,
     node_plans,
     ports_of,
+    role_netns,
     unassigned_ports,
 )
 from runtime.api.kinds import LEASES, NODES, SERVICEACCOUNTS
@@ -126,7 +136,7 @@ class ClusterStatus:
 
 
 def _kubeconfig(
-    spec: ClusterSpec, *, user: str, ca_pem: bytes, cert_pem: bytes, key_pem: bytes
+    spec: ClusterSpec, *, server: str, user: str, ca_pem: bytes, cert_pem: bytes, key_pem: bytes
 ) -> dict[str, Any]:
     """A kubeconfig like kind's: context, cluster and (for the admin) user named `playground-<name>`."""
 
@@ -140,7 +150,7 @@ def _kubeconfig(
         "clusters": [
             {
                 "name": spec.context,
-                "cluster": {"server": spec.api_server_url, "certificate-authority-data": b64(ca_pem)},
+                "cluster": {"server": server, "certificate-authority-data": b64(ca_pem)},
             }
         ],
         "users": [
@@ -176,6 +186,29 @@ def free_ports(count: int) -> list[int]:
             probe.bind(("127.0.0.1", 0))
             ports.append(int(probe.getsockname()[1]))
         return ports
+
+
+def assign_addresses(specs: Sequence[ClusterSpec], *, state_dir: Path) -> list[ClusterSpec]:
+    """The specs with the netns network's node addresses filled in where they are missing.
+
+    The state dir's /24 is claimed (see playground.network.subnets), and each new node gets
+    the lowest address no stored cluster of the state dir holds.
+    """
+    if all(spec.network != NETNS or spec.node_addresses for spec in specs):
+        return list(specs)
+    with subnets.lock(state_dir):
+        subnet = subnets.subnet_for(state_dir)
+        used = {address for cluster in clusters(state_dir) for address in cluster.spec.node_addresses}
+        used |= {address for spec in specs for address in spec.node_addresses}
+        assigned = []
+        for spec in specs:
+            if spec.network == NETNS and not spec.node_addresses:
+                addresses = subnets.node_addresses(subnet, spec.nodes, used=used)
+                used |= set(addresses)
+                spec = dataclasses.replace(spec, node_network=subnet, node_addresses=tuple(addresses))
+            assigned.append(spec)
+    check_specs(assigned)
+    return assigned
 
 
 def assign_ports(specs: Sequence[ClusterSpec]) -> list[ClusterSpec]:
@@ -295,22 +328,35 @@ class Cluster:
     def _commands(self) -> dict[str, list[str]]:
         return commands(self.spec, self.paths, assets=self.assets(), all_components=list(COMPONENTS))
 
+    @property
+    def uses_netns(self) -> bool:
+        return self.spec.network == NETNS
+
     # preparation: files and credentials
 
     def _prepare(self) -> None:
         """Create the state dir, store the spec, and make every credential that is missing."""
         self.paths.logs.mkdir(parents=True, exist_ok=True)
         self.paths.spec.write_text(json.dumps(self.spec.as_json(), indent=2) + "\n")
+        internal = self.spec.internal_api_server_url
         if self.spec.assets is None:
             ca = self._emulator_ca()
         else:
             ca = generate_pki(
-                self.paths.pki, service_cidr=self.spec.service_cidr, identities=client_identities(self.spec)
+                self.paths.pki,
+                service_cidr=self.spec.service_cidr,
+                identities=client_identities(self.spec),
+                hosts=api_server_cert_hosts(self.spec),
             )
             for identity in client_identities(self.spec):
                 if identity != ADMIN:
-                    self._write_kubeconfig(self.paths.component_kubeconfig(identity), ca, identity)
+                    self._write_kubeconfig(
+                        self.paths.component_kubeconfig(identity), ca, identity, server=internal
+                    )
         self._write_kubeconfig(self.kubeconfig, ca, ADMIN, user=self.spec.context)
+        self._write_kubeconfig(
+            self.paths.internal_kubeconfig, ca, ADMIN, user=self.spec.context, server=internal
+        )
 
     def _emulator_ca(self) -> CertificateAuthority:
         """The emulator's CA, made here first so the admin kubeconfig exists before the emulator runs."""
@@ -322,11 +368,23 @@ class Cluster:
         return ca
 
     def _write_kubeconfig(
-        self, path: Path, ca: CertificateAuthority, identity: ClientIdentity, *, user: str | None = None
+        self,
+        path: Path,
+        ca: CertificateAuthority,
+        identity: ClientIdentity,
+        *,
+        user: str | None = None,
+        server: str | None = None,
     ) -> None:
+        """A kubeconfig for `identity` at `server` (default: the host's port, the user's)."""
         cert, key = ca.issue_client(identity.user, organizations=identity.groups)
         config = _kubeconfig(
-            self.spec, user=user or identity.user, ca_pem=ca.cert_pem, cert_pem=cert, key_pem=key
+            self.spec,
+            server=server or self.spec.api_server_url,
+            user=user or identity.user,
+            ca_pem=ca.cert_pem,
+            cert_pem=cert,
+            key_pem=key,
         )
         write_kubeconfig(path, config)
 
@@ -358,6 +416,8 @@ class Cluster:
         created = not await asyncio.to_thread(self.paths.spec.exists)
         await asyncio.to_thread(self._prepare)
         try:
+            if self.uses_netns:
+                await asyncio.to_thread(fabric.create, cluster_network(self.spec, self.paths))
             await self._spawn(None)
             if created:
                 await self._wait(_nothing_pending, wait=wait, what="the API server")
@@ -365,8 +425,14 @@ class Cluster:
             await self.wait_ready(wait=wait, since=since)
         except BaseException:
             await self._stop_roles(None)
+            await self._remove_network()
             raise
         logger.info("%s: ready at %s", self.name, self.spec.api_server_url)
+
+    async def _remove_network(self) -> None:
+        """Remove the cluster's namespaces and links (whatever a run or a crash left), after its processes."""
+        if self.uses_netns:
+            await _uncancellable(asyncio.to_thread(fabric.remove, self.state_dir, self.name))
 
     async def _create_addons(self) -> None:
         async with self.client() as api:
@@ -390,8 +456,13 @@ class Cluster:
                     log = self.paths.log(role)
                     with log.open("a") as out:
                         out.write(f"--- started {dt.datetime.now(dt.UTC).isoformat()}\n")
+                    namespace = role_netns(self.spec, self.paths, role)
                     records[role] = processes.spawn(
-                        role, all_commands[role], log=log, env=self._environment()
+                        role,
+                        all_commands[role],
+                        log=log,
+                        env=self._environment(),
+                        netns=None if namespace is None else netns.path(namespace),
                     )
             finally:
                 self._save_records(records)
@@ -405,6 +476,7 @@ class Cluster:
     async def stop(self, *, remove: bool = False, grace: float = processes.STOP_TIMEOUT) -> None:
         """Stop every recorded process (never one whose pid was recycled); with `remove`, delete the state."""
         await self._stop_roles(None, grace=grace)
+        await self._remove_network()
         if remove:
             await asyncio.to_thread(shutil.rmtree, self.paths.root, True)
 
@@ -534,18 +606,23 @@ class Cluster:
     async def _control_plane_pending(self) -> list[str]:
         records = await asyncio.to_thread(self.records)
         pending = []
+        address = self.spec.control_plane_address
+        netns_ports = self.uses_netns
         async with aiohttp.ClientSession() as http:
             if CONTROLPLANE in records:
                 port_file = self.paths.controlplane / HEALTH_PORT_FILE
                 port = await asyncio.to_thread(_read_port, port_file)
-                if port is None or not await _healthy(http, f"http://127.0.0.1:{port}/readyz"):
+                if port is None or not await _healthy(http, f"http://{address}:{port}/readyz"):
                     pending.append("the control plane's /readyz")
             for role, port in (
-                (KUBE_CONTROLLER_MANAGER, self.spec.controller_manager_port),
-                (KUBE_SCHEDULER, self.spec.scheduler_port),
+                (
+                    KUBE_CONTROLLER_MANAGER,
+                    CONTROLLER_MANAGER_PORT if netns_ports else self.spec.controller_manager_port,
+                ),
+                (KUBE_SCHEDULER, SCHEDULER_PORT if netns_ports else self.spec.scheduler_port),
             ):
                 if role in records and not await _healthy(
-                    http, f"https://127.0.0.1:{port}/healthz", verify=False
+                    http, f"https://{address}:{port}/healthz", verify=False
                 ):
                     pending.append(f"{role}'s /healthz")
         return pending
@@ -674,12 +751,16 @@ async def up(specs: Sequence[ClusterSpec], *, state_dir: Path, wait: float = REA
     Raises ClusterError naming each cluster that failed (the others stay up).
     """
     check_specs(specs)
+    if any(spec.network == NETNS for spec in specs):
+        missing = await asyncio.to_thread(requirements.problems)
+        if missing:
+            raise ClusterError("cannot start the playground network: " + "; ".join(missing))
     async with _locked_all(state_dir, [spec.name for spec in specs]):
         for spec in specs:
             await asyncio.to_thread(Cluster(spec, state_dir=state_dir)._check_startable)
-        started = [
-            Cluster(spec, state_dir=state_dir) for spec in await asyncio.to_thread(assign_ports, specs)
-        ]
+        ported = await asyncio.to_thread(assign_ports, specs)
+        addressed = await asyncio.to_thread(assign_addresses, ported, state_dir=state_dir)
+        started = [Cluster(spec, state_dir=state_dir) for spec in addressed]
         results = await asyncio.gather(
             *(cluster.start(wait=wait) for cluster in started), return_exceptions=True
         )

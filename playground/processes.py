@@ -139,12 +139,18 @@ def spawn(
     log: Path,
     env: Mapping[str, str] | None = None,
     cwd: Path | None = None,
+    netns: Path | None = None,
 ) -> ProcessRecord:
-    """Start `argv` detached (own session, stdin closed, stdout and stderr appended to `log`) and record it."""
+    """Start `argv` detached (own session, stdin closed, stdout and stderr appended to `log`) and record it.
+
+    With `netns` (a namespace file, `/run/netns/<name>`) the process runs in that network
+    namespace: `nsenter` enters it and execs `argv`, so the record is `argv`'s.
+    """
     log.parent.mkdir(parents=True, exist_ok=True)
+    command = list(argv) if netns is None else ["nsenter", f"--net={netns}", "--", *argv]
     with log.open("ab") as out:
         process = subprocess.Popen(
-            list(argv),
+            command,
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=subprocess.STDOUT,

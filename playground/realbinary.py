@@ -5,8 +5,12 @@ The folder follows the envtest convention (`setup-envtest use -p path`). What th
 module does is pure, so it is unit-tested without the binaries: find the assets, lay
 out and generate the PKI (cluster CA, serving certificate, admin / component / node /
 kubelet-client certificates, the ServiceAccount signing key) with `cryptography`, and
-build each command line. Everything listens on 127.0.0.1; etcd speaks plain HTTP on
-loopback, as under envtest.
+build each command line. In the netns network everything runs in the control-plane
+node's namespace: kube-apiserver on all its addresses (port 6443), advertising the
+node's address, kube-controller-manager and kube-scheduler on the node's address, etcd
+on its loopback; etcd speaks plain HTTP on loopback, as under envtest. kube-apiserver
+routes calls to Services (admission webhooks, aggregated APIs) to their endpoints
+(`--enable-aggregator-routing=true`), since nothing resolves Service names where it runs.
 
 Authorization is `Node,RBAC` like kind's: every node agent gets a client certificate
 for `system:node:<name>` in group `system:nodes`, so the Node authorizer limits it to
@@ -175,20 +179,28 @@ def node_identity(node: str) -> ClientIdentity:
 ADMIN = ClientIdentity(ADMIN_USER, (MASTERS_GROUP,))
 CONTROLLER_MANAGER = ClientIdentity("system:kube-controller-manager")
 SCHEDULER = ClientIdentity("system:kube-scheduler")
+#: kube-apiserver's bootstrap policy binds this user to `system:node-proxier` (kube-proxy's rights)
+KUBE_PROXY = ClientIdentity("system:kube-proxy")
 KUBELET_CLIENT = ClientIdentity("kube-apiserver-kubelet-client", (MASTERS_GROUP,))
 
 
 def generate_pki(
-    pki: Pki, *, service_cidr: str, identities: Sequence[ClientIdentity]
+    pki: Pki, *, service_cidr: str, identities: Sequence[ClientIdentity], hosts: Sequence[str] = ()
 ) -> CertificateAuthority:
-    """Create what is missing under `pki.directory` (a restart keeps the CA, keys and certificates)."""
+    """Create what is missing under `pki.directory` (a restart keeps the CA, keys and certificates).
+
+    `hosts` are more names and addresses for the serving certificate (kubeadm's certSANs:
+    the control-plane node's name and address).
+    """
     if pki.ca_cert.exists():
         ca = CertificateAuthority.load(pki.directory)
     else:
         ca = CertificateAuthority.generate("playground-ca", days=CERT_DAYS)
         ca.save(pki.directory)
     if not pki.apiserver_cert.exists():
-        cert, key = ca.issue_server(hosts=[*API_SERVER_HOSTS, first_service_ip(service_cidr)], days=CERT_DAYS)
+        cert, key = ca.issue_server(
+            hosts=[*API_SERVER_HOSTS, first_service_ip(service_cidr), *hosts], days=CERT_DAYS
+        )
         write_file_atomically(pki.apiserver_key, key)
         write_file_atomically(pki.apiserver_cert, cert, mode=0o644)
     if not pki.kubelet_client_cert.exists():
@@ -233,11 +245,20 @@ def etcd_command(assets: Assets, *, data_dir: Path, client_port: int, peer_port:
     ]
 
 
-def apiserver_command(assets: Assets, *, pki: Pki, etcd_port: int, port: int, service_cidr: str) -> list[str]:
+def apiserver_command(
+    assets: Assets,
+    *,
+    pki: Pki,
+    etcd_port: int,
+    port: int,
+    service_cidr: str,
+    advertise_address: str = "127.0.0.1",
+    bind_address: str = "127.0.0.1",
+) -> list[str]:
     return [
         str(assets.kube_apiserver),
-        "--advertise-address=127.0.0.1",
-        "--bind-address=127.0.0.1",
+        f"--advertise-address={advertise_address}",
+        f"--bind-address={bind_address}",
         f"--secure-port={port}",
         f"--etcd-servers=http://127.0.0.1:{etcd_port}",
         f"--service-cluster-ip-range={service_cidr}",
@@ -252,6 +273,7 @@ def apiserver_command(assets: Assets, *, pki: Pki, etcd_port: int, port: int, se
         f"--kubelet-client-key={pki.kubelet_client_key}",
         "--kubelet-preferred-address-types=InternalIP",
         "--allow-privileged=true",
+        "--enable-aggregator-routing=true",
     ]
 
 
@@ -267,6 +289,7 @@ def controller_manager_command(
     kubeconfig: Path,
     port: int,
     cluster_name: str,
+    bind_address: str = "127.0.0.1",
     service_cidr: str,
     pod_cidr: str,
     node_monitor_grace_period: float | None = None,
@@ -279,7 +302,7 @@ def controller_manager_command(
         f"--kubeconfig={kubeconfig}",
         f"--authentication-kubeconfig={kubeconfig}",
         f"--authorization-kubeconfig={kubeconfig}",
-        "--bind-address=127.0.0.1",
+        f"--bind-address={bind_address}",
         f"--secure-port={port}",
         "--leader-elect=false",
         f"--cluster-name={cluster_name}",
@@ -302,7 +325,9 @@ def controller_manager_command(
     return command
 
 
-def scheduler_command(assets: Assets, *, kubeconfig: Path, port: int) -> list[str]:
+def scheduler_command(
+    assets: Assets, *, kubeconfig: Path, port: int, bind_address: str = "127.0.0.1"
+) -> list[str]:
     if assets.kube_scheduler is None:
         raise AssetsError(f"{assets.directory} has no kube-scheduler")
     return [
@@ -310,7 +335,7 @@ def scheduler_command(assets: Assets, *, kubeconfig: Path, port: int) -> list[st
         f"--kubeconfig={kubeconfig}",
         f"--authentication-kubeconfig={kubeconfig}",
         f"--authorization-kubeconfig={kubeconfig}",
-        "--bind-address=127.0.0.1",
+        f"--bind-address={bind_address}",
         f"--secure-port={port}",
         "--leader-elect=false",
     ]

@@ -7,10 +7,21 @@ short enough for the node names made from them (kind's `<name>-control-plane`,
 (kube-controller-manager's nodeipam hands them out the same way), and the control-plane
 node is tainted `NoSchedule` only when there are workers, as in kind. `cluster.py`
 runs what this module describes.
+
+Networks (`network`): `netns`, the default, is kind's: every node is a network namespace
+on the state dir's bridge with an address of its own (`node_addresses`, from the state
+dir's /24 `node_network`, see `playground.network`); the API server (the emulator, or
+etcd and kube-apiserver) and the control plane run in the control-plane node's
+namespace and listen on kind's ports there (6443, 2379, 10257, 10259), the node agents
+and kube-proxies in their nodes' namespaces, and `hostport` forwards 127.0.0.1:<api
+server port> on the host to the API server (kind's port mapping). `loopback` is the old
+model, kept as an emulator-only fallback for hosts without CAP_NET_ADMIN: every process
+on the host's loopback addresses, no Services (kube refuses loopback endpoints).
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import ipaddress
 import re
@@ -20,9 +31,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from playground.network import names
+from playground.network.fabric import ClusterNetwork, NodeNetwork
 from playground.realbinary import (
     ADMIN,
     CONTROLLER_MANAGER,
+    KUBE_PROXY,
     SCHEDULER,
     Assets,
     ClientIdentity,
@@ -35,6 +49,16 @@ from playground.realbinary import (
     scheduler_command,
 )
 
+NETNS = "netns"
+LOOPBACK = "loopback"
+NETWORKS = (NETNS, LOOPBACK)
+#: kind's ports, inside the control-plane node's namespace
+API_SERVER_PORT = 6443
+ETCD_PORT = 2379
+ETCD_PEER_PORT = 2380
+CONTROLLER_MANAGER_PORT = 10257
+SCHEDULER_PORT = 10259
+KUBELET_PORT = 10250
 DEFAULT_POD_CIDR = "10.244.0.0/16"
 DEFAULT_SERVICE_CIDR = "10.96.0.0/16"
 CONTEXT_PREFIX = "playground-"
@@ -52,7 +76,10 @@ ETCD = "etcd"
 CONTROLPLANE = "controlplane"
 KUBE_CONTROLLER_MANAGER = "kube-controller-manager"
 KUBE_SCHEDULER = "kube-scheduler"
+#: the host's port forwarded to the API server (kind's port mapping), in the netns network
+HOSTPORT = "hostport"
 NODE_ROLE_PREFIX = "node/"
+KUBE_PROXY_ROLE_PREFIX = "kube-proxy/"
 
 
 class SpecError(ValueError):
@@ -80,11 +107,17 @@ class ClusterSpec:
     node_heartbeat: float | None = None
     #: real-binary mode: the `KUBEBUILDER_ASSETS` folder (None: the emulator)
     assets: str | None = None
-    #: real-binary mode's other loopback ports (0: pick when created)
+    #: real-binary mode's other loopback ports in the loopback network (0: pick when created;
+    #: the netns network uses kind's, in the control-plane node's namespace)
     etcd_port: int = 0
     etcd_peer_port: int = 0
     controller_manager_port: int = 0
     scheduler_port: int = 0
+    #: `netns` (kind's network) or `loopback` (the emulator-only fallback)
+    network: str = NETNS
+    #: the netns network: the state dir's /24 and each node's address on it ("" and (): assigned when created)
+    node_network: str = ""
+    node_addresses: tuple[str, ...] = ()
 
     @property
     def context(self) -> str:
@@ -93,15 +126,36 @@ class ClusterSpec:
 
     @property
     def api_server_url(self) -> str:
+        """Where the user's kubeconfig reaches the API server: a port of the host's 127.0.0.1 (kind's)."""
         return f"https://127.0.0.1:{self.api_server_port}"
 
+    @property
+    def control_plane_address(self) -> str:
+        """The address the cluster's own processes reach the control plane on (kind's control-plane node's)."""
+        if self.network == NETNS:
+            return self.node_addresses[0]
+        return "127.0.0.1"
+
+    @property
+    def internal_api_server_url(self) -> str:
+        """Where nodes, pods and other clusters reach the API server (`kind get kubeconfig --internal`)."""
+        if self.network == NETNS:
+            return f"https://{self.control_plane_address}:{API_SERVER_PORT}"
+        return self.api_server_url
+
     def as_json(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        data = dataclasses.asdict(self)
+        data["node_addresses"] = list(self.node_addresses)
+        return data
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> ClusterSpec:
         known = {spec_field.name for spec_field in dataclasses.fields(cls)}
-        return cls(**{key: value for key, value in data.items() if key in known})
+        values = {key: value for key, value in data.items() if key in known}
+        # a cluster stored before the netns network existed ran on loopback addresses
+        values.setdefault("network", LOOPBACK)
+        values["node_addresses"] = tuple(values.get("node_addresses") or ())
+        return cls(**values)
 
 
 @dataclass(frozen=True)
@@ -196,6 +250,29 @@ def cidr_problems(spec: ClusterSpec) -> list[str]:
     return problems
 
 
+def network_problems(spec: ClusterSpec) -> list[str]:
+    if spec.network not in NETWORKS:
+        return [f"--network {spec.network!r}: use {' or '.join(NETWORKS)}"]
+    if spec.network == LOOPBACK and spec.assets is not None:
+        return [
+            "--network loopback cannot run real binaries: kube-apiserver refuses loopback endpoint addresses "
+            "(its own, and every pod's); use the default network (it needs CAP_NET_ADMIN), or unset "
+            "KUBEBUILDER_ASSETS to use the emulator"
+        ]
+    if not spec.node_network:
+        return []
+    node_network = ipaddress.ip_network(spec.node_network)
+    problems = []
+    for flag, cidr in (("--pod-cidr", spec.pod_cidr), ("--service-cidr", spec.service_cidr)):
+        with contextlib.suppress(ValueError):
+            if ipaddress.ip_network(cidr).overlaps(node_network):
+                problems.append(
+                    f"{flag} {cidr} overlaps the playground network {node_network} of this state dir: "
+                    "pick another range"
+                )
+    return problems
+
+
 def spec_problems(spec: ClusterSpec) -> list[str]:
     """Everything wrong with `spec`, each with what to do about it (empty: fine)."""
     problems = name_problems(spec.name)
@@ -203,6 +280,7 @@ def spec_problems(spec: ClusterSpec) -> list[str]:
         problems.append(f"--nodes {spec.nodes}: a cluster has between 1 and {MAX_NODES} nodes")
         return problems
     problems += cidr_problems(spec)
+    problems += network_problems(spec)
     ports = {
         "--api-server-port": spec.api_server_port,
         "etcd port": spec.etcd_port,
@@ -243,17 +321,17 @@ def _ports(spec: ClusterSpec) -> list[int]:
 
 
 def unassigned_ports(spec: ClusterSpec) -> list[str]:
-    """The port fields of `spec` still 0 that its mode needs."""
+    """The port fields of `spec` still 0 that its mode needs (the netns network needs only the host's)."""
     needed = ["api_server_port"]
-    if spec.assets is not None:
+    if spec.assets is not None and spec.network == LOOPBACK:
         needed += ["etcd_port", "etcd_peer_port", "controller_manager_port", "scheduler_port"]
     return [name for name in needed if getattr(spec, name) == 0]
 
 
 def ports_of(spec: ClusterSpec) -> dict[str, int]:
-    """The fixed loopback ports `spec`'s processes listen on, by what they are for."""
+    """The fixed ports of the host's 127.0.0.1 that `spec`'s processes listen on, by what they are for."""
     ports = {"API server": spec.api_server_port}
-    if spec.assets is not None:
+    if spec.assets is not None and spec.network == LOOPBACK:
         ports |= {"etcd": spec.etcd_port, "etcd peers": spec.etcd_peer_port}
     return {label: port for label, port in ports.items() if port}
 
@@ -282,6 +360,11 @@ class ClusterPaths:
     @property
     def kubeconfig(self) -> Path:
         return self.root / "kubeconfig"
+
+    @property
+    def internal_kubeconfig(self) -> Path:
+        """The admin's credentials at the internal API server URL (`kind get kubeconfig --internal`)."""
+        return self.root / "kubeconfig.internal"
 
     @property
     def logs(self) -> Path:
@@ -319,8 +402,9 @@ class ClusterPaths:
 
 
 def client_identities(spec: ClusterSpec) -> list[ClientIdentity]:
-    """The client certificates real-binary mode issues: admin, components, one per node."""
-    return [ADMIN, CONTROLLER_MANAGER, SCHEDULER, *(node_identity(node.name) for node in node_plans(spec))]
+    """The client certificates real-binary mode issues: admin, components, kube-proxy, one per node."""
+    nodes = [node_identity(node.name) for node in node_plans(spec)]
+    return [ADMIN, CONTROLLER_MANAGER, SCHEDULER, KUBE_PROXY, *nodes]
 
 
 def node_kubeconfig(spec: ClusterSpec, paths: ClusterPaths, node: str) -> Path:
@@ -330,8 +414,16 @@ def node_kubeconfig(spec: ClusterSpec, paths: ClusterPaths, node: str) -> Path:
     identity there would be refused what a kubelet may do.
     """
     if spec.assets is None:
-        return paths.kubeconfig
+        return paths.internal_kubeconfig
     return paths.component_kubeconfig(node_identity(node))
+
+
+def kube_proxy_kubeconfig(spec: ClusterSpec, paths: ClusterPaths) -> Path:
+    """kube-proxy's credentials: `system:kube-proxy` (bound to `system:node-proxier` by kube-apiserver's
+    bootstrap policy) with real binaries, the admin's on the emulator (which has no such binding)."""
+    if spec.assets is None:
+        return paths.internal_kubeconfig
+    return paths.component_kubeconfig(KUBE_PROXY)
 
 
 def controlplane_components(spec: ClusterSpec, assets: Assets | None) -> list[str]:
@@ -339,19 +431,62 @@ def controlplane_components(spec: ClusterSpec, assets: Assets | None) -> list[st
     return replaced_components(assets) if assets is not None else []
 
 
+def node_netns_name(spec: ClusterSpec, paths: ClusterPaths, node: str) -> str:
+    """The network namespace of `node` (its name; see playground.network.names)."""
+    return names.node_netns(paths.root.parent, node)
+
+
+def role_netns(spec: ClusterSpec, paths: ClusterPaths, role: str) -> str | None:
+    """The network namespace the process of `role` runs in (None: the host's).
+
+    As on kind: the control plane in the control-plane node's, each node agent (kubelet)
+    and kube-proxy in its node's, and the host port forwarder on the host.
+    """
+    if spec.network != NETNS or role == HOSTPORT:
+        return None
+    for prefix in (NODE_ROLE_PREFIX, KUBE_PROXY_ROLE_PREFIX):
+        if role.startswith(prefix):
+            return node_netns_name(spec, paths, role.removeprefix(prefix))
+    return node_netns_name(spec, paths, node_names(spec.name, 1)[0])
+
+
+def cluster_network(spec: ClusterSpec, paths: ClusterPaths) -> ClusterNetwork:
+    """What `playground.network.fabric` makes for the cluster (netns network only)."""
+    return ClusterNetwork(
+        state_dir=paths.root.parent,
+        cluster=spec.name,
+        subnet=spec.node_network,
+        pod_cidr=spec.pod_cidr,
+        nodes=tuple(
+            NodeNetwork(name=plan.name, index=index, address=address, pod_cidr=plan.pod_cidr)
+            for index, (plan, address) in enumerate(zip(node_plans(spec), spec.node_addresses, strict=True))
+        ),
+    )
+
+
+def api_server_cert_hosts(spec: ClusterSpec) -> list[str]:
+    """Names and addresses besides kube-apiserver's own the serving certificate needs (kubeadm's certSANs)."""
+    if spec.network != NETNS:
+        return []
+    return [spec.control_plane_address, node_names(spec.name, 1)[0]]
+
+
 def commands(
     spec: ClusterSpec, paths: ClusterPaths, *, assets: Assets | None, all_components: Sequence[str]
 ) -> dict[str, list[str]]:
     """Every process of the cluster by role, in start order; `all_components` is our control plane's registry."""
     python = sys.executable
+    netns = spec.network == NETNS
+    control_plane = spec.control_plane_address
     result: dict[str, list[str]] = {}
     if assets is None:
+        listen = f"0.0.0.0:{API_SERVER_PORT}" if netns else f"127.0.0.1:{spec.api_server_port}"
         result[APISERVER] = [
             python,
             "-m",
             "playground.apiserver",
             "--listen",
-            f"127.0.0.1:{spec.api_server_port}",
+            listen,
             "--state-dir",
             str(paths.apiserver),
             "--service-cidr",
@@ -359,23 +494,33 @@ def commands(
             "--cluster-name",
             spec.context,
         ]
+        if netns:
+            result[APISERVER] += ["--advertise-address", control_plane]
+            for host in api_server_cert_hosts(spec):
+                result[APISERVER] += ["--cert-san", host]
     else:
+        etcd_port, etcd_peer_port = (
+            (ETCD_PORT, ETCD_PEER_PORT) if netns else (spec.etcd_port, spec.etcd_peer_port)
+        )
         result[ETCD] = etcd_command(
-            assets, data_dir=paths.etcd, client_port=spec.etcd_port, peer_port=spec.etcd_peer_port
+            assets, data_dir=paths.etcd, client_port=etcd_port, peer_port=etcd_peer_port
         )
         result[APISERVER] = apiserver_command(
             assets,
             pki=paths.pki,
-            etcd_port=spec.etcd_port,
-            port=spec.api_server_port,
+            etcd_port=etcd_port,
+            port=API_SERVER_PORT if netns else spec.api_server_port,
             service_cidr=spec.service_cidr,
+            advertise_address=control_plane,
+            bind_address="0.0.0.0" if netns else "127.0.0.1",
         )
         if assets.kube_controller_manager is not None:
             result[KUBE_CONTROLLER_MANAGER] = controller_manager_command(
                 assets,
                 pki=paths.pki,
                 kubeconfig=paths.component_kubeconfig(CONTROLLER_MANAGER),
-                port=spec.controller_manager_port,
+                port=CONTROLLER_MANAGER_PORT if netns else spec.controller_manager_port,
+                bind_address=control_plane,
                 cluster_name=spec.context,
                 service_cidr=spec.service_cidr,
                 pod_cidr=spec.pod_cidr,
@@ -384,8 +529,21 @@ def commands(
             )
         if assets.kube_scheduler is not None:
             result[KUBE_SCHEDULER] = scheduler_command(
-                assets, kubeconfig=paths.component_kubeconfig(SCHEDULER), port=spec.scheduler_port
+                assets,
+                kubeconfig=paths.component_kubeconfig(SCHEDULER),
+                port=SCHEDULER_PORT if netns else spec.scheduler_port,
+                bind_address=control_plane,
             )
+    if netns:
+        result[HOSTPORT] = [
+            python,
+            "-m",
+            "playground.network.hostport",
+            "--listen",
+            f"127.0.0.1:{spec.api_server_port}",
+            "--connect",
+            f"{control_plane}:{API_SERVER_PORT}",
+        ]
     disabled = controlplane_components(spec, assets)
     if any(name not in disabled for name in all_components):
         controlplane = [
@@ -393,13 +551,15 @@ def commands(
             "-m",
             "playground.controlplane",
             "--kubeconfig",
-            str(paths.kubeconfig),
+            str(paths.internal_kubeconfig),
             "--pod-cidr",
             spec.pod_cidr,
             "--service-cidr",
             spec.service_cidr,
             "--state-dir",
             str(paths.controlplane),
+            "--bind-address",
+            control_plane,
         ]
         if disabled:
             controlplane += ["--disable", ",".join(disabled)]
@@ -408,12 +568,17 @@ def commands(
         if spec.node_monitor_period is not None:
             controlplane += ["--node-monitor-period", f"{spec.node_monitor_period:g}"]
         result[CONTROLPLANE] = controlplane
-    for node in node_plans(spec):
-        result[NODE_ROLE_PREFIX + node.name] = node_agent_command(spec, paths, node)
+    for index, node in enumerate(node_plans(spec)):
+        result[NODE_ROLE_PREFIX + node.name] = node_agent_command(spec, paths, node, index=index)
+    if netns:
+        for node in node_plans(spec):
+            result[KUBE_PROXY_ROLE_PREFIX + node.name] = kube_proxy_command(spec, paths, node)
     return result
 
 
-def node_agent_command(spec: ClusterSpec, paths: ClusterPaths, node: NodePlan) -> list[str]:
+def node_agent_command(
+    spec: ClusterSpec, paths: ClusterPaths, node: NodePlan, *, index: int = 0
+) -> list[str]:
     command = [
         sys.executable,
         "-m",
@@ -429,6 +594,15 @@ def node_agent_command(spec: ClusterSpec, paths: ClusterPaths, node: NodePlan) -
         "--state-dir",
         str(paths.node(node.name)),
     ]
+    if spec.network == NETNS:
+        command += [
+            "--address",
+            spec.node_addresses[index],
+            "--kubelet-port",
+            str(KUBELET_PORT),
+            "--pod-netns-prefix",
+            names.node_pods_netns_prefix(paths.root.parent, node.name),
+        ]
     for taint in node.taints:
         command += ["--taint", taint]
     if spec.node_lease_duration is not None:
@@ -436,3 +610,18 @@ def node_agent_command(spec: ClusterSpec, paths: ClusterPaths, node: NodePlan) -
     if spec.node_heartbeat is not None:
         command += ["--heartbeat", f"{spec.node_heartbeat:g}"]
     return command
+
+
+def kube_proxy_command(spec: ClusterSpec, paths: ClusterPaths, node: NodePlan) -> list[str]:
+    """kube-proxy of `node`, as kind's DaemonSet runs it (nftables mode)."""
+    return [
+        sys.executable,
+        "-m",
+        "playground.kubeproxy",
+        "--kubeconfig",
+        str(kube_proxy_kubeconfig(spec, paths)),
+        "--hostname-override",
+        node.name,
+        "--cluster-cidr",
+        spec.pod_cidr,
+    ]

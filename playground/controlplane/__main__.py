@@ -2,8 +2,9 @@
 
 Runs a playground cluster's scheduler and controllers (kube-scheduler plus
 kube-controller-manager, in one process) under one `Manager` until SIGTERM or SIGINT.
-The manager's `/healthz`, `/readyz` and `/metrics` listen on 127.0.0.1 (`--health-port`,
-0: any free port); with `--state-dir` the bound port is written to `DIR/health-port`
+The manager's `/healthz`, `/readyz` and `/metrics` listen on `--bind-address` (default
+127.0.0.1; the playground gives the control-plane node's address) and `--health-port`
+(0: any free port); with `--state-dir` the bound port is written to `DIR/health-port`
 once it listens, which is how the cluster launcher finds it. The CA of the kubeconfig's
 cluster becomes every namespace's `kube-root-ca.crt`.
 """
@@ -88,6 +89,11 @@ def argument_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--health-port", type=int, default=0, help="port of /healthz, /readyz, /metrics (0: any free port)"
     )
+    parser.add_argument(
+        "--bind-address",
+        default="127.0.0.1",
+        help="address of /healthz, /readyz, /metrics (default %(default)s)",
+    )
     parser.add_argument("--state-dir", type=Path, help="where the bound health port is written")
     parser.add_argument("-v", "--verbose", action="store_true", help="log at debug level")
     return parser
@@ -126,7 +132,7 @@ async def serve(args: argparse.Namespace, *, names: list[str]) -> None:
     options = options_from(args, root_ca=root_ca)
     async with await Client.from_config(config) as client:
         manager = Manager(
-            client, settings=Settings(server=ServerSettings(host="127.0.0.1", port=args.health_port))
+            client, settings=Settings(server=ServerSettings(host=args.bind_address, port=args.health_port))
         )
         for name in names:
             load(name)(manager, options)

@@ -34,6 +34,11 @@ def argument_parser() -> argparse.ArgumentParser:
         "--address",
         help="the node's InternalIP (default: the first address of the loopback /24 the agent claims)",
     )
+    parser.add_argument(
+        "--pod-netns-prefix",
+        help="give each pod a network namespace named this plus its uid, on the node's bridge cni0 "
+        "(run the agent in its node's namespace); default: the loopback fallback",
+    )
     parser.add_argument("--cpu", default="8", help="CPU capacity (default %(default)s)")
     parser.add_argument("--memory", default="16Gi", help="memory capacity (default %(default)s)")
     parser.add_argument("--pods", type=int, default=110, help="pod capacity (default %(default)s)")
@@ -85,6 +90,7 @@ def options_from(args: argparse.Namespace) -> NodeAgentOptions:
         node_name=args.node,
         pod_cidr=args.pod_cidr,
         address=args.address,
+        pod_netns_prefix=args.pod_netns_prefix,
         cpu=args.cpu,
         memory=args.memory,
         pods=args.pods,

@@ -35,6 +35,12 @@ async def events_of(api: Client, namespace: str, name: str) -> list[tuple[str, s
     ]
 
 
+async def started_events(api: Client, namespace: str, name: str, container: str) -> list[tuple[str, str, str]]:
+    """The pod's kubelet Events once `container`'s Started is among them (empty before)."""
+    found = await events_of(api, namespace, name)
+    return found if ("Normal", "Started", f"Started container {container}") in found else []
+
+
 async def running_and_ready(api: Client, namespace: str, name: str) -> JSON | None:
     obj = await get_pod(api, namespace, name)
     ready = phase(obj) == "Running" and condition(obj, "Ready").get("status") == "True"
@@ -48,6 +54,8 @@ async def test_pod_runs_ready_with_an_ip_from_the_node_cidr(
         await api.create(PODS, pod("web", init_images=("busybox:1.36",)), namespace=ns)
         await eventually(lambda: running_and_ready(api, ns, "web"), within=15)
         obj = await get_pod(api, ns, "web")
+        # the kubelet records a container's Events after the status that shows it running
+        await eventually(lambda: started_events(api, ns, "web", "main"), within=15)
         kubelet_events = await events_of(api, ns, "web")
         node = await api.get(NODES, "node-1")
     assert obj is not None
