@@ -51,7 +51,7 @@ def install_options(
     options = install.InstallOptions(
         cluster_id=str(uuid.uuid4()),
         cluster_name=cluster.name,
-        api_server_url=cluster.spec.api_server_url,
+        api_server_url=cluster.spec.internal_api_server_url,
         pod_cidr=cidrs.pod_cidr or cluster.spec.pod_cidr,
         service_cidr=cidrs.service_cidr or cluster.spec.service_cidr,
         cluster_labels=dict(cluster_labels),

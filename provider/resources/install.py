@@ -325,7 +325,15 @@ class InstallResource(Resource):
         planned["missing_objects"] = []
         kube = self.provider.kube
         if config.get("api_server_url") is None:
-            planned["api_server_url"] = kube.host if kube.config is not None else Unknown
+            prior_url = (current or {}).get("api_server_url")
+            # on create, _plan_create asks the cluster (a kind-like cluster's kubeconfig names 127.0.0.1)
+            planned["api_server_url"] = (
+                prior_url
+                if is_known(prior_url) and prior_url
+                else kube.host
+                if kube.config is not None
+                else Unknown
+            )
         if current is not None:
             if config.get("auth_url") is None and any(
                 not _same(current.get(name), planned.get(name)) for name in _AUTH_INPUTS
@@ -338,32 +346,39 @@ class InstallResource(Resource):
         return planned
 
     def _plan_create(self, diags: Diagnostics, planned: State, config: State) -> None:
-        """Fill in what the cluster tells on create: the CIDRs not configured, and an existing cluster id."""
-        from .installer import discover_cidrs
+        """Fill in what the cluster tells on create: the CIDRs and API server URL not configured, an existing
+        cluster id."""
+        from .installer import discover_api_server_url, discover_cidrs
 
         namespace = planned["namespace"]
+        host = self.provider.kube.host
 
-        async def look(client: Client) -> tuple[Cidrs | None, str | None]:
+        async def look(client: Client) -> tuple[Cidrs | None, str | None, str | None]:
             from ..datasources.cluster import IdentityError, cluster_identity
 
             wants_cidrs = config.get("pod_cidr") is None or config.get("service_cidr") is None
             cidrs = await discover_cidrs(client) if wants_cidrs else None
+            url = (
+                await discover_api_server_url(client, host) if config.get("api_server_url") is None else None
+            )
             try:
                 identity = await cluster_identity(client, namespace=namespace)
             except IdentityError:
                 identity = None
-            return cidrs, identity.cluster_id if identity is not None else None
+            return cidrs, identity.cluster_id if identity is not None else None, url
 
         found = call(
             diags,
             self.provider.kube,
             look,
-            what=f"read the cluster's CIDRs and Liqo identity (namespace {namespace})",
+            what=f"read the cluster's CIDRs, control-plane nodes and Liqo identity (namespace {namespace})",
             seconds=PLAN_SECONDS,
         )
         if found is None:
             return
-        cidrs, cluster_id = found
+        cidrs, cluster_id, url = found
+        if url is not None:
+            planned["api_server_url"] = url
         if cluster_id is not None:
             planned["cluster_id"] = cluster_id
         if cidrs is not None:

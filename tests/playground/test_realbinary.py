@@ -30,7 +30,7 @@ from playground.realbinary import (
     node_identity,
     replaced_components,
 )
-from playground.spec import ClusterPaths, ClusterSpec, commands, node_kubeconfig
+from playground.spec import ClusterPaths, ClusterSpec, commands, kube_proxy_kubeconfig, node_kubeconfig
 
 
 def fake_assets(directory: Path, *names: str) -> Path:
@@ -79,13 +79,11 @@ def _real_spec(tmp_path: Path) -> ClusterSpec:
     return ClusterSpec(
         "real",
         nodes=2,
-        api_server_port=6443,
+        api_server_port=36443,
         assets=str(tmp_path / "bin"),
-        etcd_port=2379,
-        etcd_peer_port=2380,
-        controller_manager_port=10257,
-        scheduler_port=10259,
         node_monitor_grace_period=4,
+        node_network="172.30.9.0/24",
+        node_addresses=("172.30.9.2", "172.30.9.3"),
     )
 
 
@@ -113,7 +111,11 @@ def test_our_control_plane_runs_only_what_the_binaries_do_not(
     assets = _assets(tmp_path, *optional)
     spec = _real_spec(tmp_path)
     plan = commands(spec, ClusterPaths(tmp_path / "real"), assets=assets, all_components=list(COMPONENTS))
-    assert list(plan) == [*processes, "node/real-control-plane", "node/real-worker"]
+    nodes = ["node/real-control-plane", "node/real-worker"]
+    proxies = ["kube-proxy/real-control-plane", "kube-proxy/real-worker"]
+    binaries = [process for process in processes if process != "controlplane"]
+    ours = ["controlplane"] if "controlplane" in processes else []
+    assert list(plan) == [*binaries, "hostport", *ours, *nodes, *proxies]
     if "controlplane" in plan:
         flags = plan["controlplane"]
         assert (flags[flags.index("--disable") + 1] if "--disable" in flags else None) == disabled
@@ -139,6 +141,24 @@ def test_kube_apiserver_flags(tmp_path: Path) -> None:
     assert flags["service-account-signing-key-file"] == str(pki.sa_key)
     assert flags["kubelet-client-certificate"] == str(pki.kubelet_client_cert)
     assert flags["allow-privileged"] == "true"
+    # webhooks and aggregated APIs by Service reach their endpoints: nothing resolves Service names there
+    assert flags["enable-aggregator-routing"] == "true"
+
+
+def test_in_the_netns_network_the_control_plane_runs_on_its_node_address_with_kinds_ports(
+    tmp_path: Path,
+) -> None:
+    assets = _assets(tmp_path, "kube-controller-manager", "kube-scheduler")
+    spec = _real_spec(tmp_path)
+    plan = commands(spec, ClusterPaths(tmp_path / "real"), assets=assets, all_components=list(COMPONENTS))
+    apiserver = dict(arg.removeprefix("--").split("=", 1) for arg in plan["apiserver"][1:])
+    assert apiserver["advertise-address"] == "172.30.9.2"
+    assert (apiserver["bind-address"], apiserver["secure-port"]) == ("0.0.0.0", "6443")
+    assert apiserver["etcd-servers"] == "http://127.0.0.1:2379"
+    assert plan["hostport"][-4:] == ["--listen", "127.0.0.1:36443", "--connect", "172.30.9.2:6443"]
+    proxy = plan["kube-proxy/real-worker"]
+    assert proxy[proxy.index("--kubeconfig") + 1].endswith("system-kube-proxy.kubeconfig")
+    assert proxy[proxy.index("--hostname-override") + 1] == "real-worker"
 
 
 def test_controller_manager_and_scheduler_flags(tmp_path: Path) -> None:
@@ -146,7 +166,7 @@ def test_controller_manager_and_scheduler_flags(tmp_path: Path) -> None:
     spec = _real_spec(tmp_path)
     plan = commands(spec, ClusterPaths(tmp_path / "real"), assets=assets, all_components=list(COMPONENTS))
     kcm = dict(arg.removeprefix("--").split("=", 1) for arg in plan["kube-controller-manager"][1:])
-    assert kcm["secure-port"] == "10257" and kcm["bind-address"] == "127.0.0.1"
+    assert kcm["secure-port"] == "10257" and kcm["bind-address"] == "172.30.9.2"
     assert kcm["leader-elect"] == "false"
     assert kcm["use-service-account-credentials"] == "true"
     assert kcm["allocate-node-cidrs"] == "false"
@@ -156,6 +176,7 @@ def test_controller_manager_and_scheduler_flags(tmp_path: Path) -> None:
     assert kcm["root-ca-file"] == kcm["cluster-signing-cert-file"]
     scheduler = dict(arg.removeprefix("--").split("=", 1) for arg in plan["kube-scheduler"][1:])
     assert scheduler["secure-port"] == "10259" and scheduler["leader-elect"] == "false"
+    assert scheduler["bind-address"] == "172.30.9.2"
     assert controller_manager_command(assets, pki=Pki(tmp_path), kubeconfig=tmp_path, port=1, cluster_name="c",
                                       service_cidr="10.96.0.0/16", pod_cidr="10.244.0.0/16",
                                       node_monitor_period=0.5)[-1] == "--node-monitor-period=0.5s"  # fmt: skip
@@ -173,16 +194,18 @@ def _subject(cert: x509.Certificate) -> tuple[str, list[str]]:
 
 def test_the_pki_has_what_kube_apiserver_and_the_node_authorizer_need(tmp_path: Path) -> None:
     pki = Pki(tmp_path / "pki")
-    generate_pki(pki, service_cidr="10.96.0.0/16", identities=[node_identity("n1")])
+    generate_pki(
+        pki, service_cidr="10.96.0.0/16", identities=[node_identity("n1")], hosts=["172.30.9.2", "n1"]
+    )
     ca = _cert(pki.ca_cert)
     serving = _cert(pki.apiserver_cert)
     names = serving.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
     assert {"localhost", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"} <= set(
         names.get_values_for_type(x509.DNSName)
     )
-    assert {ipaddress.ip_address("127.0.0.1"), ipaddress.ip_address("10.96.0.1")} <= set(
-        names.get_values_for_type(x509.IPAddress)
-    )
+    assert {"n1"} <= set(names.get_values_for_type(x509.DNSName))
+    addresses = {ipaddress.ip_address(a) for a in ("127.0.0.1", "10.96.0.1", "172.30.9.2")}
+    assert addresses <= set(names.get_values_for_type(x509.IPAddress))
     assert _subject(_cert(pki.client_cert("system:node:n1"))) == ("system:node:n1", ["system:nodes"])
     assert _subject(_cert(pki.kubelet_client_cert))[1] == ["system:masters"]
     for path in (pki.apiserver_cert, pki.kubelet_client_cert, pki.client_cert("system:node:n1")):
@@ -204,11 +227,18 @@ def test_each_node_agent_gets_a_kubeconfig_of_its_own_node_identity(tmp_path: Pa
         user = config["users"][0]["user"]
         cert = x509.load_pem_x509_certificate(base64.b64decode(user["client-certificate-data"]))
         assert _subject(cert) == (f"system:node:{node}", ["system:nodes"])
-        assert config["clusters"][0]["cluster"]["server"] == "https://127.0.0.1:6443"
+        # kind's kubelets reach the API server at the control-plane node's address
+        assert config["clusters"][0]["cluster"]["server"] == "https://172.30.9.2:6443"
     admin = yaml.safe_load(cluster.kubeconfig.read_text())
     assert admin["current-context"] == "playground-real"
+    assert admin["clusters"][0]["cluster"]["server"] == "https://127.0.0.1:36443"
+    proxy = yaml.safe_load(kube_proxy_kubeconfig(spec, cluster.paths).read_text())
+    cert = x509.load_pem_x509_certificate(
+        base64.b64decode(proxy["users"][0]["user"]["client-certificate-data"])
+    )
+    assert _subject(cert) == ("system:kube-proxy", [])
     emulated = ClusterSpec("emu")
     assert (
         node_kubeconfig(emulated, ClusterPaths(tmp_path / "emu"), "emu-control-plane")
-        == tmp_path / "emu" / "kubeconfig"
+        == tmp_path / "emu" / "kubeconfig.internal"
     )

@@ -35,7 +35,9 @@ async def events_of(api: Client, namespace: str, name: str) -> list[tuple[str, s
     ]
 
 
-async def started_events(api: Client, namespace: str, name: str, container: str) -> list[tuple[str, str, str]]:
+async def started_events(
+    api: Client, namespace: str, name: str, container: str
+) -> list[tuple[str, str, str]]:
     """The pod's kubelet Events once `container`'s Started is among them (empty before)."""
     found = await events_of(api, namespace, name)
     return found if ("Normal", "Started", f"Started container {container}") in found else []
