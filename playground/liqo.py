@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from playground.cluster import Cluster
+from playground.spec import NETNS
 from provider.resources import foreigncluster, installer
 from runtime.api import constants as c
 from runtime.api.kinds import SECRETS
@@ -47,7 +48,8 @@ class Identity:
 def install_options(
     cluster: Cluster, cidrs: installer.Cidrs, *, cluster_labels: Mapping[str, str]
 ) -> install.InstallOptions:
-    """`liqo_install`'s options for a playground cluster: a fresh cluster id, the webhook by URL."""
+    """`liqo_install`'s options for a playground cluster: a fresh cluster id, the webhook by its Service (by
+    URL in the loopback fallback, which has no Services), the API server at the control-plane node."""
     options = install.InstallOptions(
         cluster_id=str(uuid.uuid4()),
         cluster_name=cluster.name,
@@ -56,7 +58,7 @@ def install_options(
         service_cidr=cidrs.service_cidr or cluster.spec.service_cidr,
         cluster_labels=dict(cluster_labels),
         namespace=NAMESPACE,
-        webhook_mode="url",
+        webhook_mode="service" if cluster.spec.network == NETNS else "url",
     )
     options.validate()
     return options

@@ -132,9 +132,11 @@ class ClusterSpec:
     @property
     def control_plane_address(self) -> str:
         """The address the cluster's own processes reach the control plane on (kind's control-plane node's)."""
-        if self.network == NETNS:
-            return self.node_addresses[0]
-        return "127.0.0.1"
+        if self.network != NETNS:
+            return "127.0.0.1"
+        if not self.node_addresses:
+            raise ValueError(f"cluster {self.name}: node addresses are assigned when it is first started")
+        return self.node_addresses[0]
 
     @property
     def internal_api_server_url(self) -> str:

@@ -92,6 +92,7 @@ def subnet_for(
     claim = f"{bridge}\n{state}\n"
     taken_by_routes = list(host_routes() if routes is None else routes)
     registry.mkdir(parents=True, exist_ok=True)
+    state_dir.mkdir(parents=True, exist_ok=True)
     remembered: list[ipaddress.IPv4Network] = []
     with contextlib.suppress(OSError, ValueError, KeyError):
         remembered.append(ipaddress.IPv4Network(json.loads((state_dir / NETWORK_FILE).read_text())["subnet"]))

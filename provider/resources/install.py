@@ -191,7 +191,8 @@ class InstallResource(Resource):
                 default="service",
                 description=(
                     'How the API server reaches the runtime\'s webhook: `"service"` (its Service, default) or '
-                    '`"url"` (its pod address; the playground needs `"url"`, as it has no Service network).'
+                    '`"url"` (its pod address, for an API server that cannot reach Services, such as one run outside '
+                    "its cluster's network)."
                 ),
             ),
             Attribute(
@@ -201,7 +202,9 @@ class InstallResource(Resource):
                 computed=True,
                 description=(
                     "URL other clusters reach this cluster's API server at (consumers' credentials point "
-                    "there). Default: the host the provider is configured with."
+                    "there). Default: the host the provider is configured with, unless it is a loopback address "
+                    "(a kind or playground cluster reached through a port of this host): then a control-plane "
+                    "node's address and port 6443, as liqoctl does."
                 ),
             ),
             Attribute(
@@ -294,7 +297,7 @@ class InstallResource(Resource):
             diags.add_error(
                 "Invalid webhook_mode",
                 f'"{mode}" is not a webhook mode: use "service" (the API server calls the webhook through its '
-                'Service) or "url" (by pod address, as the playground needs).',
+                'Service) or "url" (by pod address).',
                 path=["webhook_mode"],
             )
         from runtime.forge.install import SERVICE_TYPES
