@@ -15,6 +15,7 @@ import copy
 import ipaddress
 import logging
 import platform
+import random
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -363,16 +364,32 @@ class APIServer:
         return self.storage.objects(key)
 
     def _resolve_service(self, namespace: str, name: str, port: int) -> str | None:
-        """A Service resolves on loopback when its EndpointSlices name a local address."""
+        """The URL of a ready endpoint of the Service's `port`, as kube-apiserver with aggregator routing
+        resolves webhooks and aggregated APIs (the Service port's targetPort, by its name in the
+        EndpointSlices); None when the Service or a ready endpoint is missing."""
+        service = self.storage.get("services", namespace, name)
+        if service is None:
+            return None
+        service_port = next(
+            (p for p in (service.get("spec") or {}).get("ports") or [] if p.get("port") == port), None
+        )
+        if service_port is None:
+            return None
+        port_name = service_port.get("name") or ""
+        ready = []
         for obj in self.storage.objects("endpointslices.discovery.k8s.io", namespace):
             if (obj["metadata"].get("labels") or {}).get("kubernetes.io/service-name") != name:
                 continue
-            target = next((p.get("port") for p in obj.get("ports") or [] if p.get("port")), port)
+            target = next(
+                (p.get("port") for p in obj.get("ports") or [] if (p.get("name") or "") == port_name), None
+            )
+            if target is None:
+                continue
             for endpoint in obj.get("endpoints") or []:
-                for address in endpoint.get("addresses") or []:
-                    if address.startswith("127."):
-                        return f"https://{address}:{target}"
-        return None
+                if (endpoint.get("conditions") or {}).get("ready") is False:
+                    continue
+                ready += [f"https://{address}:{target}" for address in endpoint.get("addresses") or []][:1]
+        return random.choice(ready) if ready else None
 
     # OpenAPI
 
