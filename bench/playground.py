@@ -10,6 +10,10 @@ Measures, each in a fresh temporary state dir:
 - pod start: one pod at a time on a 1-node cluster, from the create until it is Running
   (polled every 10 ms), the median of `POD_STARTS` starts, for a process pod (the
   runtime's image, a real process) and for a simulated pod;
+- the old network model: the cold start, the 100 pods and the pod starts again with
+  `--network loopback` (every process on the host's loopback addresses, no namespaces),
+  so the cost of kind's network (a namespace, links and an address per pod, kube-proxy
+  per node) shows as a ratio measured in the same run (target: pod starts within 1.5x);
 - idle: CPU (% of one core) and memory (RSS) of the two-cluster playground over 10 s,
   summed over every process it started and their children, from /proc.
 
@@ -70,10 +74,13 @@ class Target:
 
 
 TARGETS = [
-    Target("two clusters ready", "up_two_clusters_s", 3.0, "s"),
+    Target("two clusters ready", "up_two_clusters_s", 5.0, "s"),
     Target("100 pods Running on 3 nodes", "hundred_pods_running_s", 5.0, "s"),
+    Target("process pod start vs old model", "process_pod_start_ratio", 1.5, "x"),
+    Target("simulated pod start vs old model", "simulated_pod_start_ratio", 1.5, "x"),
     Target("idle two-cluster playground", "idle_cpu_percent", 1.0, "% of a core"),
 ]
+NETNS, LOOPBACK = "netns", "loopback"
 
 
 def timed(argv: list[str], **kwargs: Any) -> float:
@@ -102,17 +109,18 @@ def emulator_start(directory: Path) -> float:
         process.wait()
 
 
-def cold_start(directory: Path) -> float:
+def cold_start(directory: Path, network: str = NETNS) -> float:
     """`playground up a b` from an empty state dir, then `playground down`."""
     env = {**os.environ, "PLAYGROUND_STATE_DIR": str(directory)}
     try:
-        return timed([PYTHON, "-m", "playground", "up", "a", "b"], env=env)
+        return timed([PYTHON, "-m", "playground", "up", "a", "b", "--network", network], env=env)
     finally:
         subprocess.run([PYTHON, "-m", "playground", "down"], env=env, check=True, capture_output=True)
 
 
-async def hundred_pods(directory: Path) -> float:
-    (cluster,) = await up(resolve(["hundred"], state_dir=directory, nodes=3), state_dir=directory)
+async def hundred_pods(directory: Path, network: str = NETNS) -> float:
+    specs = resolve(["hundred"], state_dir=directory, nodes=3, network=network)
+    (cluster,) = await up(specs, state_dir=directory)
     try:
         async with cluster.client() as api:
             body = {
@@ -159,9 +167,9 @@ async def _start_pod(api: Client, name: str, container: dict[str, Any]) -> float
         await api.delete(PODS, name, namespace="default", grace_period_seconds=0)
 
 
-async def pod_starts(directory: Path) -> dict[str, float]:
+async def pod_starts(directory: Path, network: str = NETNS) -> dict[str, float]:
     """Median start latency of a process pod and of a simulated pod, one at a time on one node."""
-    (cluster,) = await up(resolve(["starts"], state_dir=directory), state_dir=directory)
+    (cluster,) = await up(resolve(["starts"], state_dir=directory, network=network), state_dir=directory)
     try:
         async with cluster.client() as api:
             process = {"name": "c", "image": runtime_image(), "command": SLEEPER}
@@ -229,14 +237,22 @@ def measure(root: Path, starts: int, log: Any) -> dict[str, float]:
         directory.mkdir()
         emulator_runs.append(emulator_start(directory))
     figures["baseline_emulator_start_s"] = round(min(emulator_runs), 3)
-    log(f"cold start: playground up a b ({starts} runs)")
-    runs = [cold_start(root / f"up-{run}") for run in range(starts)]
-    figures["up_two_clusters_s"] = round(min(runs), 3)
-    figures["up_two_clusters_median_s"] = round(statistics.median(runs), 3)
-    log(f"{REPLICAS} pods on a 3-node cluster")
-    figures["hundred_pods_running_s"] = round(asyncio.run(hundred_pods(root / "hundred")), 3)
-    log(f"pod start latency, {POD_STARTS} process pods and {POD_STARTS} simulated pods, one at a time")
-    figures |= asyncio.run(pod_starts(root / "starts"))
+    for network, suffix in ((NETNS, ""), (LOOPBACK, "_loopback")):
+        log(f"[{network}] cold start: playground up a b ({starts} runs)")
+        runs = [cold_start(root / f"up-{network}-{run}", network) for run in range(starts)]
+        figures[f"up_two_clusters{suffix}_s"] = round(min(runs), 3)
+        figures[f"up_two_clusters{suffix}_median_s"] = round(statistics.median(runs), 3)
+        log(f"[{network}] {REPLICAS} pods on a 3-node cluster")
+        figures[f"hundred_pods_running{suffix}_s"] = round(
+            asyncio.run(hundred_pods(root / f"hundred-{network}", network)), 3
+        )
+        log(f"[{network}] pod start latency, {POD_STARTS} process pods and {POD_STARTS} simulated pods")
+        started = asyncio.run(pod_starts(root / f"starts-{network}", network))
+        figures |= {key.replace("_start_s", f"_start{suffix}_s"): value for key, value in started.items()}
+    for kind in ("process", "simulated"):
+        figures[f"{kind}_pod_start_ratio"] = round(
+            figures[f"{kind}_pod_start_s"] / figures[f"{kind}_pod_start_loopback_s"], 2
+        )
     log(f"idle two-cluster playground over {IDLE_SECONDS:g} s")
     figures |= asyncio.run(idle(root / "idle"))
     return figures
@@ -244,6 +260,14 @@ def measure(root: Path, starts: int, log: Any) -> dict[str, float]:
 
 def ratios(figures: dict[str, float]) -> dict[str, float]:
     return {
+        "up_two_clusters / loopback model": round(
+            figures["up_two_clusters_s"] / figures["up_two_clusters_loopback_s"], 2
+        ),
+        "hundred_pods / loopback model": round(
+            figures["hundred_pods_running_s"] / figures["hundred_pods_running_loopback_s"], 2
+        ),
+        "process_pod_start / loopback model": figures["process_pod_start_ratio"],
+        "simulated_pod_start / loopback model": figures["simulated_pod_start_ratio"],
         "up_two_clusters / emulator_start": round(
             figures["up_two_clusters_s"] / figures["baseline_emulator_start_s"], 2
         ),
