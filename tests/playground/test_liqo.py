@@ -26,7 +26,9 @@ def cluster(tmp_path: Path, name: str = "milan") -> Cluster:
     return Cluster(spec, state_dir=tmp_path)
 
 
-def test_install_options_take_the_discovered_cidrs_the_labels_and_the_webhook_by_service(tmp_path: Path) -> None:
+def test_install_options_take_the_discovered_cidrs_the_labels_and_the_webhook_by_service(
+    tmp_path: Path,
+) -> None:
     milan = cluster(tmp_path)
 
     options = liqo.install_options(
