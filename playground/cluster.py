@@ -608,7 +608,6 @@ class Cluster:
         records = await asyncio.to_thread(self.records)
         pending = []
         address = self.spec.control_plane_address
-        netns_ports = self.uses_netns
         async with aiohttp.ClientSession() as http:
             if CONTROLPLANE in records:
                 port_file = self.paths.controlplane / HEALTH_PORT_FILE
@@ -618,9 +617,9 @@ class Cluster:
             for role, port in (
                 (
                     KUBE_CONTROLLER_MANAGER,
-                    CONTROLLER_MANAGER_PORT if netns_ports else self.spec.controller_manager_port,
+                    CONTROLLER_MANAGER_PORT,
                 ),
-                (KUBE_SCHEDULER, SCHEDULER_PORT if netns_ports else self.spec.scheduler_port),
+                (KUBE_SCHEDULER, SCHEDULER_PORT),
             ):
                 if role in records and not await _healthy(
                     http, f"https://{address}:{port}/healthz", verify=False

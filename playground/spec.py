@@ -107,12 +107,6 @@ class ClusterSpec:
     node_heartbeat: float | None = None
     #: real-binary mode: the `KUBEBUILDER_ASSETS` folder (None: the emulator)
     assets: str | None = None
-    #: real-binary mode's other loopback ports in the loopback network (0: pick when created;
-    #: the netns network uses kind's, in the control-plane node's namespace)
-    etcd_port: int = 0
-    etcd_peer_port: int = 0
-    controller_manager_port: int = 0
-    scheduler_port: int = 0
     #: `netns` (kind's network) or `loopback` (the emulator-only fallback)
     network: str = NETNS
     #: the netns network: the state dir's /24 and each node's address on it ("" and (): assigned when created)
@@ -283,16 +277,8 @@ def spec_problems(spec: ClusterSpec) -> list[str]:
         return problems
     problems += cidr_problems(spec)
     problems += network_problems(spec)
-    ports = {
-        "--api-server-port": spec.api_server_port,
-        "etcd port": spec.etcd_port,
-        "etcd peer port": spec.etcd_peer_port,
-        "kube-controller-manager port": spec.controller_manager_port,
-        "kube-scheduler port": spec.scheduler_port,
-    }
-    for label, port in ports.items():
-        if not 0 <= port < 65536:
-            problems.append(f"{label} {port}: must be between 1 and 65535")
+    if not 0 <= spec.api_server_port < 65536:
+        problems.append(f"--api-server-port {spec.api_server_port}: must be between 1 and 65535")
     heartbeat, lease = spec.node_heartbeat, spec.node_lease_duration
     if heartbeat is not None and lease is not None and not 0 < heartbeat < lease:
         problems.append("the node heartbeat must be positive and shorter than the node lease duration")
@@ -305,37 +291,21 @@ def check_specs(specs: Sequence[ClusterSpec]) -> None:
     names = [spec.name for spec in specs]
     for name in sorted({name for name in names if names.count(name) > 1}):
         problems.append(f"cluster name {name!r} is given more than once")
-    ports = [port for spec in specs for port in _ports(spec) if port]
+    ports = [spec.api_server_port for spec in specs if spec.api_server_port]
     for port in sorted({port for port in ports if ports.count(port) > 1}):
         problems.append(f"port {port} is asked for more than once")
     if problems:
         raise SpecError(problems)
 
 
-def _ports(spec: ClusterSpec) -> list[int]:
-    return [
-        spec.api_server_port,
-        spec.etcd_port,
-        spec.etcd_peer_port,
-        spec.controller_manager_port,
-        spec.scheduler_port,
-    ]
-
-
 def unassigned_ports(spec: ClusterSpec) -> list[str]:
-    """The port fields of `spec` still 0 that its mode needs (the netns network needs only the host's)."""
-    needed = ["api_server_port"]
-    if spec.assets is not None and spec.network == LOOPBACK:
-        needed += ["etcd_port", "etcd_peer_port", "controller_manager_port", "scheduler_port"]
-    return [name for name in needed if getattr(spec, name) == 0]
+    """The port fields of `spec` still 0 (the host's port of the API server; the rest are kind's, in the nodes)."""
+    return ["api_server_port"] if spec.api_server_port == 0 else []
 
 
 def ports_of(spec: ClusterSpec) -> dict[str, int]:
     """The fixed ports of the host's 127.0.0.1 that `spec`'s processes listen on, by what they are for."""
-    ports = {"API server": spec.api_server_port}
-    if spec.assets is not None and spec.network == LOOPBACK:
-        ports |= {"etcd": spec.etcd_port, "etcd peers": spec.etcd_peer_port}
-    return {label: port for label, port in ports.items() if port}
+    return {"API server": spec.api_server_port} if spec.api_server_port else {}
 
 
 # files
@@ -501,27 +471,25 @@ def commands(
             for host in api_server_cert_hosts(spec):
                 result[APISERVER] += ["--cert-san", host]
     else:
-        etcd_port, etcd_peer_port = (
-            (ETCD_PORT, ETCD_PEER_PORT) if netns else (spec.etcd_port, spec.etcd_peer_port)
-        )
+        # real binaries run only in the netns network (network_problems): kind's ports, in the node
         result[ETCD] = etcd_command(
-            assets, data_dir=paths.etcd, client_port=etcd_port, peer_port=etcd_peer_port
+            assets, data_dir=paths.etcd, client_port=ETCD_PORT, peer_port=ETCD_PEER_PORT
         )
         result[APISERVER] = apiserver_command(
             assets,
             pki=paths.pki,
-            etcd_port=etcd_port,
-            port=API_SERVER_PORT if netns else spec.api_server_port,
+            etcd_port=ETCD_PORT,
+            port=API_SERVER_PORT,
             service_cidr=spec.service_cidr,
             advertise_address=control_plane,
-            bind_address="0.0.0.0" if netns else "127.0.0.1",
+            bind_address="0.0.0.0",
         )
         if assets.kube_controller_manager is not None:
             result[KUBE_CONTROLLER_MANAGER] = controller_manager_command(
                 assets,
                 pki=paths.pki,
                 kubeconfig=paths.component_kubeconfig(CONTROLLER_MANAGER),
-                port=CONTROLLER_MANAGER_PORT if netns else spec.controller_manager_port,
+                port=CONTROLLER_MANAGER_PORT,
                 bind_address=control_plane,
                 cluster_name=spec.context,
                 service_cidr=spec.service_cidr,
@@ -533,7 +501,7 @@ def commands(
             result[KUBE_SCHEDULER] = scheduler_command(
                 assets,
                 kubeconfig=paths.component_kubeconfig(SCHEDULER),
-                port=SCHEDULER_PORT if netns else spec.scheduler_port,
+                port=SCHEDULER_PORT,
                 bind_address=control_plane,
             )
     if netns:

@@ -32,10 +32,10 @@ def tool(name: str) -> str | None:
     return shutil.which(name, path=f"{os.environ.get('PATH', os.defpath)}:{_SBIN}")
 
 
-def problems() -> list[str]:
-    """What is missing for the netns network (empty: nothing)."""
+def problems(status: Path = Path("/proc/self/status")) -> list[str]:
+    """What is missing for the netns network (empty: nothing); `status` is this process's /proc status."""
     found: list[str] = []
-    capabilities = effective_capabilities()
+    capabilities = effective_capabilities(status)
     missing = [
         name
         for bit, name in ((CAP_NET_ADMIN, "CAP_NET_ADMIN"), (CAP_SYS_ADMIN, "CAP_SYS_ADMIN"))
