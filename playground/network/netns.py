@@ -21,7 +21,6 @@ import contextlib
 import ctypes
 import errno
 import os
-import socket
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -56,10 +55,6 @@ def _mount(source: str, target: str, flags: int) -> None:
 
 def path(name: str) -> Path:
     return NETNS_DIR / name
-
-
-def exists(name: str) -> bool:
-    return path(name).exists()
 
 
 def names() -> list[str]:
@@ -131,14 +126,6 @@ def delete(name: str) -> bool:
         _call("umount2", os.fsencode(str(target)), MNT_DETACH)
     target.unlink(missing_ok=True)
     return True
-
-
-def socket_in(
-    target: str | Path, family: int = socket.AF_INET, kind: int = socket.SOCK_STREAM
-) -> socket.socket:
-    """A new socket of the namespace at `target` (blocking: call from a worker thread)."""
-    with entered(target):
-        return socket.socket(family, kind)
 
 
 class Namespaces:

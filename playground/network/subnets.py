@@ -5,7 +5,8 @@ playground gives each state dir one such network: a /24 of `POOL` (172.30.0.0/16
 of this host's routes: `ip route` shows only 192.0.2.0/24 on eth0 here), never one that
 a route of the host already covers, and never one another state dir holds. A hold is a
 file in `REGISTRY` (on /run, so a reboot, which also removes every bridge, frees them
-all) naming the holder's bridge and state dir; it is void once that bridge is gone. The
+all) naming the holder's bridge and state dir; it is void once that bridge is gone (and
+the hold older than `CLAIM_GRACE`, the time a starting cluster takes to make it). The
 state dir remembers its /24 in `network.json`, so it gets the same one back when it is
 still free, and its nodes keep their addresses across `playground down --keep` and up.
 
@@ -24,6 +25,7 @@ import json
 import os
 import socket
 import struct
+import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -36,6 +38,8 @@ REGISTRY = Path(os.environ.get("PLAYGROUND_NETWORK_REGISTRY", "/run/liqo-playgro
 NETWORK_FILE = "network.json"
 LOCK_FILE = ".network.lock"
 SYS_CLASS_NET = Path("/sys/class/net")
+#: a hold whose bridge does not exist yet is respected this long (seconds)
+CLAIM_GRACE = 120.0
 
 
 class NetworkExhaustedError(RuntimeError):
@@ -75,12 +79,14 @@ def _claim_path(subnet: ipaddress.IPv4Network, registry: Path) -> Path:
 
 
 def _claim_holder(path: Path) -> tuple[str, str] | None:
-    """(bridge, state dir) of a live claim, None when there is none or its bridge is gone."""
+    """(bridge, state dir) of a live claim, None when there is none or its bridge is gone (and not coming)."""
     try:
         bridge, state = path.read_text().split("\n", 1)
+        age = time.time() - path.stat().st_mtime
     except (OSError, ValueError):
         return None
-    return (bridge, state.strip()) if (SYS_CLASS_NET / bridge).exists() else None
+    alive = (SYS_CLASS_NET / bridge).exists() or age < CLAIM_GRACE
+    return (bridge, state.strip()) if alive else None
 
 
 def subnet_for(

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import os
+import time
 from pathlib import Path
 
 import pytest
@@ -20,11 +22,16 @@ def test_the_first_free_subnet_clear_of_the_hosts_routes_is_claimed_and_kept(tmp
     assert subnets.subnet_for(tmp_path / "a", registry=registry, routes=routes) == first
 
 
-def test_a_claim_whose_bridge_is_gone_is_taken_over(tmp_path: Path) -> None:
+def test_a_claim_whose_bridge_is_gone_is_taken_over_and_a_fresh_one_is_not(tmp_path: Path) -> None:
     registry = tmp_path / "registry"
     registry.mkdir()
-    (registry / "172.30.0.0").write_text("pgbr-gone00\n/elsewhere\n")
-    assert subnets.subnet_for(tmp_path / "b", registry=registry, routes=[]) == "172.30.0.0/24"
+    claim = registry / "172.30.0.0"
+    claim.write_text("pgbr-gone00\n/elsewhere\n")
+    # a cluster starting elsewhere has claimed it and is about to make its bridge
+    assert subnets.subnet_for(tmp_path / "b", registry=registry, routes=[]) == "172.30.1.0/24"
+    old = time.time() - subnets.CLAIM_GRACE - 1
+    os.utime(claim, (old, old))
+    assert subnets.subnet_for(tmp_path / "c", registry=registry, routes=[]) == "172.30.0.0/24"
 
 
 def test_the_host_routes_come_from_proc(tmp_path: Path) -> None:
