@@ -5,7 +5,11 @@ kubelet creates a pod sandbox, done here in-process: the namespace
 `<prefix><pod uid>` (`ip netns` shows it), the pair `veth<8 hex>` (in the node's
 namespace, attached to `cni0`, hairpin on so a pod reaches itself through its
 Service) and `eth0` (in the pod's, with the pod's IP in the node's pod CIDR and a
-default route through `cni0`'s address), loopback up. Tearing down deletes both.
+default route through `cni0`'s address), loopback up. Tearing down removes the
+namespace only: the kernel destroys its `eth0`, and with it the node's end of the pair,
+once nothing is left in it (the runners stop the pod's processes and sockets first).
+Deleting the link ourselves would hold the kernel's rtnl lock through an RCU grace
+period (about 30 ms here), stalling every other pod's set-up meanwhile.
 
 The agent runs in its node's namespace, so links made from its threads are the node's;
 the pod's side is configured from a thread that enters the pod's namespace meanwhile
@@ -58,7 +62,7 @@ class PodNetwork:
         return await self._namespaces.run(self._sweep, keep)
 
     def _setup(self, uid: str, ip: str) -> Path:
-        self._teardown(uid)
+        self._remove_leftovers(uid)
         path = netns.create(self.name(uid))
         veth = pod_veth(uid)
         try:
@@ -76,14 +80,19 @@ class PodNetwork:
                 link.set_link(POD_INTERFACE, up=True)
                 link.add_route("0.0.0.0/0", gateway=self._gateway)
         except BaseException:
-            self._teardown(uid)
+            self._remove_leftovers(uid)
             raise
         return path
 
     def _teardown(self, uid: str) -> None:
+        netns.delete(self.name(uid))
+
+    def _remove_leftovers(self, uid: str) -> None:
+        """What an earlier sandbox of this pod left (a restarted agent adopts the pod): its namespace, and the
+        node's end of its link, which may outlive the namespace's name while something still holds it."""
+        netns.delete(self.name(uid))
         with Netlink() as link:
             link.delete_link(pod_veth(uid))
-        netns.delete(self.name(uid))
 
     def _sweep(self, keep: set[str]) -> list[str]:
         removed = []
