@@ -180,23 +180,29 @@ def nft(script: str) -> None:
 
 
 def remove(state_dir: Path, cluster: str) -> list[str]:
-    """Remove everything of `cluster` on the host, whatever state it was left in; what was removed."""
+    """Remove everything of `cluster` on the host, whatever state it was left in; what was removed.
+
+    The nodes' host links go first: deleting one removes its pair at once, whereas a
+    namespace's links go only when the kernel frees it, later, so the bridge would still
+    look used.
+    """
     removed: list[str] = []
-    pattern = cluster_netns_pattern(state_dir, cluster)
-    for name in netns.names():
-        if pattern.match(name) and netns.delete(name):
-            removed.append(f"netns {name}")
     with subnets.lock(state_dir):
         prefix = node_link_prefix(state_dir, cluster)
         with Netlink() as link:
             for name in _host_links():
                 if name.startswith(prefix) and link.delete_link(name):
                     removed.append(f"link {name}")
-            bridge = bridge_name(state_dir)
-            if _exists(bridge) and not _ports(bridge):
-                link.delete_link(bridge)
-                subnets.release(state_dir)
-                removed.append(f"link {bridge}")
+    pattern = cluster_netns_pattern(state_dir, cluster)
+    for name in netns.names():
+        if pattern.match(name) and netns.delete(name):
+            removed.append(f"netns {name}")
+    with subnets.lock(state_dir), Netlink() as link:
+        bridge = bridge_name(state_dir)
+        if _exists(bridge) and not _ports(bridge):
+            link.delete_link(bridge)
+            subnets.release(state_dir)
+            removed.append(f"link {bridge}")
     if removed:
         logger.info("cluster %s: removed %s", cluster, ", ".join(removed))
     return removed
