@@ -53,19 +53,21 @@ class Generate(pulumi.ComponentResource):
     """When the token expires (RFC 3339), "" when it does not."""
 
     def __init__(self, name: str, args: GenerateArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__(TYPE, name, {}, opts)
+        # checked before anything is registered: a bad argument leaves no half-made component
         values = _args.checked(
             "Generate",
             args,
             required=("kubeconfig",),
             rules={"namespace": validation.namespace, "expires_in": _duration_problem},
         )
+        bounds = _args.timeouts("Generate", opts, TIMEOUTS)
+        super().__init__(TYPE, name, {}, opts)
         token = Token(
             f"{name}-token",
             {
                 "kubeconfig": pulumi.Output.secret(values["kubeconfig"]),
                 "context": values.get("context"),
-                "timeouts": _args.timeouts("Generate", opts, TIMEOUTS),
+                "timeouts": bounds,
                 "namespace": values.get("namespace") or c.DEFAULT_NAMESPACE,
                 "expires_in": values.get("expires_in") or "",
             },

@@ -23,6 +23,7 @@ import pulumi_kubernetes as k8s
 from runtime.api import constants as c
 from runtime.api.image import runtime_image
 from runtime.forge.install import (
+    USER_OPTIONS,
     WEBHOOK_MODES,
     InstallOptions,
     install_manifests,
@@ -84,20 +85,6 @@ class InstallArgs(TypedDict):
     keeps on delete."""
 
 
-#: arguments `InstallOptions.validate` checks, each alone
-_OPTIONS = (
-    "cluster_name",
-    "namespace",
-    "pod_cidr",
-    "service_cidr",
-    "sharing_percentage",
-    "api_server_url",
-    "auth_url",
-    "cluster_labels",
-    "auth_service_type",
-)
-
-
 class Install(pulumi.ComponentResource):
     """Installs the Liqo runtime (CRDs, controller manager, authentication service, webhook) in a cluster,
     upgrades it in place and uninstalls it."""
@@ -118,9 +105,10 @@ class Install(pulumi.ComponentResource):
     """The Service CIDR the runtime was installed with."""
 
     def __init__(self, name: str, args: InstallArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__(TYPE, name, {}, opts)
+        # checked before anything is registered: a bad argument leaves no half-made component
         values = _check(args)
         bounds = _args.timeouts("Install", opts, TIMEOUTS)
+        super().__init__(TYPE, name, {}, opts)
         kubeconfig = pulumi.Output.secret(values["kubeconfig"])
         context = values.get("context")
         namespace = values.get("namespace") or c.DEFAULT_NAMESPACE
@@ -222,7 +210,8 @@ class Install(pulumi.ComponentResource):
 
 def _check(args: InstallArgs) -> dict[str, Any]:
     rules: dict[str, Callable[[Any], str]] = {
-        argument: functools.partial(option_problem, argument) for argument in _OPTIONS
+        argument: functools.partial(option_problem, argument)
+        for argument in (*USER_OPTIONS, "auth_service_type")
     }
     rules["webhook_mode"] = _webhook_mode_problem
     rules["image"] = _image_problem

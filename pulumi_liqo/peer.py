@@ -11,9 +11,10 @@ import pulumi
 from runtime.api import constants as c
 from runtime.api import validation
 from runtime.forge.tokens import is_token
+from runtime.operations.peering import RESOURCE_ARGUMENTS
 
 from . import _args
-from .providers.peering import RESOURCE_ARGUMENTS, TIMEOUTS, Peering
+from .providers.peering import TIMEOUTS, Peering
 
 TYPE = "liqo:index:Peer"
 
@@ -69,12 +70,14 @@ class Peer(pulumi.ComponentResource):
     """Version of the Liqo runtime on the provider."""
 
     def __init__(self, name: str, args: PeerArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__(TYPE, name, {}, opts)
+        # checked before anything is registered: a bad argument leaves no half-made component
         values = _check(args)
+        bounds = _args.timeouts("Peer", opts, TIMEOUTS)
+        super().__init__(TYPE, name, {}, opts)
         props: dict[str, Any] = {
             "kubeconfig": pulumi.Output.secret(values["kubeconfig"]),
             "context": values.get("context"),
-            "timeouts": _args.timeouts("Peer", opts, TIMEOUTS),
+            "timeouts": bounds,
             "cluster_id": values["cluster_id"],
             "cluster_name": values["cluster_name"],
             "cluster_authurl": values["cluster_authurl"],

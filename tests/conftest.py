@@ -13,7 +13,8 @@ the emulator, so the same tests hold the playground to real Kubernetes.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import asyncio
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -26,3 +27,14 @@ async def playground(tmp_path: Path) -> AsyncIterator[Playground]:
     """A `Playground` in this test's temporary directory; `await playground.up(*names, ...)` starts clusters."""
     async with Playground(tmp_path / "playground") as clusters:
         yield clusters
+
+
+@pytest.fixture
+def pulumi_loop() -> Iterator[asyncio.AbstractEventLoop]:
+    """A current event loop for Pulumi's runtime, which takes `asyncio.get_event_loop()` (async tests before
+    may have left none), closed after the test."""
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    yield loop
+    asyncio.set_event_loop(None)
+    loop.close()

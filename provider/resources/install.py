@@ -55,17 +55,6 @@ logger = logging.getLogger(__name__)
 TIMEOUTS: Final = {"create": 600.0, "update": 600.0, "delete": 300.0}
 #: the bound of the cluster reads done while planning
 PLAN_SECONDS: Final = 60.0
-#: attributes `InstallOptions.validate` checks, each alone, at validate time
-_OPTIONS: Final = (
-    "cluster_name",
-    "namespace",
-    "pod_cidr",
-    "service_cidr",
-    "sharing_percentage",
-    "api_server_url",
-    "auth_url",
-    "cluster_labels",
-)
 #: attributes whose change restarts the auth service or moves its Service (so its published URL may change)
 _AUTH_INPUTS: Final = ("namespace", "image", "api_server_url", "auth_url", "auth_service_type")
 
@@ -277,7 +266,9 @@ class InstallResource(Resource):
         return old
 
     def check(self, diags: Diagnostics, config: State) -> None:
-        for attribute in _OPTIONS:
+        from runtime.forge.install import USER_OPTIONS
+
+        for attribute in USER_OPTIONS:
             _check_option(diags, attribute, config.get(attribute))
         mode = config.get("webhook_mode")
         from runtime.forge.install import WEBHOOK_MODES

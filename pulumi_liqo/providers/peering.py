@@ -24,6 +24,7 @@ from runtime.core import APIError
 from runtime.forge.peering import split_resources
 from runtime.operations import peering
 from runtime.operations.identity import NotInstalledError
+from runtime.operations.peering import RESOURCE_ARGUMENTS
 from runtime.operations.waits import StopRequested, WaitTimeoutError
 
 from .. import _cluster
@@ -34,23 +35,9 @@ logger = logging.getLogger(__name__)
 #: default bounds, in seconds (`liqo_peer`'s)
 TIMEOUTS: Final = {"create": 300.0, "update": 300.0, "delete": 180.0}
 READ_SECONDS: Final = 60.0
-#: argument -> the ForeignCluster resource it requests
-RESOURCE_ARGUMENTS: Final = {
-    "cpu": "cpu",
-    "memory": "memory",
-    "pods": "pods",
-    "ephemeral_storage": "ephemeral-storage",
-}
 IDENTITY: Final = ("cluster_id", "cluster_name", "cluster_authurl", "namespace")
 SPEC: Final = ("cluster_token", *RESOURCE_ARGUMENTS, "extended_resources", "node_labels")
 SECRETS: Final = ("cluster_token",)
-
-
-def requested(props: dict[str, Any]) -> dict[str, str]:
-    """The ForeignCluster's `spec.resources` for a resource's properties."""
-    wanted = {resource: str(props[arg]) for arg, resource in RESOURCE_ARGUMENTS.items() if props.get(arg)}
-    wanted.update({str(k): str(v) for k, v in (props.get("extended_resources") or {}).items()})
-    return wanted
 
 
 class PeeringProvider(pulumi.dynamic.ResourceProvider):
@@ -118,11 +105,11 @@ class PeeringProvider(pulumi.dynamic.ResourceProvider):
             if str(props.get("cluster_token") or "").strip() == secret_token
             else secret_token,
             **{
-                arg: _same_amount(props.get(arg), standard.get(resource))
+                arg: peering.same_amount(props.get(arg), standard.get(resource))
                 for arg, resource in RESOURCE_ARGUMENTS.items()
             },
             "extended_resources": {
-                key: _same_amount((props.get("extended_resources") or {}).get(key), value)
+                key: peering.same_amount((props.get("extended_resources") or {}).get(key), value)
                 for key, value in extended.items()
             },
             "node_labels": dict(spec.get("nodeLabels") or {}),
@@ -163,7 +150,7 @@ class PeeringProvider(pulumi.dynamic.ResourceProvider):
         name = str(props["cluster_name"])
         namespace = str(props["namespace"])
         bound = seconds(props, operation, default=TIMEOUTS[operation])
-        wanted = requested(props)
+        wanted = peering.requested(props)
 
         async def write_and_wait(client: Any) -> peering.Established:
             await peering.apply_peering(
@@ -210,18 +197,6 @@ def _status(live: peering.Peering) -> dict[str, str]:
         "networking_status": str(status.get("networking") or "None"),
         "remote_version": str(status.get("remoteVersion") or ""),
     }
-
-
-def _same_amount(known: Any, live: str | None) -> str | None:
-    """The live amount, written as the properties have it when both are the same quantity (`1` and `1000m`)."""
-    from runtime.api.quantity import parse_quantity
-
-    if live is None or not isinstance(known, str):
-        return live
-    try:
-        return known if parse_quantity(known).value == parse_quantity(live).value else live
-    except ValueError:
-        return live
 
 
 class Peering(pulumi.dynamic.Resource, module="liqo", name="Peering"):

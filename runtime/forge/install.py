@@ -122,6 +122,19 @@ _PLACEHOLDERS: Final[dict[str, Any]] = {
 }
 
 
+#: the options a user sets (the front ends' arguments of the same names), each checked alone by `option_problem`
+USER_OPTIONS: Final = (
+    "cluster_name",
+    "namespace",
+    "pod_cidr",
+    "service_cidr",
+    "sharing_percentage",
+    "api_server_url",
+    "auth_url",
+    "cluster_labels",
+)
+
+
 def placeholder_options(namespace: str = c.DEFAULT_NAMESPACE) -> InstallOptions:
     """Options for an installation of the same shape as any in `namespace`: which objects an installation
     holds, and which fields they have, depend only on its namespace."""

@@ -4,6 +4,7 @@ Install taking the Generate's outputs), with the kubeconfigs and the token secre
 
 from __future__ import annotations
 
+import asyncio
 import runpy
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ PROJECT = "liqo-quickstart"
 
 
 @pytest.fixture
-def program(tmp_path: Path) -> RecordingMonitor:
+def program(tmp_path: Path, pulumi_loop: asyncio.AbstractEventLoop) -> RecordingMonitor:
     """The mock runtime with the example's configuration (kubeconfig files of its own)."""
     config: dict[str, str] = {}
     for name in ("rome", "milan"):
