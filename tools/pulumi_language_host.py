@@ -111,7 +111,8 @@ def _python(root: Path, info: Any) -> str:
     options = dict(info.options.items()) if info.HasField("options") else {}
     virtualenv = options.get("virtualenv")
     if isinstance(virtualenv, str) and virtualenv:
-        python = (root / virtualenv / "bin" / "python").resolve()
+        # not resolved: the venv's python is a symlink to the base interpreter, which has no venv
+        python = Path(os.path.abspath(root / virtualenv / "bin" / "python"))
         if python.exists():
             return str(python)
     return os.environ.get("PULUMI_PYTHON_CMD") or sys.executable
@@ -126,7 +127,10 @@ def main(argv: list[str]) -> int:
     port = server.add_insecure_port("127.0.0.1:0")
     server.start()
     print(port, flush=True)
-    threading.Event().wait()
+    try:
+        threading.Event().wait()
+    except KeyboardInterrupt:  # the engine is done with us (it interrupts its plugins)
+        server.stop(grace=None)
     return 0
 
 
