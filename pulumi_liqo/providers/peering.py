@@ -65,9 +65,9 @@ class PeeringProvider(pulumi.dynamic.ResourceProvider):
             ) from None
         except peering.PeeringExistsError:
             raise LiqoError(
-                f"The cluster at {_cluster.host(props)} already has a ForeignCluster {name}. Import it instead: "
-                f"`pulumi import pulumi-python:dynamic/liqo:Peering <name> {name}` is not supported; delete the "
-                "ForeignCluster or choose another cluster_name."
+                f"The cluster at {_cluster.host(props)} already has a ForeignCluster {name}, which this stack does "
+                f"not manage: a peering with {name} exists. Remove it there first (kubectl delete foreignclusters "
+                f"{name}), or keep managing it where it was made."
             ) from None
         except APIError as exc:
             raise api_error(exc, what=f"prepare the peering with {name}", props=props) from None
