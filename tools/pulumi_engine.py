@@ -1,9 +1,11 @@
 """Build the Pulumi engine our end-to-end tests run, from Go modules at pinned versions (`make pulumi-engine`).
 
 Our machines reach the Go module proxy but no download site, so the Pulumi CLI and
-pulumi-kubernetes' provider plugin are compiled from the module in
-`tools/pulumi-engine/` (its go.mod/go.sum pin every dependency, with the `replace`
-directives the upstream go.mod files need). The result goes to a versioned cache,
+pulumi-kubernetes' provider plugin are compiled from two small modules of ours,
+`tools/pulumi-engine/cli` and `tools/pulumi-engine/kubernetes` (their go.mod/go.sum pin
+every dependency, with the `replace` directives the upstream go.mod files need; two,
+because the provider needs the pulumi/pkg release its own go.mod names, v3.215.0, and
+does not compile against the CLI's). The result goes to a versioned cache,
 `~/.cache/liqo-iac/pulumi/<version>/` (beside the real Kubernetes binaries), never into
 the repository:
 
@@ -13,7 +15,7 @@ the repository:
     bin/pulumi-language-python-exec     the Python program runner (same)
     BUILD.json                          what was built, from which versions, in how long
 
-`<version>` is the CLI's version and a digest of the module files and this script, so
+`<version>` is the CLI's version and a digest of the modules' files and this script, so
 any change builds a new folder. The build happens in a sibling folder renamed into place
 at the end (an atomic rename): an interrupted build never looks complete, and its
 leftovers are removed by the next build.
@@ -44,7 +46,8 @@ KUBERNETES_PROVIDER: Final = "github.com/pulumi/pulumi-kubernetes/provider/v4"
 #: the version the plugin reports: its module's pseudo-version (the proxy serves no tagged provider/v4)
 KUBERNETES_VERSION: Final = "4.0.0-20260115033456-f47bc2d6f199"
 LANGUAGE_HOST_MODULE: Final = "github.com/pulumi/pulumi/sdk/python/cmd/pulumi-language-python/v3"
-#: the files of the module that decide what is built
+#: the modules, and the files of each that decide what is built
+MODULES: Final = ("cli", "kubernetes")
 _INPUTS: Final = ("go.mod", "go.sum", "tools.go")
 
 
@@ -56,8 +59,9 @@ def cache_root() -> Path:
 def version() -> str:
     """The cache folder's name: the CLI's version and a digest of what decides the build."""
     digest = hashlib.sha256()
-    for name in _INPUTS:
-        digest.update((MODULE / name).read_bytes())
+    for module in MODULES:
+        for name in _INPUTS:
+            digest.update((MODULE / module / name).read_bytes())
     digest.update(Path(__file__).read_bytes())
     return f"{PULUMI_VERSION}-{digest.hexdigest()[:12]}"
 
@@ -86,19 +90,22 @@ def build(*, verbose: bool = False) -> Path:
     started = time.monotonic()
     timings: dict[str, float] = {}
     try:
-        src = staging / "src"
-        src.mkdir(parents=True)
-        for name in _INPUTS:
-            shutil.copy2(MODULE / name, src / name)
-        go = _Go(src, verbose=verbose)
+        sources = {module: staging / "src" / module for module in MODULES}
+        for module, src in sources.items():
+            src.mkdir(parents=True)
+            for name in _INPUTS:
+                shutil.copy2(MODULE / module / name, src / name)
+        cli = _Go(sources["cli"], verbose=verbose)
+        kubernetes = _Go(sources["kubernetes"], verbose=verbose)
         step = time.monotonic()
-        go.run("mod", "download")
+        cli.run("mod", "download")
+        kubernetes.run("mod", "download")
         timings["download"] = time.monotonic() - step
 
         step = time.monotonic()
         bin_dir = staging / "bin"
         bin_dir.mkdir()
-        go.run(
+        cli.run(
             "build",
             "-trimpath",
             "-ldflags",
@@ -110,8 +117,8 @@ def build(*, verbose: bool = False) -> Path:
         timings["pulumi"] = time.monotonic() - step
 
         step = time.monotonic()
-        _kubernetes_main(go, src)
-        go.run(
+        _kubernetes_main(kubernetes, sources["kubernetes"])
+        kubernetes.run(
             "build",
             "-trimpath",
             "-ldflags",
@@ -122,7 +129,7 @@ def build(*, verbose: bool = False) -> Path:
         )
         timings["pulumi-resource-kubernetes"] = time.monotonic() - step
 
-        sdk = Path(go.output("list", "-m", "-f", "{{.Dir}}", PULUMI_SDK))
+        sdk = Path(cli.output("list", "-m", "-f", "{{.Dir}}", PULUMI_SDK))
         for script in (
             sdk / "python" / "dist" / "pulumi-resource-pulumi-python",
             sdk / "python" / "cmd" / "pulumi-language-python-exec",
@@ -130,11 +137,11 @@ def build(*, verbose: bool = False) -> Path:
             target = bin_dir / script.name
             shutil.copyfile(script, target)
             target.chmod(0o755)
-        shutil.rmtree(src)
+        shutil.rmtree(staging / "src")
         record = {
             "pulumi": PULUMI_VERSION,
             "pulumi-kubernetes": KUBERNETES_VERSION,
-            "go": go.output("env", "GOVERSION"),
+            "go": cli.output("env", "GOVERSION"),
             "seconds": {name: round(value, 1) for name, value in timings.items()},
             "total_seconds": round(time.monotonic() - started, 1),
             "not_built": {
