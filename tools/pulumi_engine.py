@@ -137,11 +137,12 @@ def build(*, verbose: bool = False) -> Path:
             target = bin_dir / script.name
             shutil.copyfile(script, target)
             target.chmod(0o755)
+        go_version = cli.output("env", "GOVERSION")
         shutil.rmtree(staging / "src")
         record = {
             "pulumi": PULUMI_VERSION,
             "pulumi-kubernetes": KUBERNETES_VERSION,
-            "go": cli.output("env", "GOVERSION"),
+            "go": go_version,
             "seconds": {name: round(value, 1) for name, value in timings.items()},
             "total_seconds": round(time.monotonic() - started, 1),
             "not_built": {
