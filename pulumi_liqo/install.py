@@ -15,6 +15,7 @@ so a reinstall keeps the cluster id its peers know, as `liqo_install` does.
 import functools
 import operator
 from collections.abc import Callable
+from dataclasses import asdict
 from typing import Any, NotRequired, TypedDict
 
 import pulumi
@@ -135,21 +136,25 @@ class Install(pulumi.ComponentResource):
             },
             _args.child_options(self, opts),
         )
+        given: dict[str, Any] = {
+            "cluster_name": values["cluster_name"],
+            "cluster_labels": values.get("cluster_labels") or {},
+            "namespace": namespace,
+            "sharing_percentage": values.get("sharing_percentage") or 90,
+            "image": values.get("image") or runtime_image(),
+            "webhook_mode": values.get("webhook_mode") or "service",
+            "auth_service_type": values.get("auth_service_type") or "NodePort",
+            "auth_url": values.get("auth_url") or "",
+        }
         options = pulumi.Output.all(
             cluster_id=discovery.cluster_id,
-            cluster_name=values["cluster_name"],
             api_server_url=discovery.api_server_url,
             pod_cidr=discovery.discovered_pod_cidr,
             service_cidr=discovery.discovered_service_cidr,
-            cluster_labels=values.get("cluster_labels") or {},
-            namespace=namespace,
-            sharing_percentage=values.get("sharing_percentage") or 90,
-            image=values.get("image") or runtime_image(),
-            webhook_mode=values.get("webhook_mode") or "service",
-            auth_service_type=values.get("auth_service_type") or "NodePort",
-            auth_url=values.get("auth_url") or "",
+            **given,
         ).apply(lambda values: {**values, "sharing_percentage": int(values["sharing_percentage"])})
         manifests = options.apply(lambda values: install_manifests(InstallOptions(**values)))
+        known = _known_objects(given)
 
         shapes = install_manifests(
             placeholder_options(namespace if isinstance(namespace, str) else c.DEFAULT_NAMESPACE)
@@ -164,7 +169,7 @@ class Install(pulumi.ComponentResource):
             )
             child = kubernetes_object(
                 resource_name(name, shape),
-                manifests.apply(operator.itemgetter(index)),
+                _object(known[index], manifests, index),
                 shape=shape,
                 opts=_args.child_options(
                     self,
@@ -206,6 +211,35 @@ class Install(pulumi.ComponentResource):
                 "service_cidr": self.service_cidr,
             }
         )
+
+
+def _object(
+    known: dict[str, Any] | None, manifests: pulumi.Output[list[dict[str, Any]]], index: int
+) -> pulumi.Input[dict[str, Any]]:
+    return known if known is not None else manifests.apply(operator.itemgetter(index))
+
+
+def _known_objects(given: dict[str, Any]) -> list[dict[str, Any] | None]:
+    """The objects that depend on no discovered value (CRDs, RBAC, ...), known now when every argument is a
+    plain value, so a preview shows them (and pulumi_kubernetes can plan a CRD, which needs its group);
+    None for the others and when an argument is an Output."""
+    if any(isinstance(value, pulumi.Output) for value in given.values()):
+        return [None] * len(install_manifests(placeholder_options()))
+    plain = {**given, "sharing_percentage": int(given["sharing_percentage"])}
+    one = install_manifests(InstallOptions(**{**asdict(placeholder_options()), **plain}))
+    other = install_manifests(
+        InstallOptions(
+            **{
+                **asdict(placeholder_options()),
+                **plain,
+                "cluster_id": "11111111-1111-1111-1111-111111111111",
+                "api_server_url": "https://other.invalid",
+                "pod_cidr": "10.2.0.0/16",
+                "service_cidr": "10.3.0.0/16",
+            }
+        )
+    )
+    return [first if first == second else None for first, second in zip(one, other, strict=True)]
 
 
 def _check(args: InstallArgs) -> dict[str, Any]:
