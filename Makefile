@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: venv test test-emulator test-real real-k8s lint demo bench clean mirror
+.PHONY: venv test test-emulator test-real real-k8s lint demo bench clean mirror pulumi-engine
 
 venv: $(STAMP)
 
@@ -46,6 +46,11 @@ demo: venv
 # The filesystem mirror Terraform installs the `liqo-iac/liqo` provider from (MIRROR=dir to choose where).
 mirror: venv
 	$(BIN)/python -m provider.mirror $(if $(MIRROR),--dir $(MIRROR))
+
+# The Pulumi CLI and pulumi-kubernetes' provider plugin, built from their Go modules (tools/pulumi-engine/) into
+# ~/.cache/liqo-iac/pulumi/<version>/ for the end-to-end test of examples/pulumi (docs/pulumi/engine.md).
+pulumi-engine: venv
+	$(BIN)/python tools/pulumi_engine.py
 
 bench: venv
 	$(BIN)/python bench/apiserver.py

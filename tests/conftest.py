@@ -20,8 +20,9 @@ cannot pass in real-binary mode yet (expected failures there, with the reason).
 
 from __future__ import annotations
 
+import asyncio
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -45,3 +46,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(CLUSTER_MARKER)
             if real_binaries and item.nodeid in PENDING_IN_REAL_BINARY_MODE:
                 item.add_marker(pytest.mark.xfail(run=False, reason=PENDING_IN_REAL_BINARY_MODE[item.nodeid]))
+
+
+@pytest.fixture
+def pulumi_loop() -> Iterator[asyncio.AbstractEventLoop]:
+    """A current event loop for Pulumi's runtime, which takes `asyncio.get_event_loop()` (async tests before
+    may have left none), closed after the test."""
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    yield loop
+    asyncio.set_event_loop(None)
+    loop.close()
