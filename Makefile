@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 # program:Debian package, for what the playground network runs (playground/network/requirements.py)
 HOST_TOOLS := ip:iproute2 nft:nftables nsenter:util-linux
 
-.PHONY: venv test test-emulator test-real real-k8s lint demo bench clean mirror host-tools
+.PHONY: venv test test-emulator test-real real-k8s lint demo bench clean mirror host-tools pulumi-engine
 
 venv: $(STAMP) host-tools
 
@@ -57,6 +57,11 @@ demo: venv
 # The filesystem mirror Terraform installs the `liqo-iac/liqo` provider from (MIRROR=dir to choose where).
 mirror: venv
 	$(BIN)/python -m provider.mirror $(if $(MIRROR),--dir $(MIRROR))
+
+# The Pulumi CLI and pulumi-kubernetes' provider plugin, built from their Go modules (tools/pulumi-engine/) into
+# ~/.cache/liqo-iac/pulumi/<version>/ for the end-to-end test of examples/pulumi (docs/pulumi/engine.md).
+pulumi-engine: venv
+	$(BIN)/python tools/pulumi_engine.py
 
 bench: venv
 	$(BIN)/python bench/apiserver.py

@@ -19,7 +19,8 @@ see `tests/clustermarker.py` for how such a test is recognised.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import asyncio
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -39,3 +40,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if isinstance(item, pytest.Function) and starts_clusters(item):
             item.add_marker(CLUSTER_MARKER)
+
+
+@pytest.fixture
+def pulumi_loop() -> Iterator[asyncio.AbstractEventLoop]:
+    """A current event loop for Pulumi's runtime, which takes `asyncio.get_event_loop()` (async tests before
+    may have left none), closed after the test."""
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    yield loop
+    asyncio.set_event_loop(None)
+    loop.close()

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import logging
 import time
-import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Final
@@ -52,30 +51,10 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-WEBHOOK_MODES: Final = ("service", "url")
 #: default bounds of each operation, in seconds
 TIMEOUTS: Final = {"create": 600.0, "update": 600.0, "delete": 300.0}
 #: the bound of the cluster reads done while planning
 PLAN_SECONDS: Final = 60.0
-#: attributes `InstallOptions.validate` checks, each alone, at validate time
-_OPTIONS: Final = (
-    "cluster_name",
-    "namespace",
-    "pod_cidr",
-    "service_cidr",
-    "sharing_percentage",
-    "api_server_url",
-    "auth_url",
-    "cluster_labels",
-)
-#: a valid value for each option, to check one configured value at a time
-_VALID: Final[dict[str, Any]] = {
-    "cluster_id": str(uuid.UUID(int=0)),
-    "cluster_name": "valid",
-    "api_server_url": "https://valid.invalid",
-    "pod_cidr": "10.0.0.0/16",
-    "service_cidr": "10.1.0.0/16",
-}
 #: attributes whose change restarts the auth service or moves its Service (so its published URL may change)
 _AUTH_INPUTS: Final = ("namespace", "image", "api_server_url", "auth_url", "auth_service_type")
 
@@ -290,9 +269,13 @@ class InstallResource(Resource):
         return old
 
     def check(self, diags: Diagnostics, config: State) -> None:
-        for attribute in _OPTIONS:
+        from runtime.forge.install import USER_OPTIONS
+
+        for attribute in USER_OPTIONS:
             _check_option(diags, attribute, config.get(attribute))
         mode = config.get("webhook_mode")
+        from runtime.forge.install import WEBHOOK_MODES
+
         if checks.known(mode) and mode not in WEBHOOK_MODES:
             diags.add_error(
                 "Invalid webhook_mode",
@@ -613,20 +596,10 @@ def _observed_state(current: State, namespace: str, observed: Observed) -> State
 
 def _check_option(diags: Diagnostics, attribute: str, value: Any) -> None:
     """`InstallOptions.validate` on one configured value (the others valid), as an error on its attribute."""
-    from runtime.forge.install import InstallOptions, InstallOptionsError
+    from runtime.forge.install import option_problem
 
-    if value is None or not is_known(value):
-        return
-    if attribute == "sharing_percentage" and (not isinstance(value, int | float) or value != int(value)):
-        diags.add_error(
-            "Invalid sharing_percentage", f"{value} is not a whole percentage (1-100).", path=[attribute]
-        )
-        return
-    value = int(value) if attribute == "sharing_percentage" else value
-    try:
-        InstallOptions(**{**_VALID, attribute: value}).validate()
-    except InstallOptionsError as exc:
-        _option_error(diags, exc)
+    if value is not None and is_known(value) and (problem := option_problem(attribute, value)):
+        diags.add_error(f"Invalid {attribute}", problem, path=[attribute])
 
 
 def _option_error(diags: Diagnostics, exc: Exception) -> None:

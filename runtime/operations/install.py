@@ -36,6 +36,7 @@ from runtime.forge.install import (
     VALIDATING_WEBHOOK,
     InstallOptions,
     install_manifests,
+    placeholder_options,
 )
 from runtime.forge.nodes import api_server_url, names_loopback
 
@@ -84,16 +85,7 @@ def ref(obj: Mapping[str, Any]) -> Ref:
 
 def object_refs(namespace: str) -> list[Ref]:
     """The objects of an installation in `namespace`, in apply order."""
-    # which objects an installation holds depends only on its namespace: the other options are placeholders
-    options = InstallOptions(
-        cluster_id=str(uuid.UUID(int=0)),
-        cluster_name="placeholder",
-        api_server_url="https://placeholder.invalid",
-        pod_cidr="10.0.0.0/16",
-        service_cidr="10.1.0.0/16",
-        namespace=namespace,
-    )
-    return [ref(obj) for obj in install_manifests(options)]
+    return [ref(obj) for obj in install_manifests(placeholder_options(namespace))]
 
 
 # discovery
