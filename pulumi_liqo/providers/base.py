@@ -8,6 +8,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 import pulumi.dynamic
+from pulumi.output import Unknown
 
 from runtime.core import APIError
 
@@ -27,15 +28,35 @@ def seconds(props: Mapping[str, Any], operation: str, *, default: float) -> floa
     return float(value) if isinstance(value, int | float) and value > 0 else default
 
 
+def is_known(value: Any) -> bool:
+    """Whether a property holds no value a preview does not know yet (at any depth)."""
+    if isinstance(value, Unknown):
+        return False
+    if isinstance(value, Mapping):
+        return all(is_known(item) for item in value.values())
+    if isinstance(value, list | tuple):
+        return all(is_known(item) for item in value)
+    return True
+
+
+def changed(olds: Mapping[str, Any], news: Mapping[str, Any], key: str) -> bool:
+    """Whether property `key` changes: it differs from the state, or a preview does not know it yet.
+
+    `olds` is the resource's state (the outputs of its last create, update or read), so every
+    resource keeps its inputs in its outputs as they were given.
+    """
+    return not is_known(news.get(key)) or olds.get(key) != news.get(key)
+
+
 def diff(
     olds: Mapping[str, Any], news: Mapping[str, Any], *, replace: Iterable[str], update: Iterable[str]
 ) -> pulumi.dynamic.DiffResult:
     """Which properties changed: those in `replace` force a new resource, those in `update` (and the
     connection) change in place."""
-    replaces = [key for key in replace if olds.get(key) != news.get(key)]
-    changed = [key for key in (*replace, *update, *CONNECTION) if olds.get(key) != news.get(key)]
+    replaces = [key for key in replace if changed(olds, news, key)]
+    changes = [key for key in (*replace, *update, *CONNECTION) if changed(olds, news, key)]
     return pulumi.dynamic.DiffResult(
-        changes=bool(changed), replaces=replaces, delete_before_replace=bool(replaces)
+        changes=bool(changes), replaces=replaces, delete_before_replace=bool(replaces)
     )
 
 

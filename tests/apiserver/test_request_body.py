@@ -59,7 +59,7 @@ def _send_in_two_halves(
         assert not early, f"the server answered on half a body: {early[:600]!r}"
         tls.settimeout(30)
         tls.sendall(body[half:])
-        response = http.client.HTTPResponse(tls)  # type: ignore[arg-type]
+        response = http.client.HTTPResponse(tls)
         response.begin()
         return response.status, json.loads(response.read())
 

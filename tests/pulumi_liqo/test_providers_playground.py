@@ -50,7 +50,7 @@ async def install_runtime(cluster: Cluster) -> JSON:
     options = InstallOptions(
         cluster_id=discovered["cluster_id"],
         cluster_name=cluster.name,
-        api_server_url=discovered["api_server_url"],
+        api_server_url=discovered["discovered_api_server_url"],
         pod_cidr=discovered["discovered_pod_cidr"],
         service_cidr=discovered["discovered_service_cidr"],
         webhook_mode="url",
