@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,6 +35,18 @@ DYNAMIC_OUTPUTS: dict[str, dict[str, Any]] = {
         "auth_ep": "https://127.0.0.1:30443",
         "local_token": "ab" * 32,
         "expires_at": "",
+    },
+    "pulumi-python:dynamic/liqo:Offloading": {
+        "twin_namespace_name": "liqo-demo-rome",
+        "offloading_phase": "Ready",
+        "cluster_status": {
+            "milan": {
+                "selected": True,
+                "ready": True,
+                "reason": "Accepted",
+                "message": "The twin namespace exists",
+            }
+        },
     },
     "pulumi-python:dynamic/liqo:Peering": {
         "virtual_node": "liqo-rome",
@@ -123,10 +136,8 @@ class RecordingMonitor(mocks.MockMonitor):
 def engine_state(properties: dict[str, Any]) -> dict[str, Any]:
     """Properties as the engine hands them back to a dynamic provider (its diff's olds and news): serialized
     to the wire and read back, so a None is dropped and an int comes back a float."""
-    loop = asyncio.new_event_loop()
-    try:
-        struct = loop.run_until_complete(rpc.serialize_properties(properties, {}))
-    finally:
-        loop.close()
+    # on a thread of its own, as the provider server does it: a test's event loop may be running here
+    with ThreadPoolExecutor(max_workers=1) as worker:
+        struct = worker.submit(asyncio.run, rpc.serialize_properties(properties, {})).result()
     state: dict[str, Any] = rpc.deserialize_properties(struct, keep_unknowns=True)
     return state

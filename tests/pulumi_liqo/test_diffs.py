@@ -9,9 +9,12 @@ from typing import Any
 
 from pulumi.output import Unknown
 
+from pulumi_liqo.providers.base import connection
 from pulumi_liqo.providers.install import DiscoveryProvider, RuntimeProvider, _discovered, runtime_state
+from pulumi_liqo.providers.offload import IDENTITY, SPEC, OffloadingProvider, _status
 from runtime.api import constants as c
 from runtime.operations.install import Cidrs
+from runtime.operations.offload import Offloading
 
 from .mocks import engine_state
 
@@ -113,3 +116,75 @@ def test_runtime_options_a_preview_does_not_know_update_and_its_namespace_replac
     assert labels.changes and not labels.replaces
     moved = {**engine_state(runtime_inputs(namespace="liqo-2")), "namespace": "liqo-2"}
     assert RuntimeProvider().diff(c.DEFAULT_NAMESPACE, state, moved).replaces == ["namespace"]
+
+
+def offloading_inputs(**given: Any) -> dict[str, Any]:
+    return {
+        **CONNECTION,
+        "namespace": "liqo-demo",
+        "pod_offloading_strategy": c.POD_OFFLOADING_LOCAL_AND_REMOTE,
+        "namespace_mapping_strategy": c.MAPPING_DEFAULT_NAME,
+        "remote_namespace_name": "",
+        "cluster_selector_terms": [],
+        **given,
+    }
+
+
+def offloaded(inputs: dict[str, Any]) -> dict[str, Any]:
+    """The state a create leaves: the inputs as given and the status the runtime reported, through the wire."""
+    found = Offloading.of(
+        {
+            "metadata": {"name": c.NAMESPACE_OFFLOADING_NAME, "namespace": inputs["namespace"]},
+            "status": {
+                "offloadingPhase": c.PHASE_READY,
+                "remoteNamespaceName": "liqo-demo-rome",
+                "remoteNamespacesConditions": {
+                    "milan": [
+                        {
+                            "type": c.CONDITION_OFFLOADING_REQUIRED,
+                            "status": "True",
+                            "reason": "ClusterSelected",
+                        },
+                        {"type": "Ready", "status": "True", "reason": "NamespaceCreated"},
+                    ]
+                },
+            },
+        }
+    )
+    props = engine_state(inputs)
+    return engine_state(
+        {**connection(props), **{k: props.get(k) for k in (*IDENTITY, *SPEC)}, **_status(found, props)}
+    )
+
+
+def test_offloading_right_after_create_has_no_changes() -> None:
+    terms = [
+        {"matchExpressions": [{"key": "topology.liqo.io/region", "operator": "In", "values": ["north"]}]}
+    ]
+    for given in ({}, {"cluster_selector_terms": terms, "pod_offloading_strategy": "Remote"}):
+        inputs = offloading_inputs(**given)
+        assert not OffloadingProvider().diff("liqo-demo", offloaded(inputs), engine_state(inputs)).changes, (
+            given
+        )
+
+
+def test_offloading_strategy_and_selector_update_in_place_the_rest_replaces() -> None:
+    state = offloaded(offloading_inputs())
+    terms = [{"matchExpressions": [{"key": "example.com/gpu", "operator": "Exists"}]}]
+    for given in ({"pod_offloading_strategy": "Remote"}, {"cluster_selector_terms": terms}):
+        result = OffloadingProvider().diff("liqo-demo", state, engine_state(offloading_inputs(**given)))
+        assert result.changes and not result.replaces, given
+    # a selector a preview does not know yet is a change, not a replacement
+    unknown = {**engine_state(offloading_inputs()), "cluster_selector_terms": Unknown()}  # type: ignore[no-untyped-call]
+    result = OffloadingProvider().diff("liqo-demo", state, unknown)
+    assert result.changes and not result.replaces
+    for given, replaced in (
+        ({"namespace": "batch"}, ["namespace"]),
+        ({"namespace_mapping_strategy": c.MAPPING_ENFORCE_SAME_NAME}, ["namespace_mapping_strategy"]),
+        (
+            {"namespace_mapping_strategy": c.MAPPING_SELECTED_NAME, "remote_namespace_name": "rome-batch"},
+            ["namespace_mapping_strategy", "remote_namespace_name"],
+        ),
+    ):
+        result = OffloadingProvider().diff("liqo-demo", state, engine_state(offloading_inputs(**given)))
+        assert result.replaces == replaced and result.delete_before_replace, given
