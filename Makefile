@@ -3,10 +3,21 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+# program:Debian package, for what the playground network runs (playground/network/requirements.py)
+HOST_TOOLS := ip:iproute2 nft:nftables nsenter:util-linux
 
-.PHONY: venv test test-emulator test-real real-k8s lint demo bench clean mirror pulumi-engine
+.PHONY: venv test test-emulator test-real real-k8s lint demo bench clean mirror host-tools pulumi-engine
 
-venv: $(STAMP)
+venv: $(STAMP) host-tools
+
+# The Debian tools playground clusters need, installed when missing (as root, through apt-get).
+host-tools:
+	@missing=$$(for tool in $(HOST_TOOLS); do \
+	  PATH="$$PATH:/usr/sbin:/sbin" command -v $${tool%%:*} >/dev/null 2>&1 || echo $${tool##*:}; done); \
+	if [ -n "$$missing" ]; then \
+	  echo "installing $$missing (the playground network needs them)"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	fi
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)

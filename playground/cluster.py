@@ -3,14 +3,18 @@
 A cluster is a handful of processes (`spec.commands`): the API server (the emulator, or
 etcd and kube-apiserver from `KUBEBUILDER_ASSETS`), the control plane (`python -m
 playground.controlplane`, and kube-controller-manager / kube-scheduler when the assets
-have them) and one node agent per node, all on the loopback interface (each node agent
-on an address of its own, its node's InternalIP; see nodeagent/loopback.py). They are
-run by the cluster's supervisor (`playground.supervisor`), one detached process that
-starts them in kubeadm's order, restarts one that exits, and stops them one at a time in
-reverse order. Its state lives in `<state-dir>/<name>/` (see `spec.ClusterPaths`): the
-stored spec, the supervisor's plan and state (`processes.json`: what runs now), logs,
-certificates, the admin kubeconfig and the API server's objects, so a stopped cluster
-comes back with what it held.
+have them), one node agent and one kube-proxy per node, and the host port forwarder,
+each in its node's network namespace as on kind (`spec.role_netns`; the network itself
+is `playground.network.fabric`'s, made before the supervisor starts and removed after it
+stopped). In the `loopback` fallback everything runs on the host's loopback addresses
+instead (each node agent on an address of its own, its node's InternalIP; see
+nodeagent/loopback.py), without kube-proxies. They are run by the cluster's supervisor
+(`playground.supervisor`), one detached process that starts each in its namespace in
+kubeadm's order, restarts one that exits, and stops them one at a time in reverse order.
+Its state lives in `<state-dir>/<name>/` (see `spec.ClusterPaths`): the stored spec, the
+supervisor's plan and state (`processes.json`: what runs now), logs, certificates, the
+admin kubeconfig and the API server's objects, so a stopped cluster comes back with
+what it held.
 
 Credentials are made here before anything starts: the cluster CA (the emulator loads
 the one it finds in its state dir), an admin client certificate (`kubernetes-admin`
@@ -62,6 +66,7 @@ from playground.apiserver.kubeconfig import write_kubeconfig
 from playground.apiserver.pki import CA_CERT_FILE, CertificateAuthority
 from playground.controlplane.__main__ import HEALTH_PORT_FILE
 from playground.controlplane.components import COMPONENTS
+from playground.network import fabric, requirements, subnets
 from playground.nodeagent import podrun
 from playground.processes import ProcessRecord
 from playground.realbinary import (
@@ -75,15 +80,20 @@ from playground.realbinary import (
 )
 from playground.spec import (
     APISERVER,
+    CONTROLLER_MANAGER_PORT,
     CONTROLPLANE,
     KUBE_CONTROLLER_MANAGER,
     KUBE_SCHEDULER,
+    NETNS,
     NODE_ROLE_PREFIX,
+    SCHEDULER_PORT,
     ClusterPaths,
     ClusterSpec,
     SpecError,
+    api_server_cert_hosts,
     check_specs,
     client_identities,
+    cluster_network,
     commands,
     node_plans,
     ports_of,
@@ -173,7 +183,7 @@ class ClusterStatus:
 
 
 def _kubeconfig(
-    spec: ClusterSpec, *, user: str, ca_pem: bytes, cert_pem: bytes, key_pem: bytes
+    spec: ClusterSpec, *, server: str, user: str, ca_pem: bytes, cert_pem: bytes, key_pem: bytes
 ) -> dict[str, Any]:
     """A kubeconfig like kind's: context, cluster and (for the admin) user named `playground-<name>`."""
 
@@ -187,7 +197,7 @@ def _kubeconfig(
         "clusters": [
             {
                 "name": spec.context,
-                "cluster": {"server": spec.api_server_url, "certificate-authority-data": b64(ca_pem)},
+                "cluster": {"server": server, "certificate-authority-data": b64(ca_pem)},
             }
         ],
         "users": [
@@ -223,6 +233,29 @@ def free_ports(count: int) -> list[int]:
             probe.bind(("127.0.0.1", 0))
             ports.append(int(probe.getsockname()[1]))
         return ports
+
+
+def assign_addresses(specs: Sequence[ClusterSpec], *, state_dir: Path) -> list[ClusterSpec]:
+    """The specs with the netns network's node addresses filled in where they are missing.
+
+    The state dir's /24 is claimed (see playground.network.subnets), and each new node gets
+    the lowest address no stored cluster of the state dir holds.
+    """
+    if all(spec.network != NETNS or spec.node_addresses for spec in specs):
+        return list(specs)
+    with subnets.lock(state_dir):
+        subnet = subnets.subnet_for(state_dir)
+        used = {address for cluster in clusters(state_dir) for address in cluster.spec.node_addresses}
+        used |= {address for spec in specs for address in spec.node_addresses}
+        assigned = []
+        for spec in specs:
+            if spec.network == NETNS and not spec.node_addresses:
+                addresses = subnets.node_addresses(subnet, spec.nodes, used=used)
+                used |= set(addresses)
+                spec = dataclasses.replace(spec, node_network=subnet, node_addresses=tuple(addresses))
+            assigned.append(spec)
+    check_specs(assigned)
+    return assigned
 
 
 def assign_ports(specs: Sequence[ClusterSpec]) -> list[ClusterSpec]:
@@ -358,6 +391,10 @@ class Cluster:
     def _commands(self) -> dict[str, list[str]]:
         return commands(self.spec, self.paths, assets=self.assets(), all_components=list(COMPONENTS))
 
+    @property
+    def uses_netns(self) -> bool:
+        return self.spec.network == NETNS
+
     # preparation: files and credentials
 
     def _prepare(self) -> None:
@@ -370,16 +407,25 @@ class Cluster:
         write_held(self.paths.held, [])
         self.paths.processes.unlink(missing_ok=True)
         (self.paths.controlplane / HEALTH_PORT_FILE).unlink(missing_ok=True)
+        internal = self.spec.internal_api_server_url
         if self.spec.assets is None:
             ca = self._emulator_ca()
         else:
             ca = generate_pki(
-                self.paths.pki, service_cidr=self.spec.service_cidr, identities=client_identities(self.spec)
+                self.paths.pki,
+                service_cidr=self.spec.service_cidr,
+                identities=client_identities(self.spec),
+                hosts=api_server_cert_hosts(self.spec),
             )
         for identity in client_identities(self.spec):
             if identity != ADMIN:
-                self._write_kubeconfig(self.paths.component_kubeconfig(identity), ca, identity)
+                self._write_kubeconfig(
+                    self.paths.component_kubeconfig(identity), ca, identity, server=internal
+                )
         self._write_kubeconfig(self.kubeconfig, ca, ADMIN, user=self.spec.context)
+        self._write_kubeconfig(
+            self.paths.internal_kubeconfig, ca, ADMIN, user=self.spec.context, server=internal
+        )
 
     def _emulator_ca(self) -> CertificateAuthority:
         """The emulator's CA, made here first so the admin kubeconfig exists before the emulator runs."""
@@ -391,11 +437,23 @@ class Cluster:
         return ca
 
     def _write_kubeconfig(
-        self, path: Path, ca: CertificateAuthority, identity: ClientIdentity, *, user: str | None = None
+        self,
+        path: Path,
+        ca: CertificateAuthority,
+        identity: ClientIdentity,
+        *,
+        user: str | None = None,
+        server: str | None = None,
     ) -> None:
+        """A kubeconfig for `identity` at `server` (default: the host's port, the user's)."""
         cert, key = ca.issue_client(identity.user, organizations=identity.groups)
         config = _kubeconfig(
-            self.spec, user=user or identity.user, ca_pem=ca.cert_pem, cert_pem=cert, key_pem=key
+            self.spec,
+            server=server or self.spec.api_server_url,
+            user=user or identity.user,
+            ca_pem=ca.cert_pem,
+            cert_pem=cert,
+            key_pem=key,
         )
         write_kubeconfig(path, config)
 
@@ -428,6 +486,8 @@ class Cluster:
         created = not await asyncio.to_thread(self.paths.spec.exists)
         await asyncio.to_thread(self._prepare)
         try:
+            if self.uses_netns:
+                await asyncio.to_thread(fabric.create, cluster_network(self.spec, self.paths))
             await asyncio.to_thread(self._start_supervisor)
             if created:
                 await self._wait(_nothing_pending, wait=wait, what="the API server")
@@ -437,6 +497,11 @@ class Cluster:
             await self.stop()
             raise
         logger.info("%s: ready at %s", self.name, self.spec.api_server_url)
+
+    async def _remove_network(self) -> None:
+        """Remove the cluster's namespaces and links (whatever a run or a crash left), after its processes."""
+        if self.uses_netns:
+            await _uncancellable(asyncio.to_thread(fabric.remove, self.state_dir, self.name))
 
     async def _create_addons(self) -> None:
         async with self.client() as api:
@@ -468,9 +533,10 @@ class Cluster:
         write_state(self.paths.processes, SupervisorState(supervisor=record), only_if_absent=True)
 
     async def stop(self, *, remove: bool = False, grace: float = processes.STOP_TIMEOUT) -> None:
-        """Stop every process, last started first (never one whose pid was recycled); with `remove`,
-        delete the state."""
+        """Stop every process, last started first (never one whose pid was recycled), then remove the
+        cluster's network; with `remove`, delete the state."""
         await _uncancellable(asyncio.to_thread(self._stop_all, grace))
+        await self._remove_network()
         if remove:
             await asyncio.to_thread(shutil.rmtree, self.paths.root, True)
 
@@ -508,7 +574,8 @@ class Cluster:
 
     async def start_apiserver(self, *, wait: float = READY_TIMEOUT) -> None:
         """Start the API server again on its port and wait until `/readyz` answers ok."""
-        if await asyncio.to_thread(port_in_use, self.spec.api_server_port):
+        # (in the netns network the host's port stays with the forwarder, 6443 is the node's own)
+        if not self.uses_netns and await asyncio.to_thread(port_in_use, self.spec.api_server_port):
             raise ClusterError(f"cluster {self.name}: API server port {self.spec.api_server_port} is in use")
         await self._release(APISERVER)
         await self._wait(_nothing_pending, wait=wait, what="the API server")
@@ -654,18 +721,22 @@ class Cluster:
     async def _control_plane_pending(self) -> list[str]:
         records = await asyncio.to_thread(self.records)
         pending = []
+        address = self.spec.control_plane_address
         async with aiohttp.ClientSession() as http:
             if CONTROLPLANE in records:
                 port_file = self.paths.controlplane / HEALTH_PORT_FILE
                 port = await asyncio.to_thread(_read_port, port_file)
-                if port is None or not await _healthy(http, f"http://127.0.0.1:{port}/readyz"):
+                if port is None or not await _healthy(http, f"http://{address}:{port}/readyz"):
                     pending.append("the control plane's /readyz")
             for role, port in (
-                (KUBE_CONTROLLER_MANAGER, self.spec.controller_manager_port),
-                (KUBE_SCHEDULER, self.spec.scheduler_port),
+                (
+                    KUBE_CONTROLLER_MANAGER,
+                    CONTROLLER_MANAGER_PORT,
+                ),
+                (KUBE_SCHEDULER, SCHEDULER_PORT),
             ):
                 if role in records and not await _healthy(
-                    http, f"https://127.0.0.1:{port}/healthz", verify=False
+                    http, f"https://{address}:{port}/healthz", verify=False
                 ):
                     pending.append(f"{role}'s /healthz")
         return pending
@@ -794,12 +865,16 @@ async def up(specs: Sequence[ClusterSpec], *, state_dir: Path, wait: float = REA
     Raises ClusterError naming each cluster that failed (the others stay up).
     """
     check_specs(specs)
+    if any(spec.network == NETNS for spec in specs):
+        missing = await asyncio.to_thread(requirements.problems)
+        if missing:
+            raise ClusterError("cannot start the playground network: " + "; ".join(missing))
     async with _locked_all(state_dir, [spec.name for spec in specs]):
         for spec in specs:
             await asyncio.to_thread(Cluster(spec, state_dir=state_dir)._check_startable)
-        started = [
-            Cluster(spec, state_dir=state_dir) for spec in await asyncio.to_thread(assign_ports, specs)
-        ]
+        ported = await asyncio.to_thread(assign_ports, specs)
+        addressed = await asyncio.to_thread(assign_addresses, ported, state_dir=state_dir)
+        started = [Cluster(spec, state_dir=state_dir) for spec in addressed]
         results = await asyncio.gather(
             *(cluster.start(wait=wait) for cluster in started), return_exceptions=True
         )

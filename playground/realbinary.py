@@ -4,8 +4,11 @@ when present) from `KUBEBUILDER_ASSETS` instead of the API server emulator.
 The folder follows the envtest convention (`setup-envtest use -p path`; `make real-k8s`
 builds one, see tools/realk8s/build.py). What this module does is pure, so it is
 unit-tested without the binaries: find the assets, lay out and generate the PKI with
-`cryptography`, and build each command line. Everything listens on 127.0.0.1; etcd
-speaks plain HTTP on loopback, as under envtest.
+`cryptography`, and build each command line. The processes run in the control-plane
+node's network namespace (see `playground.spec`): kube-apiserver on all its addresses
+(port 6443), advertising the node's address, kube-controller-manager and kube-scheduler
+on the node's address, etcd on its loopback (plain HTTP, as under envtest) with its
+metrics listener, where the supervisor probes it, on the node's address.
 
 The PKI and the flags are kubeadm's (`cmd/kubeadm/app/phases/controlplane/manifests.go`
 of v1.36), with kubeadm's file names under `<cluster>/pki/`: the cluster CA, the API
@@ -14,7 +17,7 @@ the front-proxy CA and the API server's front-proxy client certificate (so the
 `--requestheader-*` flags, and the `extension-apiserver-authentication` ConfigMap the
 controller manager and the scheduler read, are complete), and a client certificate per
 component and node. kube-apiserver also routes calls to Services (admission webhooks,
-aggregated APIs) to their endpoints (`--enable-aggregator-routing=true`), since the host
+aggregated APIs) to their endpoints (`--enable-aggregator-routing=true`), since the node
 it runs on resolves no Service name.
 
 Authorization is `Node,RBAC` and NodeRestriction is on, as kubeadm sets up kind's
@@ -24,8 +27,8 @@ Secrets/ConfigMaps/tokens they use, and NodeRestriction to writing its own objec
 playground labels the control-plane node with `node-role.kubernetes.io/control-plane`
 with admin rights, as kubeadm does). The components get the identities the bootstrap
 policy binds: `system:kube-controller-manager`, `system:kube-scheduler`, and
-`system:kube-proxy` for the node agents' Service forwarding (kube-proxy's
-`system:node-proxier` rights). The emulator's clusters use the same identities.
+`system:kube-proxy` for each node's kube-proxy (`playground.kubeproxy`, with
+`system:node-proxier`'s rights). The emulator's clusters use the same identities.
 """
 
 from __future__ import annotations
@@ -199,7 +202,7 @@ def node_identity(node: str) -> ClientIdentity:
 ADMIN = ClientIdentity(ADMIN_USER, (MASTERS_GROUP,))
 CONTROLLER_MANAGER = ClientIdentity("system:kube-controller-manager")
 SCHEDULER = ClientIdentity("system:kube-scheduler")
-#: the user the bootstrap ClusterRoleBinding `system:node-proxier` names
+#: kube-apiserver's bootstrap policy binds this user to `system:node-proxier` (kube-proxy's rights)
 KUBE_PROXY = ClientIdentity("system:kube-proxy")
 KUBELET_CLIENT = ClientIdentity("kube-apiserver-kubelet-client", (MASTERS_GROUP,))
 #: the API server's identity when it proxies to aggregated API servers (the only name they accept)
@@ -208,16 +211,22 @@ FRONT_PROXY_CA = "front-proxy-ca"
 
 
 def generate_pki(
-    pki: Pki, *, service_cidr: str, identities: Sequence[ClientIdentity]
+    pki: Pki, *, service_cidr: str, identities: Sequence[ClientIdentity], hosts: Sequence[str] = ()
 ) -> CertificateAuthority:
-    """Create what is missing under `pki.directory` (a restart keeps the CA, keys and certificates)."""
+    """Create what is missing under `pki.directory` (a restart keeps the CA, keys and certificates).
+
+    `hosts` are more names and addresses for the serving certificate (kubeadm's certSANs:
+    the control-plane node's name and address).
+    """
     if pki.ca_cert.exists():
         ca = CertificateAuthority.load(pki.directory)
     else:
         ca = CertificateAuthority.generate("playground-ca", days=CERT_DAYS)
         ca.save(pki.directory)
     if not pki.apiserver_cert.exists():
-        cert, key = ca.issue_server(hosts=[*API_SERVER_HOSTS, first_service_ip(service_cidr)], days=CERT_DAYS)
+        cert, key = ca.issue_server(
+            hosts=[*API_SERVER_HOSTS, first_service_ip(service_cidr), *hosts], days=CERT_DAYS
+        )
         write_file_atomically(pki.apiserver_key, key)
         write_file_atomically(pki.apiserver_cert, cert, mode=0o644)
     if not pki.kubelet_client_cert.exists():
@@ -255,10 +264,14 @@ def generate_pki(
     return ca
 
 
-def etcd_command(assets: Assets, *, data_dir: Path, client_port: int, peer_port: int) -> list[str]:
+def etcd_command(
+    assets: Assets, *, data_dir: Path, client_port: int, peer_port: int, metrics_url: str | None = None
+) -> list[str]:
+    """etcd on loopback; `metrics_url` is a listener for `/metrics` and the health endpoints only
+    (kubeadm's `--listen-metrics-urls`, where its probes ask `/readyz`)."""
     client_url = f"http://127.0.0.1:{client_port}"
     peer_url = f"http://127.0.0.1:{peer_port}"
-    return [
+    command = [
         str(assets.etcd),
         "--name=playground",
         f"--data-dir={data_dir}",
@@ -269,13 +282,25 @@ def etcd_command(assets: Assets, *, data_dir: Path, client_port: int, peer_port:
         f"--initial-cluster=playground={peer_url}",
         "--unsafe-no-fsync=true",
     ]
+    if metrics_url is not None:
+        command.append(f"--listen-metrics-urls={metrics_url}")
+    return command
 
 
-def apiserver_command(assets: Assets, *, pki: Pki, etcd_port: int, port: int, service_cidr: str) -> list[str]:
+def apiserver_command(
+    assets: Assets,
+    *,
+    pki: Pki,
+    etcd_port: int,
+    port: int,
+    service_cidr: str,
+    advertise_address: str = "127.0.0.1",
+    bind_address: str = "127.0.0.1",
+) -> list[str]:
     return [
         str(assets.kube_apiserver),
-        "--advertise-address=127.0.0.1",
-        "--bind-address=127.0.0.1",
+        f"--advertise-address={advertise_address}",
+        f"--bind-address={bind_address}",
         f"--secure-port={port}",
         f"--etcd-servers=http://127.0.0.1:{etcd_port}",
         f"--service-cluster-ip-range={service_cidr}",
@@ -317,6 +342,7 @@ def controller_manager_command(
     kubeconfig: Path,
     port: int,
     cluster_name: str,
+    bind_address: str = "127.0.0.1",
     service_cidr: str,
     pod_cidr: str,
     node_monitor_grace_period: float | None = None,
@@ -329,7 +355,7 @@ def controller_manager_command(
         f"--kubeconfig={kubeconfig}",
         f"--authentication-kubeconfig={kubeconfig}",
         f"--authorization-kubeconfig={kubeconfig}",
-        "--bind-address=127.0.0.1",
+        f"--bind-address={bind_address}",
         f"--secure-port={port}",
         "--leader-elect=false",
         f"--cluster-name={cluster_name}",
@@ -354,7 +380,9 @@ def controller_manager_command(
     return command
 
 
-def scheduler_command(assets: Assets, *, kubeconfig: Path, port: int) -> list[str]:
+def scheduler_command(
+    assets: Assets, *, kubeconfig: Path, port: int, bind_address: str = "127.0.0.1"
+) -> list[str]:
     if assets.kube_scheduler is None:
         raise AssetsError(f"{assets.directory} has no kube-scheduler")
     return [
@@ -362,7 +390,7 @@ def scheduler_command(assets: Assets, *, kubeconfig: Path, port: int) -> list[st
         f"--kubeconfig={kubeconfig}",
         f"--authentication-kubeconfig={kubeconfig}",
         f"--authorization-kubeconfig={kubeconfig}",
-        "--bind-address=127.0.0.1",
+        f"--bind-address={bind_address}",
         f"--secure-port={port}",
         "--leader-elect=false",
     ]

@@ -104,36 +104,3 @@ def starts_clusters(item: pytest.Function) -> bool:
         isinstance(function, types.FunctionType) and function_starts_clusters(function, seen=seen)
         for function in functions
     )
-
-
-#: why the tests below fail in real-binary mode today (each one checked on a real-binary run)
-LOOPBACK_ENDPOINTS = (
-    "pending the playground network model (issue 13): kube-controller-manager's EndpointSlice "
-    'controller refuses process pods\' loopback addresses (`Invalid value: "127.x.y.z": may not be in '
-    "the loopback range (127.0.0.0/8, ::1/128)`), so a Service of process pods has no endpoint"
-)
-#: Cluster tests that cannot pass in real-binary mode until then, by node id: in real-binary mode they are
-#: reported as expected failures and not run. Remove an entry as soon as its test can pass.
-PENDING_IN_REAL_BINARY_MODE: dict[str, str] = {
-    "tests/playground/test_kind_like.py::test_a_process_pod_behind_a_node_port_answers_on_every_node_across_pod_restarts": (
-        f"{LOOPBACK_ENDPOINTS}: the NodePort forwards nowhere"
-    ),
-    "tests/runtime/test_playground_peering.py::test_peering_on_real_processes_survives_kills_and_an_api_server_outage_and_unpeers": (
-        f"{LOOPBACK_ENDPOINTS}: milan's auth service NodePort forwards nowhere, so liqo-milan never gets resources"
-    ),
-    "tests/terraform/test_demo.py::test_the_demo_peers_rome_with_milan_through_terraform_and_leaves_the_clusters_up": (
-        f"{LOOPBACK_ENDPOINTS}: liqo_peer waits for milan's auth service and the webhook, which have none"
-    ),
-    "tests/terraform/test_example.py::test_the_quick_start_applies_plans_empty_recovers_drift_imports_updates_and_destroys": (
-        f"{LOOPBACK_ENDPOINTS}: liqo_peer waits for milan's auth service and the webhook, which have none"
-    ),
-    "tests/terraform/test_example.py::test_a_wrong_token_fails_with_the_runtime_s_reason": (
-        f"{LOOPBACK_ENDPOINTS}: milan's auth service is unreachable, so the token is never checked"
-    ),
-    "tests/terraform/test_example.py::test_destroy_with_the_provider_cluster_gone_finishes": (
-        f"{LOOPBACK_ENDPOINTS}: the apply before the destroy never finishes peering"
-    ),
-    "tests/terraform/test_example.py::test_ctrl_c_during_apply_keeps_the_state": (
-        f"{LOOPBACK_ENDPOINTS}: the apply after the interrupt never finishes peering"
-    ),
-}

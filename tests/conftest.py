@@ -14,22 +14,19 @@ the emulator, so the same tests hold the playground to real Kubernetes.
 
 Every test that starts playground clusters is marked `cluster` at collection, so the
 real leg of `make test` (`pytest -m cluster` with `KUBEBUILDER_ASSETS`) misses none:
-see `tests/clustermarker.py` for how such a test is recognised, and for the few that
-cannot pass in real-binary mode yet (expected failures there, with the reason).
+see `tests/clustermarker.py` for how such a test is recognised.
 """
 
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 
-from playground.realbinary import ASSETS_ENV
 from playground.testing import Playground
-from tests.clustermarker import CLUSTER_MARKER, PENDING_IN_REAL_BINARY_MODE, starts_clusters
+from tests.clustermarker import CLUSTER_MARKER, starts_clusters
 
 
 @pytest.fixture
@@ -40,12 +37,9 @@ async def playground(tmp_path: Path) -> AsyncIterator[Playground]:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    real_binaries = bool(os.environ.get(ASSETS_ENV))
     for item in items:
         if isinstance(item, pytest.Function) and starts_clusters(item):
             item.add_marker(CLUSTER_MARKER)
-            if real_binaries and item.nodeid in PENDING_IN_REAL_BINARY_MODE:
-                item.add_marker(pytest.mark.xfail(run=False, reason=PENDING_IN_REAL_BINARY_MODE[item.nodeid]))
 
 
 @pytest.fixture

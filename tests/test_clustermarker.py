@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import subprocess
 import sys
 import types
@@ -13,7 +12,7 @@ import pytest
 
 from playground.cluster import up
 from playground.testing import Playground, aclusters
-from tests.clustermarker import PENDING_IN_REAL_BINARY_MODE, function_starts_clusters
+from tests.clustermarker import function_starts_clusters
 
 PLAYGROUND_CLI = [sys.executable, "-m", "playground"]
 
@@ -95,14 +94,3 @@ async def test_a_test_using_the_playground_fixture_is_marked(
     playground: Playground, request: pytest.FixtureRequest
 ) -> None:
     assert request.node.get_closest_marker("cluster") is not None
-
-
-@pytest.mark.parametrize(
-    "node_id", sorted(PENDING_IN_REAL_BINARY_MODE), ids=lambda node_id: node_id.rpartition("::")[2]
-)
-def test_every_test_pending_in_real_binary_mode_exists(node_id: str) -> None:
-    path, _, name = node_id.partition("::")
-    module = importlib.import_module(path.removesuffix(".py").replace("/", "."))
-    assert callable(getattr(module, name, None)), (
-        f"{node_id} is gone: remove it from PENDING_IN_REAL_BINARY_MODE"
-    )

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import ipaddress
 import logging
 import platform
 from collections.abc import Iterable
@@ -40,7 +41,7 @@ from .registry import Registry, WriteOptions
 from .resources.base import Obj, ResourceType
 from .resources.builtin import builtin_types
 from .resources.catalog import Catalog
-from .resources.core import ServiceStrategy
+from .resources.core import ServiceStrategy, endpoint_ip_errors
 from .reviews import Reviews
 from .service_resolver import resolve_endpoint
 from .storage import Storage, read_snapshot, write_snapshot
@@ -58,6 +59,13 @@ _RBAC_PLURALS = {
 
 ADMIN_USER = "kubernetes-admin"
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+#: the names in-cluster clients reach the API server by (kube-apiserver's own serving certificate has them)
+KUBERNETES_SERVICE_NAMES = (
+    "kubernetes",
+    "kubernetes.default",
+    "kubernetes.default.svc",
+    "kubernetes.default.svc.cluster.local",
+)
 #: on stop, how long requests in flight may take before they are cancelled (aiohttp waits 60 s by
 #: default, and the state is saved only after): a stopped server must exit and keep its objects
 SHUTDOWN_TIMEOUT = 2.0
@@ -74,7 +82,15 @@ class Settings:
     persist_interval: float = 1.0
     persist: bool = True
     watch_history: int = 50_000
+    #: more names and addresses for the serving certificate (kubeadm's certSANs: the node name)
     extra_hosts: tuple[str, ...] = field(default_factory=tuple)
+    #: the address the `kubernetes` Service's endpoints name (kube-apiserver's --advertise-address;
+    #: empty: the listen address)
+    advertise_address: str = ""
+
+    @property
+    def advertised(self) -> str:
+        return self.advertise_address or self.host
 
     def version_info(self) -> Obj:
         major, minor = KUBERNETES_VERSION.lstrip("v").split(".")[:2]
@@ -147,7 +163,10 @@ class APIServer:
 
     @property
     def address(self) -> str:
-        return f"{self.settings.host}:{self.port}"
+        host = self.settings.host
+        if ipaddress.ip_address(host).is_unspecified:
+            host = self.settings.advertised if self.settings.advertise_address else "127.0.0.1"
+        return f"{host}:{self.port}"
 
     @property
     def url(self) -> str:
@@ -222,7 +241,17 @@ class APIServer:
         return ca, signer, snapshot
 
     async def _listen(self) -> None:
-        hosts = sorted({self.settings.host, "127.0.0.1", "localhost", *self.settings.extra_hosts})
+        hosts = sorted(
+            {
+                self.settings.advertised,
+                "127.0.0.1",
+                "localhost",
+                *KUBERNETES_SERVICE_NAMES,
+                self._kubernetes_ip(),
+                *self.settings.extra_hosts,
+            }
+            - {"0.0.0.0"}
+        )
         cert, key = self.ca.issue_server(hosts=hosts)
         ssl_context = await asyncio.to_thread(self.ca.ssl_server_context, cert, key)
         self._runner = web.AppRunner(
@@ -275,12 +304,15 @@ class APIServer:
         if updated is not None:
             await self.registry.update(rt, namespace, obj["metadata"]["name"], updated, self._system_write())
 
-    async def _ensure_kubernetes_service(self) -> None:
-        services = self._type("", "v1", "services")
-        strategy = services.strategy
+    def _kubernetes_ip(self) -> str:
+        strategy = self._type("", "v1", "services").strategy
         if not isinstance(strategy, ServiceStrategy):
             raise errors.internal("services are served without the Service strategy")
-        ip = strategy.kubernetes_ip
+        return strategy.kubernetes_ip
+
+    async def _ensure_kubernetes_service(self) -> None:
+        services = self._type("", "v1", "services")
+        ip = self._kubernetes_ip()
         labels = {"component": "apiserver", "provider": "kubernetes"}
         port = {"name": "https", "port": 443, "protocol": "TCP", "targetPort": self.port}
         service = {
@@ -294,10 +326,20 @@ class APIServer:
             updated = copy.deepcopy(current)
             updated["spec"]["ports"][0]["targetPort"] = self.port
             await self.registry.update(services, "default", "kubernetes", updated, self._system_write())
+        advertised = self.settings.advertised
+        problems = endpoint_ip_errors(advertised, "ip")
+        if problems:
+            # kube-apiserver's endpoint reconciler fails the same way, and the Service has no endpoints
+            logger.warning(
+                "the kubernetes Service gets no endpoints: its advertise address %s %s; give --advertise-address",
+                advertised,
+                problems[0].message.split(": ", 1)[1],
+            )
+            return
         endpoints = self._type("", "v1", "endpoints")
         subsets = [
             {
-                "addresses": [{"ip": self.settings.host}],
+                "addresses": [{"ip": advertised}],
                 "ports": [{"name": "https", "port": self.port, "protocol": "TCP"}],
             }
         ]
@@ -313,7 +355,7 @@ class APIServer:
         slice_body: Obj = {
             "metadata": {"name": "kubernetes", "labels": {"kubernetes.io/service-name": "kubernetes"}},
             "addressType": "IPv4",
-            "endpoints": [{"addresses": [self.settings.host], "conditions": {"ready": True}}],
+            "endpoints": [{"addresses": [advertised], "conditions": {"ready": True}}],
             "ports": [{"name": "https", "port": self.port, "protocol": "TCP"}],
         }
         current_slice = self.registry.find(slices, "default", "kubernetes")

@@ -7,7 +7,8 @@ the shared informers read with it, and it makes each controller's ServiceAccount
 token (`credentials.py`; the tokens live in `DIR/tokens` with `--state-dir`, else in a
 temporary directory); `--scheduler-kubeconfig` is kube-scheduler's
 (`system:kube-scheduler`, default: `--kubeconfig`). The manager's `/healthz`, `/readyz`
-and `/metrics` listen on 127.0.0.1 (`--health-port`, 0: any free port); with
+and `/metrics` listen on `--bind-address` (default 127.0.0.1; the playground gives the
+control-plane node's address) and `--health-port` (0: any free port); with
 `--state-dir` the bound port is written to `DIR/health-port` once it listens, which is
 how the cluster launcher finds it. The CA of the kubeconfig's cluster becomes every
 namespace's `kube-root-ca.crt`.
@@ -102,6 +103,11 @@ def argument_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--health-port", type=int, default=0, help="port of /healthz, /readyz, /metrics (0: any free port)"
     )
+    parser.add_argument(
+        "--bind-address",
+        default="127.0.0.1",
+        help="address of /healthz, /readyz, /metrics (default %(default)s)",
+    )
     parser.add_argument("--state-dir", type=Path, help="where the bound health port is written")
     parser.add_argument("-v", "--verbose", action="store_true", help="log at debug level")
     return parser
@@ -146,7 +152,7 @@ async def serve(args: argparse.Namespace, *, names: list[str]) -> None:
     ):
         credentials = ServiceAccountCredentials(client, scheduler=scheduler, directory=tokens)
         manager = Manager(
-            client, settings=Settings(server=ServerSettings(host="127.0.0.1", port=args.health_port))
+            client, settings=Settings(server=ServerSettings(host=args.bind_address, port=args.health_port))
         )
         for name in names:
             load(name)(manager, options, credentials)

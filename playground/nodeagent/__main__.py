@@ -30,17 +30,16 @@ def argument_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--kubeconfig", type=Path, required=True, help="the kubelet's credentials (system:node:<node>)"
     )
-    parser.add_argument(
-        "--proxy-kubeconfig",
-        type=Path,
-        required=True,
-        help="kube-proxy's credentials (system:node-proxier's rights), for the node's Service forwarding",
-    )
     parser.add_argument("--node", required=True, help="the Node's name")
     parser.add_argument("--pod-cidr", required=True, help="the node's pod CIDR, e.g. 10.244.1.0/24")
     parser.add_argument(
         "--address",
         help="the node's InternalIP (default: the first address of the loopback /24 the agent claims)",
+    )
+    parser.add_argument(
+        "--pod-netns-prefix",
+        help="give each pod a network namespace named this plus its uid, on the node's bridge cni0 "
+        "(run the agent in its node's namespace); default: the loopback fallback",
     )
     parser.add_argument("--cpu", default="8", help="CPU capacity (default %(default)s)")
     parser.add_argument("--memory", default="16Gi", help="memory capacity (default %(default)s)")
@@ -90,6 +89,7 @@ def options_from(args: argparse.Namespace) -> NodeAgentOptions:
         node_name=args.node,
         pod_cidr=args.pod_cidr,
         address=args.address,
+        pod_netns_prefix=args.pod_netns_prefix,
         cpu=args.cpu,
         memory=args.memory,
         pods=args.pods,
@@ -104,15 +104,9 @@ def options_from(args: argparse.Namespace) -> NodeAgentOptions:
     )
 
 
-async def serve(kubeconfig: Path, proxy_kubeconfig: Path, options: NodeAgentOptions) -> None:
-    async with (
-        await Client.from_kubeconfig(kubeconfig) as client,
-        await Client.from_kubeconfig(proxy_kubeconfig) as proxy_client,
-    ):
-        agent = asyncio.create_task(
-            NodeAgent(client, options, proxy_client=proxy_client).run(),
-            name=f"node agent {options.node_name}",
-        )
+async def serve(kubeconfig: Path, options: NodeAgentOptions) -> None:
+    async with await Client.from_kubeconfig(kubeconfig) as client:
+        agent = asyncio.create_task(NodeAgent(client, options).run(), name=f"node agent {options.node_name}")
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, agent.cancel)
@@ -127,11 +121,7 @@ def main(argv: list[str] | None = None) -> int:
         options = options_from(args)
     except ValueError as exc:
         parser.error(str(exc))
-    for flag, path in (
-        ("--kubeconfig", args.kubeconfig),
-        ("--proxy-kubeconfig", args.proxy_kubeconfig),
-        ("--client-ca-file", args.client_ca_file),
-    ):
+    for flag, path in (("--kubeconfig", args.kubeconfig), ("--client-ca-file", args.client_ca_file)):
         if path is not None and not path.is_file():
             parser.error(f"{flag} {path}: no such file")
     logging.basicConfig(
@@ -140,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
         stream=sys.stderr,
     )
     try:
-        asyncio.run(serve(args.kubeconfig, args.proxy_kubeconfig, options))
+        asyncio.run(serve(args.kubeconfig, options))
     except BaseExceptionGroup as group:
         conflicts = group.subgroup(NodeConflictError)
         if conflicts is None:

@@ -45,6 +45,10 @@ class NodeAgentOptions:
     pod_cidr: str
     #: the node's InternalIP, also its pods' hostIP (None: the first address of the node's loopback /24)
     address: str | None = None
+    #: pods get network namespaces named this plus their uid, linked to the node's bridge `cni0`
+    #: (the agent runs in its node's namespace); None: the loopback fallback (process pods on the
+    #: host's network, on loopback addresses of their own)
+    pod_netns_prefix: str | None = None
     cpu: str = "8"
     memory: str = "16Gi"
     pods: int = 110
@@ -81,6 +85,8 @@ class NodeAgentOptions:
                 f"--node {self.node_name!r}: a node name must be a DNS subdomain (lowercase letters, digits, '-' and '.')"
             )
         errors += _cidr_errors(self.pod_cidr)
+        if self.pod_netns_prefix is not None and self.address is None:
+            errors.append("--pod-netns-prefix needs --address (the node's address in its namespace)")
         if self.address is not None:
             try:
                 ipaddress.ip_address(self.address)

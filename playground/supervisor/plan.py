@@ -5,6 +5,9 @@ The order and the gates are kubeadm's: etcd first, kube-apiserver once etcd is r
 controller manager and the scheduler once the API server's `/readyz` is ok (they fail at
 once against an API server still bootstrapping its RBAC). A probe is what the kubelet does
 for a static pod's `httpGet` probe: a GET without credentials, TLS not verified, ready on 200.
+A process may run in a network namespace of its own (its node's, as a kind node's static
+pods and DaemonSet pods run in the node container's): the supervisor enters it with
+`nsenter` before the process execs.
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ class ProcessPlan:
     after: tuple[str, ...] = ()
     #: its readiness probe URL (None: it is ready as soon as it runs)
     ready: str | None = None
+    #: the network namespace it runs in (a namespace file, `/run/netns/<name>`; None: the supervisor's)
+    netns: str | None = None
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -33,6 +38,7 @@ class ProcessPlan:
             "log": self.log,
             "after": list(self.after),
             "ready": self.ready,
+            "netns": self.netns,
         }
 
     @classmethod
@@ -43,6 +49,7 @@ class ProcessPlan:
             log=str(data["log"]),
             after=tuple(str(role) for role in data.get("after") or ()),
             ready=str(data["ready"]) if data.get("ready") else None,
+            netns=str(data["netns"]) if data.get("netns") else None,
         )
 
 

@@ -188,7 +188,8 @@ class Supervisor:
             log.parent.mkdir(parents=True, exist_ok=True)
             with log.open("a") as out:
                 out.write(f"--- started {dt.datetime.now(dt.UTC).isoformat()}\n")
-            return processes.launch(plan.role, plan.argv, log=log, env=self._env)
+            netns = Path(plan.netns) if plan.netns is not None else None
+            return processes.launch(plan.role, plan.argv, log=log, env=self._env, netns=netns)
 
         role.exited = asyncio.get_running_loop().create_future()
         try:

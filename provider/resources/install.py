@@ -170,7 +170,8 @@ class InstallResource(Resource):
                 default="service",
                 description=(
                     'How the API server reaches the runtime\'s webhook: `"service"` (its Service, default) or '
-                    '`"url"` (its pod address; the playground needs `"url"`, as it has no Service network).'
+                    '`"url"` (its pod address, for an API server that cannot reach Services, such as one run outside '
+                    "its cluster's network)."
                 ),
             ),
             Attribute(
@@ -180,7 +181,9 @@ class InstallResource(Resource):
                 computed=True,
                 description=(
                     "URL other clusters reach this cluster's API server at (consumers' credentials point "
-                    "there). Default: the host the provider is configured with."
+                    "there). Default: the host the provider is configured with, unless it is a loopback address "
+                    "(a kind or playground cluster reached through a port of this host): then a control-plane "
+                    "node's address and port 6443, as liqoctl does."
                 ),
             ),
             Attribute(
@@ -277,7 +280,7 @@ class InstallResource(Resource):
             diags.add_error(
                 "Invalid webhook_mode",
                 f'"{mode}" is not a webhook mode: use "service" (the API server calls the webhook through its '
-                'Service) or "url" (by pod address, as the playground needs).',
+                'Service) or "url" (by pod address).',
                 path=["webhook_mode"],
             )
         from runtime.forge.install import SERVICE_TYPES
@@ -308,7 +311,15 @@ class InstallResource(Resource):
         planned["missing_objects"] = []
         kube = self.provider.kube
         if config.get("api_server_url") is None:
-            planned["api_server_url"] = kube.host if kube.config is not None else Unknown
+            prior_url = (current or {}).get("api_server_url")
+            # on create, _plan_create asks the cluster (a kind-like cluster's kubeconfig names 127.0.0.1)
+            planned["api_server_url"] = (
+                prior_url
+                if is_known(prior_url) and prior_url
+                else kube.host
+                if kube.config is not None
+                else Unknown
+            )
         if current is not None:
             if config.get("auth_url") is None and any(
                 not _same(current.get(name), planned.get(name)) for name in _AUTH_INPUTS
@@ -321,26 +332,33 @@ class InstallResource(Resource):
         return planned
 
     def _plan_create(self, diags: Diagnostics, planned: State, config: State) -> None:
-        """Fill in what the cluster tells on create: the CIDRs not configured, and an existing cluster id."""
-        from runtime.operations.install import discover_cidrs, existing_cluster_id
+        """Fill in what the cluster tells on create: the CIDRs and API server URL not configured, an existing
+        cluster id."""
+        from runtime.operations.install import discover_api_server_url, discover_cidrs, existing_cluster_id
 
         namespace = planned["namespace"]
+        host = self.provider.kube.host
 
-        async def look(client: Client) -> tuple[Cidrs | None, str | None]:
+        async def look(client: Client) -> tuple[Cidrs | None, str | None, str | None]:
             wants_cidrs = config.get("pod_cidr") is None or config.get("service_cidr") is None
             cidrs = await discover_cidrs(client) if wants_cidrs else None
-            return cidrs, await existing_cluster_id(client, namespace=namespace)
+            url = (
+                await discover_api_server_url(client, host) if config.get("api_server_url") is None else None
+            )
+            return cidrs, await existing_cluster_id(client, namespace=namespace), url
 
         found = call(
             diags,
             self.provider.kube,
             look,
-            what=f"read the cluster's CIDRs and Liqo identity (namespace {namespace})",
+            what=f"read the cluster's CIDRs, control-plane nodes and Liqo identity (namespace {namespace})",
             seconds=PLAN_SECONDS,
         )
         if found is None:
             return
-        cidrs, cluster_id = found
+        cidrs, cluster_id, url = found
+        if url is not None:
+            planned["api_server_url"] = url
         if cluster_id is not None:
             planned["cluster_id"] = cluster_id
         if cidrs is not None:

@@ -38,6 +38,7 @@ from runtime.forge.install import (
     install_manifests,
     placeholder_options,
 )
+from runtime.forge.nodes import api_server_url, names_loopback
 
 from .identity import IdentityError, cluster_identity
 from .waits import NEVER, POLL_INTERVAL, POLL_MAX_INTERVAL, Stop, wait_until
@@ -94,6 +95,15 @@ def object_refs(namespace: str) -> list[Ref]:
 class Cidrs:
     pod_cidr: str | None
     service_cidr: str | None
+
+
+async def discover_api_server_url(client: Client, host: str) -> str:
+    """The API server URL consumers get when none is configured (`runtime.forge.nodes.api_server_url`):
+    the kubeconfig's server, or for a kind-like local cluster a control-plane node's address and 6443."""
+    if not names_loopback(host):
+        return host
+    nodes = (await client.list(kinds.NODES)).items
+    return api_server_url(host, nodes)
 
 
 async def discover_cidrs(client: Client) -> Cidrs:

@@ -4,6 +4,7 @@ clusters started, stopped, restarted with their objects and torn down without a 
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
 import json
 import os
 import signal
@@ -16,7 +17,8 @@ import pytest
 import yaml
 
 from playground import processes
-from playground.cluster import Cluster, ClusterError, resolve, up
+from playground.cluster import Cluster, ClusterError, down, resolve, up
+from playground.network import names, netns
 from playground.processes import ProcessRecord
 from playground.spec import (
     CONTROL_PLANE_TAINT,
@@ -88,6 +90,12 @@ def test_each_node_gets_its_own_slash_24_and_only_a_multi_node_control_plane_is_
         (ClusterSpec("rome", service_cidr="172.0.0.0/8"), "between /12"),
         (ClusterSpec("rome", pod_cidr="10.0.0.0/8", service_cidr="10.96.0.0/16"), "overlap"),
         (ClusterSpec("rome", api_server_port=70000), "between 1 and 65535"),
+        (ClusterSpec("rome", network="bridge"), "use netns or loopback"),
+        (ClusterSpec("rome", network="loopback", assets="/k8s"), "cannot run real binaries"),
+        (
+            ClusterSpec("rome", pod_cidr="172.30.0.0/16", node_network="172.30.4.0/24"),
+            "overlaps the playground network",
+        ),
     ],
     ids=[
         "uppercase",
@@ -104,6 +112,9 @@ def test_each_node_gets_its_own_slash_24_and_only_a_multi_node_control_plane_is_
         "service-cidr-too-big",
         "overlapping-cidrs",
         "bad-port",
+        "unknown-network",
+        "loopback-with-real-binaries",
+        "pods-on-the-playground-network",
     ],
 )
 def test_invalid_specs_are_explained(spec: ClusterSpec, message: str) -> None:
@@ -306,6 +317,26 @@ async def test_down_stops_what_a_killed_supervisor_left_running(tmp_path: Path) 
         await playground.close()
     assert _gone(pids)
     assert not (tmp_path / "orphans").exists()
+
+
+@pytest.mark.skipif(
+    bool(os.environ.get("KUBEBUILDER_ASSETS")), reason="the loopback fallback is emulator-only"
+)
+async def test_the_loopback_fallback_runs_without_namespaces(tmp_path: Path) -> None:
+    """The old model, for hosts without CAP_NET_ADMIN: nodes on loopback addresses, nothing in /run/netns."""
+    (spec,) = resolve(["flat"], state_dir=tmp_path, environ={}, network="loopback")
+    (cluster,) = await up([spec], state_dir=tmp_path)
+    try:
+        assert "hostport" not in cluster.records() and not any(
+            r.startswith("kube-proxy/") for r in cluster.records()
+        )
+        async with cluster.client() as api:
+            node = await api.get(NODES, "flat-control-plane")
+        address = next(a["address"] for a in node["status"]["addresses"] if a["type"] == "InternalIP")
+        assert ipaddress.ip_address(address).is_loopback
+        assert not [name for name in netns.names() if name.startswith(f"pg_{names.state_id(tmp_path)}_")]
+    finally:
+        await down(["flat"], state_dir=tmp_path)
 
 
 async def test_a_busy_port_is_refused_before_anything_starts(tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ across processes is read back exactly; waits are bounded polls of the supervisor
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import os
@@ -15,12 +16,14 @@ import signal
 import socket
 import sys
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from playground import processes
+from playground.network import netns
 from playground.supervisor import (
     BACKOFF,
     HELD,
@@ -282,3 +285,21 @@ def test_the_supervisor_leaves_nothing_behind_when_killed_and_stopped_by_records
     assert all(processes.is_running(record) for record in children)
     processes.stop(children, timeout=5)
     assert not any(processes.is_running(record) for record in children)
+
+
+def test_a_role_with_a_network_namespace_runs_inside_it(run: Run) -> None:
+    """A node's processes run in the node's namespace, entered before they exec (kind's node container)."""
+    name = f"pgtest_supervisor_{uuid.uuid4().hex[:8]}"
+    path = netns.create(name)
+    try:
+        inside = dataclasses.replace(run.child("node/n"), netns=str(path))
+        run.start(inside, run.child("hostport"))
+        run.wait(lambda: set(run.states().values()) == {RUNNING})
+        records = {record.role: record for record in run.status().records()}
+        assert records["node/n"].cmdline == inside.argv  # the process itself, not nsenter
+        namespace = os.stat(path).st_ino
+        assert os.stat(f"/proc/{records['node/n'].pid}/ns/net").st_ino == namespace
+        assert os.stat(f"/proc/{records['hostport'].pid}/ns/net").st_ino != namespace
+    finally:
+        run.stop()
+        netns.delete(name)
