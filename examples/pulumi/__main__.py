@@ -31,8 +31,6 @@ milan = liqo.Install(
         "context": milan_context,
         "cluster_name": config.get("milanName") or "milan",
         "cluster_labels": {"topology.liqo.io/region": "north"},
-        # the playground has no Service network: its API servers call the webhook by pod address
-        "webhook_mode": "url",
     },
 )
 
@@ -42,7 +40,6 @@ rome = liqo.Install(
         "kubeconfig": rome_kubeconfig,
         "context": rome_context,
         "cluster_name": config.get("romeName") or "rome",
-        "webhook_mode": "url",
     },
 )
 

@@ -30,26 +30,31 @@ GIVEN: Final = ("pod_cidr", "service_cidr", "api_server_url")
 
 
 class DiscoveryProvider(pulumi.dynamic.ResourceProvider):
-    """The values the install needs from the cluster: the cluster id an earlier install left (else a new one)
-    and the CIDRs not given, found once at create and kept (the identity ConfigMap, a Kubernetes resource of
-    the component, carries them into the cluster)."""
+    """The values the install needs from the cluster: the cluster id an earlier install left (else a new one),
+    the CIDRs and the API server URL not given (for a kind-like cluster whose kubeconfig names a loopback
+    address, a control-plane node's address, as `liqo_install` does), found once at create and kept (the
+    identity ConfigMap, a Kubernetes resource of the component, carries them into the cluster)."""
 
     def create(self, props: dict[str, Any]) -> pulumi.dynamic.CreateResult:
         namespace = str(props["namespace"])
+        host = _cluster.host(props)
 
-        async def discover(client: Any) -> tuple[str | None, install.Cidrs]:
+        async def discover(client: Any) -> tuple[str | None, install.Cidrs, str]:
             return (
                 await install.existing_cluster_id(client, namespace=namespace),
                 await install.discover_cidrs(client),
+                props.get("api_server_url") or await install.discover_api_server_url(client, host),
             )
 
         try:
-            cluster_id, cidrs = _cluster.run(props, discover, seconds=READ_SECONDS)
+            cluster_id, cidrs, url = _cluster.run(props, discover, seconds=READ_SECONDS)
         except APIError as exc:
             raise api_error(
-                exc, what=f"read the CIDRs and Liqo identity (namespace {namespace})", props=props
+                exc,
+                what=f"read the CIDRs, control-plane nodes and Liqo identity (namespace {namespace})",
+                props=props,
             ) from None
-        outs = _discovered(props, cluster_id=cluster_id or str(uuid.uuid4()), cidrs=cidrs)
+        outs = _discovered(props, cluster_id=cluster_id or str(uuid.uuid4()), cidrs=cidrs, api_server_url=url)
         return pulumi.dynamic.CreateResult(namespace, outs)
 
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> pulumi.dynamic.DiffResult:
@@ -60,13 +65,20 @@ class DiscoveryProvider(pulumi.dynamic.ResourceProvider):
         cidrs = install.Cidrs(
             pod_cidr=olds.get("discovered_pod_cidr"), service_cidr=olds.get("discovered_service_cidr")
         )
-        return pulumi.dynamic.UpdateResult(_discovered(news, cluster_id=str(olds["cluster_id"]), cidrs=cidrs))
+        url = str(olds.get("discovered_api_server_url") or _cluster.host(news))
+        return pulumi.dynamic.UpdateResult(
+            _discovered(news, cluster_id=str(olds["cluster_id"]), cidrs=cidrs, api_server_url=url)
+        )
 
     def read(self, id_: str, props: dict[str, Any]) -> pulumi.dynamic.ReadResult:
         return pulumi.dynamic.ReadResult(id_, props)
 
 
-def _discovered(props: dict[str, Any], *, cluster_id: str, cidrs: install.Cidrs) -> dict[str, Any]:
+def _discovered(
+    props: dict[str, Any], *, cluster_id: str, cidrs: install.Cidrs, api_server_url: str
+) -> dict[str, Any]:
+    """The Discovery's outputs: the inputs as given, and the values the install uses (a given one, else the
+    one found)."""
     pod_cidr = props.get("pod_cidr") or cidrs.pod_cidr
     service_cidr = props.get("service_cidr") or cidrs.service_cidr
     for name, value, source in (
@@ -90,7 +102,7 @@ def _discovered(props: dict[str, Any], *, cluster_id: str, cidrs: install.Cidrs)
         "cluster_id": cluster_id,
         "discovered_pod_cidr": pod_cidr,
         "discovered_service_cidr": service_cidr,
-        "discovered_api_server_url": props.get("api_server_url") or _cluster.host(props),
+        "discovered_api_server_url": props.get("api_server_url") or api_server_url,
     }
 
 

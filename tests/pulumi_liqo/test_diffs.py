@@ -42,7 +42,9 @@ def discovery_inputs(**given: Any) -> dict[str, Any]:
 
 def discovered(inputs: dict[str, Any]) -> dict[str, Any]:
     found = Cidrs(pod_cidr="10.244.0.0/16", service_cidr="10.96.0.0/12")
-    return engine_state(_discovered(inputs, cluster_id=CLUSTER_ID, cidrs=found))
+    return engine_state(
+        _discovered(inputs, cluster_id=CLUSTER_ID, cidrs=found, api_server_url="https://172.30.0.2:6443")
+    )
 
 
 def test_discovery_right_after_create_has_no_changes() -> None:
@@ -56,7 +58,7 @@ def test_discovery_outputs_what_it_found_beside_what_it_was_given() -> None:
     state = discovered(discovery_inputs())
     assert "pod_cidr" not in state and "api_server_url" not in state
     assert state["discovered_pod_cidr"] == "10.244.0.0/16"
-    assert state["discovered_api_server_url"] == "https://10.0.0.1:6443"
+    assert state["discovered_api_server_url"] == "https://172.30.0.2:6443"
 
 
 def test_a_given_cidr_updates_the_discovery_and_a_namespace_replaces_it() -> None:

@@ -20,6 +20,7 @@ import pytest
 
 from playground.cluster import Cluster
 from playground.testing import Playground
+from pulumi_liqo import _cluster
 from pulumi_liqo.providers.base import LiqoError
 from pulumi_liqo.providers.install import DiscoveryProvider, RuntimeProvider
 from pulumi_liqo.providers.offload import OffloadingProvider
@@ -30,6 +31,7 @@ from runtime.api.crds import FOREIGNCLUSTERS, NAMESPACEOFFLOADINGS
 from runtime.api.kinds import DEPLOYMENTS, NAMESPACES, NODES, PODS, SECRETS, SERVICES
 from runtime.core import Client, NotFoundError
 from runtime.forge.install import InstallOptions
+from runtime.forge.nodes import names_loopback
 from runtime.operations import install
 
 from .mocks import engine_state
@@ -88,13 +90,17 @@ async def install_runtime(cluster: Cluster) -> JSON:
     props = {**connection(cluster), "namespace": c.DEFAULT_NAMESPACE, "pod_cidr": None, "service_cidr": None}
     discovered = (await call(DiscoveryProvider().create, props)).outs
     assert unchanged(DiscoveryProvider(), c.DEFAULT_NAMESPACE, discovered, props)
+    # the kubeconfig names 127.0.0.1, which the other cluster's pods cannot reach: the control-plane node's
+    # address is what consumers get, as with liqo_install
+    assert names_loopback(_cluster.host(props)) and not names_loopback(
+        discovered["discovered_api_server_url"]
+    )
     options = InstallOptions(
         cluster_id=discovered["cluster_id"],
         cluster_name=cluster.name,
         api_server_url=discovered["discovered_api_server_url"],
         pod_cidr=discovered["discovered_pod_cidr"],
         service_cidr=discovered["discovered_service_cidr"],
-        webhook_mode="url",
     )
     async with cluster.client() as api:
         await install.apply(api, options, field_manager=c.FIELD_MANAGER_PULUMI, progress=install.Progress())
