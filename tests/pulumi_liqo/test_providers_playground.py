@@ -312,6 +312,15 @@ async def test_quick_start_drift_and_teardown_with_the_provider_gone(
     observed = await call(runtimes.read, c.DEFAULT_NAMESPACE, rome_runtime)
     assert observed.outs["missing_objects"] == [f"Service {c.DEFAULT_NAMESPACE}/liqo-webhook"]
     assert runtimes.diff(c.DEFAULT_NAMESPACE, observed.outs, rome_runtime).changes
+    # `pulumi up` puts it back (pulumi_kubernetes' part): the API server calls the webhook through it again
+    async with rome.client() as api:
+        await install.apply(
+            api,
+            InstallOptions(**rome_runtime["options"]),
+            field_manager=c.FIELD_MANAGER_PULUMI,
+            progress=install.Progress(),
+        )
+    assert (await call(runtimes.read, c.DEFAULT_NAMESPACE, rome_runtime)).outs["missing_objects"] == []
 
     # an Install in use is not uninstalled (without force)
     with pytest.raises(LiqoError, match=r"still in use: .*ForeignCluster milan"):
