@@ -1,6 +1,6 @@
 """examples/pulumi under the real Pulumi engine (`make pulumi-engine`) against two playground clusters:
 `pulumi up` (both installs, the token, the peering, the offloading of liqo-demo), `pulumi preview` with no
-changes, changes applied in place, `pulumi destroy`.
+changes (also after a `pulumi refresh`), changes applied in place, `pulumi destroy`.
 
 The CLI and pulumi-kubernetes' plugin are the ones built from their Go modules; the Python
 language host, which cannot be built here, is `tools/pulumi_language_host.py` (it only
@@ -124,7 +124,10 @@ async def test_up_preview_update_in_place_and_destroy(playground: Playground, tm
     async with milan.client() as api:
         await api.get(NAMESPACES, "liqo-demo-rome")
 
-    # right after, nothing to do
+    # right after, nothing to do; nor after a refresh, which reads every resource back (the dynamic ones
+    # through their providers' read) without drift
+    pulumi("preview", "--expect-no-changes")
+    pulumi("refresh", "--yes")
     pulumi("preview", "--expect-no-changes")
 
     # changes applied in place: new node labels update the peering, a stricter pod offloading strategy the
