@@ -31,12 +31,18 @@ def pages() -> dict[Path, str]:
     for component in COMPONENTS:
         token = f"{package['name']}:index:{component.__name__}"
         found[DOCS / f"{component.__name__.lower()}.md"] = api_markdown(
-            component, token, package["resources"][token]
+            component, token, package["resources"][token], types=package.get("types") or {}
         )
     return found
 
 
-def api_markdown(component: type[pulumi.ComponentResource], token: str, resource: dict[str, Any]) -> str:
+def api_markdown(
+    component: type[pulumi.ComponentResource],
+    token: str,
+    resource: dict[str, Any],
+    *,
+    types: dict[str, Any] | None = None,
+) -> str:
     args = inspect.get_annotations(component.__init__)["args"]
     required = set(resource.get("requiredInputs") or [])
     lines = [
@@ -68,7 +74,50 @@ def api_markdown(component: type[pulumi.ComponentResource], token: str, resource
         name = camel_case(python)
         if name in outputs:
             lines.append(f"| `{python}` | `{name}` | {_type(outputs[name])} | {_text(outputs[name])} |")
+    for ref in _references(resource, types or {}):
+        lines += _type_markdown(ref, (types or {})[ref])
     return "\n".join(lines) + "\n"
+
+
+def _references(resource: dict[str, Any], types: dict[str, Any]) -> list[str]:
+    """The object types a component's arguments and outputs use, at any depth, in order of first use."""
+    found: list[str] = []
+
+    def visit(spec: Any) -> None:
+        if isinstance(spec, dict):
+            ref = spec.get("$ref")
+            if isinstance(ref, str) and ref.startswith("#/types/") and ref[8:] not in found:
+                found.append(ref[8:])
+                visit(types.get(ref[8:]) or {})
+            for value in spec.values():
+                visit(value)
+        elif isinstance(spec, list):
+            for value in spec:
+                visit(value)
+
+    visit([resource.get("inputProperties") or {}, resource.get("properties") or {}])
+    return found
+
+
+def _type_markdown(token: str, spec: dict[str, Any]) -> list[str]:
+    required = set(spec.get("required") or [])
+    lines = [
+        "",
+        f"### `{token.rsplit(':', 1)[-1]}`",
+        "",
+        "| Python | Other languages | Type | Required | Description |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for name, prop in (spec.get("properties") or {}).items():
+        python = _snake(name)
+        lines.append(
+            f"| `{python}` | `{name}` | {_type(prop)} | {'yes' if name in required else 'no'} | {_text(prop)} |"
+        )
+    return lines
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
 
 
 def description(spec: dict[str, Any]) -> str:
@@ -81,6 +130,9 @@ def _text(spec: dict[str, Any]) -> str:
 
 
 def _type(spec: dict[str, Any]) -> str:
+    ref = spec.get("$ref")
+    if isinstance(ref, str):
+        return f"`{ref.rsplit(':', 1)[-1]}`"
     kind = spec.get("type", "object")
     if kind == "array":
         return f"list of {_type(spec.get('items') or {})}"
