@@ -1,8 +1,11 @@
-"""The API behaviour suite's cluster: the emulator by default, any cluster on request.
+"""The API behaviour suite's cluster: the emulator by default, the real API server or any
+cluster on request.
 
-With `LIQO_TEST_KUBECONFIG=<path>` every test runs against that cluster instead; the
-tests only use a kubeconfig, the official client, raw HTTPS and kubectl, so they hold
-the emulator to what a real kube-apiserver does.
+With `KUBEBUILDER_ASSETS=<dir>` every test runs against the real etcd and kube-apiserver
+alone (`envtest.py`, as controller-runtime's envtest runs them: the real leg does this);
+with `LIQO_TEST_KUBECONFIG=<path>`, against that cluster. The tests only use a kubeconfig,
+the official client, raw HTTPS and kubectl, so they hold the emulator to what a real
+kube-apiserver does.
 """
 
 from __future__ import annotations
@@ -25,6 +28,9 @@ import pytest
 import urllib3
 from kubernetes import client, config
 
+from playground.realbinary import find_assets
+
+from .envtest import control_plane
 from .webhookserver import Configurations
 
 
@@ -148,6 +154,11 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         yield Cluster(path, api_client(path), emulated=False)
         return
     state_dir = tmp_path_factory.mktemp("apiserver")
+    assets = find_assets(os.environ)
+    if assets is not None:
+        with control_plane(assets, state_dir) as kubeconfig:
+            yield Cluster(kubeconfig, api_client(kubeconfig), emulated=False, state_dir=state_dir)
+        return
     process, kubeconfig = start_emulator(state_dir)
     try:
         yield Cluster(kubeconfig, api_client(kubeconfig), emulated=True, process=process, state_dir=state_dir)

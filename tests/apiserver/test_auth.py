@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -160,23 +161,38 @@ def _access(cluster: Cluster, body: dict[str, Any]) -> Any:
 
 def test_subject_access_review_follows_bindings(cluster: Cluster, namespace: str) -> None:
     rbac = client.RbacAuthorizationV1Api(cluster.api)
+    # a Role of the test's own: `view` is an aggregated ClusterRole, empty until kube-controller-manager's
+    # aggregation controller fills it, and the suite runs against kube-apiserver alone
+    rbac.create_namespaced_role(
+        namespace,
+        {
+            "metadata": {"name": "pod-reader"},
+            "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]}],
+        },
+    )
     rbac.create_namespaced_role_binding(
         namespace,
         {
             "metadata": {"name": "alice-view"},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "pod-reader"},
             "subjects": [{"kind": "User", "name": "alice", "apiGroup": "rbac.authorization.k8s.io"}],
         },
     )
-    allowed = _access(
-        cluster,
-        {
-            "spec": {
-                "user": "alice",
-                "resourceAttributes": {"verb": "list", "resource": "pods", "namespace": namespace},
-            }
-        },
-    )
+    # kube-apiserver's RBAC authorizer reads bindings from its informers: a new one counts a moment later
+    deadline = time.monotonic() + 30
+    while True:
+        allowed = _access(
+            cluster,
+            {
+                "spec": {
+                    "user": "alice",
+                    "resourceAttributes": {"verb": "list", "resource": "pods", "namespace": namespace},
+                }
+            },
+        )
+        if allowed.status.allowed or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
     assert allowed.status.allowed is True
     denied = _access(
         cluster,
