@@ -44,6 +44,7 @@ DEFINITIVE: Final = frozenset(
         c.REASON_AUTHENTICATION_FAILED,
         c.REASON_CLUSTER_ID_MISMATCH,
         c.REASON_RESOURCES_DENIED,
+        c.REASON_AUTH_SERVICE_KEY_CHANGED,
     }
 )
 #: how long a definitive failure must persist before a wait gives up (the controller may still be retrying a

@@ -171,7 +171,9 @@ class Unpeering:
             service = authclient.AuthClient(
                 spec.auth_url,
                 timeout=min(timeout, self._options.auth_timeout),
-                pinned=authclient.pinned_key(foreign_cluster),
+                pinned=authclient.trusted_key(
+                    foreign_cluster, self._caches.identities.get(name, namespace=spec.tenant_namespace)
+                ),
             )
             try:
                 await service.revoke(cluster_id=local.cluster_id, sign=key.sign)

@@ -21,7 +21,7 @@ from runtime.api import constants as c
 from runtime.auth.servingkey import serving_certificate
 from runtime.controllers.core import authclient, keys, objects
 from runtime.controllers.core.authenticate import messages
-from runtime.controllers.core.peering import PeeringSpec
+from runtime.controllers.core.peering import PeeringSpec, SpecError
 from runtime.core.kubeconfig.tls import load_cert_chain
 from runtime.forge import credential as contract
 
@@ -280,13 +280,6 @@ def test_urls_that_cannot_be_called_are_spec_errors(url: str) -> None:
 
 
 def test_each_failure_message_says_what_to_do() -> None:
-    spec = PeeringSpec.parse(
-        {
-            "metadata": {"name": "milan"},
-            "spec": {"clusterID": PROVIDER_ID, "authURL": "https://a:1", "tokenSecretRef": {"name": "t"}},
-        },
-        default_namespace="liqo",
-    )
     cases = {
         authclient.AuthenticationFailedError("https://a:1", "bad token", service_reason="InvalidToken"): (
             c.REASON_AUTHENTICATION_FAILED,
@@ -306,13 +299,51 @@ def test_each_failure_message_says_what_to_do() -> None:
         ),
         authclient.KeyPinMismatchError("https://a:1", "other key", pinned="sha256:aa", found="sha256:bb"): (
             c.REASON_AUTH_SERVICE_KEY_CHANGED,
-            "clear status.authServiceKeyFingerprint of this ForeignCluster (or delete and re-create",
+            "trust it with: kubectl annotate foreignclusters.core.liqo.io milan"
+            " liqo.io/trust-auth-service-key=sha256:bb --overwrite",
         ),
     }
     for error, (reason, words) in cases.items():
-        step = messages(error, spec=spec)
+        step = messages(error, provider="milan")
         assert step.reason == reason and step.failed and words in step.message
         assert "https://a:1" in step.message
+
+
+FINGERPRINT_A = "sha256:" + "a" * 64
+FINGERPRINT_B = "sha256:" + "b" * 64
+FINGERPRINT_C = "sha256:" + "c" * 64
+
+
+@pytest.mark.parametrize(
+    ("annotation", "identity", "status", "trusted"),
+    [
+        (None, None, None, None),
+        (None, None, FINGERPRINT_C, FINGERPRINT_C),
+        (None, FINGERPRINT_B, FINGERPRINT_C, FINGERPRINT_B),
+        (FINGERPRINT_A, FINGERPRINT_B, FINGERPRINT_C, FINGERPRINT_A),
+    ],
+    ids=["first-contact", "status", "identity-over-status", "annotation-over-all"],
+)
+def test_the_trusted_key_is_the_annotation_then_the_identitys_pin_then_the_status(
+    annotation: str | None, identity: str | None, status: str | None, trusted: str | None
+) -> None:
+    foreign_cluster = {
+        "metadata": {"name": "milan", "annotations": {c.ANNOTATION_TRUST_AUTH_SERVICE_KEY: annotation}},
+        "status": {c.AUTH_KEY_FINGERPRINT_FIELD: status},
+    }
+    held = {"spec": {c.AUTH_KEY_FINGERPRINT_FIELD: identity}} if identity else None
+    assert authclient.trusted_key(foreign_cluster, held) == trusted
+
+
+def test_a_trust_annotation_that_is_no_fingerprint_is_a_spec_error() -> None:
+    foreign_cluster = {
+        "metadata": {"name": "milan", "annotations": {c.ANNOTATION_TRUST_AUTH_SERVICE_KEY: "sha256:AB"}},
+        "spec": {"clusterID": PROVIDER_ID, "authURL": "https://a:1", "tokenSecretRef": {"name": "t"}},
+    }
+    with pytest.raises(SpecError, match="is not a key fingerprint"):
+        PeeringSpec.parse(foreign_cluster, default_namespace="liqo")
+    foreign_cluster["metadata"]["annotations"] = {c.ANNOTATION_TRUST_AUTH_SERVICE_KEY: FINGERPRINT_A}
+    assert PeeringSpec.parse(foreign_cluster, default_namespace="liqo").trusted_key == FINGERPRINT_A
 
 
 def test_key_pairs_and_credentials_round_trip_through_their_secrets() -> None:
