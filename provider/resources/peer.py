@@ -34,6 +34,7 @@ from tf.utils import Diagnostics
 from runtime.api import constants as c
 from runtime.api import validation
 
+from ..framework.diagnostics import dropped
 from ..framework.plan import is_known
 from ..framework.resource import ApplyContext, PlanContext, Resource, State, call
 from ..framework.schema import Attribute
@@ -356,6 +357,7 @@ class PeerResource(Resource):
             lambda client: observe(client, name, namespace=namespace),
             what=f"read the peering with {name}",
             seconds=READ_SECONDS,
+            refresh=True,
         )
         if ctx.diagnostics.has_errors():
             return current
@@ -396,11 +398,12 @@ class PeerResource(Resource):
                 "cluster (the tenant namespaces liqo-tenant-*); check that the runtime's controller manager runs.",
             )
         if outcome.unreachable:
-            ctx.diagnostics.add_warning(
-                "Cluster unreachable: peering dropped from the state",
-                f"The cluster at {self.provider.kube.host} cannot be reached ({outcome.unreachable}), so the "
-                f"ForeignCluster {name} was not deleted; it is removed from the state as the cluster is gone. If "
-                "the cluster comes back, delete the ForeignCluster there.",
+            dropped(
+                ctx.diagnostics,
+                summary="Cluster unreachable: peering dropped from the state",
+                error=outcome.unreachable,
+                kept=f"the ForeignCluster {name}",
+                comes_back="delete the ForeignCluster there",
             )
 
     def import_(self, ctx: ImportContext, id: str) -> State | None:

@@ -37,7 +37,7 @@ import aiohttp
 from runtime.api.resource import Resource as Resource
 
 from .errors import APIConnectionError, APIStatusError, GoneError, NotFoundError, status_error
-from .failures import Certificate, transport_failure
+from .failures import Certificate, address_of, transport_failure
 from .kubeconfig import (
     SERVICE_ACCOUNT_DIR,
     Authenticator,
@@ -261,7 +261,7 @@ class Client:
                 try:
                     line = await response.content.readline()
                 except (aiohttp.ClientError, TimeoutError) as exc:
-                    raise await self._connection_error(exc, f"watch {path}", timeout=client_timeout) from exc
+                    raise await self._connection_error(exc, f"watch {path}", bound=client_timeout) from exc
                 if not line:
                     return
                 if line.strip():
@@ -517,7 +517,7 @@ class Client:
             )
         except (aiohttp.ClientError, TimeoutError) as exc:
             raise await self._connection_error(
-                exc, f"{method} {path}", timeout=limits.total or limits.sock_connect
+                exc, f"{method} {path}", bound=limits.total or limits.sock_connect
             ) from exc
 
     def _status_error(self, code: int, data: bytes) -> APIStatusError:
@@ -527,7 +527,7 @@ class Client:
         return error
 
     async def _connection_error(
-        self, exc: BaseException, request: str, *, timeout: float | None
+        self, exc: BaseException, request: str, *, bound: float | None
     ) -> APIConnectionError:
         """A transport failure of `request` ("GET /api/v1/..."), in words (`failures.transport_failure`)."""
         certificate = (
@@ -537,8 +537,8 @@ class Client:
         )
         failure = transport_failure(
             exc,
-            address=_address(self.host),
-            timeout=timeout or None,
+            address=address_of(self.host),
+            timeout=bound or None,
             certificate=certificate,
             server_name=self._config.tls_server_name,
         )
@@ -588,21 +588,13 @@ class Client:
         try:
             return await response.read()
         except (aiohttp.ClientError, TimeoutError) as exc:
-            raise await self._connection_error(exc, f"{method} {path}", timeout=self._timeout) from exc
+            raise await self._connection_error(exc, f"{method} {path}", bound=self._timeout) from exc
 
 
 def group_version_path(api_version: str) -> str:
     """Where a group version's discovery document is served: `/api/v1` for the core group, else `/apis/<gv>`."""
     group, _, version = api_version.rpartition("/")
     return f"/apis/{group}/{version}" if group else f"/api/{version}"
-
-
-def _address(url: str) -> str:
-    """host:port of a server URL (the port https implies when it names none)."""
-    parts = urlsplit(url)
-    host = parts.hostname or url
-    host = f"[{host}]" if ":" in host else host
-    return f"{host}:{parts.port or (80 if parts.scheme == 'http' else 443)}"
 
 
 def _add(query: Query, key: str, value: str | None) -> None:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 from typing import Final
+from urllib.parse import urlsplit
 
 import aiohttp
 
@@ -109,6 +110,18 @@ _NOT_TLS: Final = frozenset(
 UNREACHABLE: Final = "cannot be reached"
 NOT_TRUSTED: Final = "is not trusted"
 _CHECK_RUNNING: Final = "Check that it is running and that its address (host and port) is right"
+
+
+def address_of(url: str) -> str:
+    """host:port of a server URL (the port its scheme implies when it names none)."""
+    parts = urlsplit(url)
+    host = parts.hostname or url
+    host = f"[{host}]" if ":" in host else host
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    return f"{host}:{port or (80 if parts.scheme == 'http' else 443)}"
 
 
 def transport_failure(
@@ -263,43 +276,55 @@ def _untrusted(error: BaseException, *, host: str, certificate: Certificate | No
     )
 
 
-def explain(exc: BaseException, *, cluster: str = "") -> str:
+def explain(exc: BaseException, *, cluster: str | None = None, advice: bool = True) -> str:
     """The sentence a person reads for a failure to talk to a cluster: which cluster, what failed, what to do.
 
-    `cluster` names the cluster when the error does not (errors from `runtime.core.Client`
-    carry its context and server URL). Any exception is accepted; those this module does not
-    know keep their own message, with their type's name when the message is empty.
+    Errors from `runtime.core.Client` name their cluster by its context and server URL;
+    `cluster` names it otherwise ("the API server of provider milan (https://...)"). Any
+    exception is accepted: those this module does not know keep their own message (their
+    type's name when it is empty). This is what diagnostics, Pulumi errors, Events and
+    condition messages show. Without `advice`, only what failed, as a clause to go inside
+    another sentence ("the cluster at https://... cannot be reached: the connection was
+    refused (nothing listens there)"); a log line may also show `str(exc)`, the same words
+    with the request instead of the cluster (an `APIConnectionError`'s message is its
+    `TransportFailure`).
     """
+    what, todo = _story(exc, where=cluster or getattr(exc, "cluster", "") or "the cluster")
+    if not advice:
+        return what.rstrip(".")
+    return f"{_capital(_sentence(what))} {_sentence(todo)}" if todo else _capital(_sentence(what))
+
+
+def _story(exc: BaseException, *, where: str) -> tuple[str, str]:
+    """(what failed, what to do) for `exc` at `where`; what to do may be "" (the message says it already)."""
     from .kubeconfig import KubeconfigError
 
-    where = getattr(exc, "cluster", "") or cluster or "the cluster"
     if isinstance(exc, KubeconfigError):
-        return _sentence(str(exc))
+        return str(exc), ""
     if isinstance(exc, APIConnectionError):
         failure = exc.failure
         if failure is None:
-            return _sentence(f"{_capital(where)} {UNREACHABLE}: {exc}")
-        return f"{_capital(where)} {failure.headline}: {failure.detail}. {failure.advice}."
+            return f"{where} {UNREACHABLE}: {exc}", ""
+        return f"{where} {failure.headline}: {failure.detail}", failure.advice
     if isinstance(exc, UnauthorizedError):
         whose = f"the credentials of {exc.user}" if exc.user else "the credentials"
+        said = f": {exc.message}" if exc.message and exc.message != "Unauthorized" else ""
         return (
-            f"{_capital(where)} does not accept {whose} (401 Unauthorized"
-            f"{': ' + exc.message if exc.message and exc.message != 'Unauthorized' else ''}). They may have "
-            "expired or been revoked, or belong to another cluster: get fresh credentials for this cluster."
+            f"{where} does not accept {whose} (401 Unauthorized{said})",
+            "They may have expired or been revoked, or belong to another cluster: get fresh credentials for "
+            "this cluster",
         )
     if isinstance(exc, ForbiddenError):
         whose = f" (these are {exc.user})" if exc.user else ""
         return (
-            f"{_capital(where)} forbids it: {_sentence(exc.message or '403 Forbidden')} Use credentials that may "
-            f"do this{whose}, or grant the permission with RBAC."
+            f"{where} forbids it: {exc.message or '403 Forbidden'}",
+            f"Use credentials that may do this{whose}, or grant the permission with RBAC",
         )
     if isinstance(exc, APIStatusError):
-        return _sentence(f"{_capital(where)} answered {exc.code} {exc.reason or 'Error'}: {exc.message}")
+        return f"{where} answered {exc.code} {exc.reason or 'Error'}: {exc.message}", ""
     if isinstance(exc, TimeoutError):
-        return _sentence(
-            f"{_capital(where)} did not answer in time{': ' + _plain(exc) if _plain(exc) else ''}"
-        )
-    return _sentence(_plain(exc) or _name(exc))
+        return f"{where} did not answer in time{': ' + _plain(exc) if _plain(exc) else ''}", ""
+    return _plain(exc) or _name(exc), ""
 
 
 def _sentence(text: str) -> str:

@@ -26,6 +26,7 @@ from runtime.api import constants as c
 from runtime.api.crds import FOREIGNCLUSTERS
 from runtime.api.kinds import NODES, SECRETS
 from runtime.core import APIConnectionError, Client, NotFoundError
+from runtime.core.failures import explain
 from runtime.forge import conditions
 from runtime.forge.peering import token_of, token_secret_name
 from runtime.forge.virtualnode import node_name_for
@@ -397,7 +398,7 @@ class Unpeered:
 
     #: the wait ran out (what was last seen) and the finalizer was removed: objects may be left behind
     orphaned: str = ""
-    #: the cluster could not be reached (the error): nothing was deleted, the peering counts as gone
+    #: the cluster could not be reached (why, in words): nothing was deleted, the peering counts as gone
     unreachable: str = ""
 
 
@@ -425,5 +426,5 @@ async def unpeer(
         with contextlib.suppress(NotFoundError):
             await client.delete(SECRETS, token_secret_name(name), namespace=namespace)
     except APIConnectionError as exc:
-        return Unpeered(orphaned=orphaned, unreachable=str(exc))
+        return Unpeered(orphaned=orphaned, unreachable=explain(exc))
     return Unpeered(orphaned=orphaned)

@@ -49,6 +49,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
 from runtime.api import constants as c
+from runtime.core.failures import UNREACHABLE, address_of, transport_failure
 from runtime.forge import credential as contract
 
 logger = logging.getLogger(__name__)
@@ -86,6 +87,11 @@ class ProviderUnreachableError(AuthServiceError):
     """Nothing answered (refused, timed out, name not found), or the service failed (5xx)."""
 
     default_reason = c.REASON_PROVIDER_UNREACHABLE
+
+    def __init__(self, url: str, detail: str, *, headline: str = UNREACHABLE) -> None:
+        super().__init__(url, detail)
+        #: how the failure follows the service's name: "cannot be reached", "did not answer"
+        self.headline = headline
 
 
 class RuntimeNotInstalledError(AuthServiceError):
@@ -344,17 +350,15 @@ class AuthClient:
                 found=pin.seen,
             ) from None
         except aiohttp.ClientSSLError as exc:
+            failure = transport_failure(exc, address=address_of(self.url))
             raise RuntimeNotInstalledError(
-                self.url, f"it does not speak TLS as the runtime's service does ({exc})"
+                self.url, f"it does not speak TLS as the runtime's service does ({failure.detail})"
             ) from None
-        except aiohttp.ClientConnectorError as exc:
-            raise ProviderUnreachableError(self.url, f"cannot connect ({exc.os_error or exc})") from None
-        except TimeoutError:
-            raise ProviderUnreachableError(self.url, f"no answer within {self._timeout:g} s") from None
         except aiohttp.InvalidURL as exc:
             raise InvalidAuthURLError(self.url, f"not a URL: {exc}") from None
-        except aiohttp.ClientError as exc:
-            raise ProviderUnreachableError(self.url, f"the connection failed ({exc!r})") from None
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            failure = transport_failure(exc, address=address_of(self.url), timeout=self._timeout)
+            raise ProviderUnreachableError(self.url, failure.detail, headline=failure.headline) from None
         self.key_fingerprint = pin.seen
         text = data.decode(errors="replace")
         try:

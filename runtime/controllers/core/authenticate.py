@@ -106,7 +106,7 @@ def messages(error: authclient.AuthServiceError, *, provider: str) -> Step:
     if isinstance(error, authclient.ProviderUnreachableError):
         return failed(
             c.REASON_PROVIDER_UNREACHABLE,
-            f"the authentication service at {url} cannot be reached: {error.detail} — check that {provider} is"
+            f"the authentication service at {url} {error.headline}: {error.detail} — check that {provider} is"
             " up and that its auth_url is reachable from this cluster; retrying",
         )
     if isinstance(error, authclient.RuntimeNotInstalledError):

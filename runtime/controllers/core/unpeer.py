@@ -36,6 +36,7 @@ from runtime.api.crds import FOREIGNCLUSTERS, IDENTITIES, VIRTUALNODES
 from runtime.api.kinds import NAMESPACES, SECRETS
 from runtime.controllers.options import ControllerOptions
 from runtime.core import APIError, Client, EventRecorder, NotFoundError, Result, TemporaryError
+from runtime.core.failures import explain
 from runtime.forge.credential import parse_rfc3339
 from runtime.forge.tenant import tenant_namespace_name
 
@@ -164,7 +165,9 @@ class Unpeering:
         except negotiate.CredentialRejectedError as exc:
             logger.info("%s: the provider no longer accepts the credential (%s); only revoking", name, exc)
         except APIError as exc:
-            problems.append(f"the ResourceSlice could not be deleted ({exc})")
+            problems.append(
+                f"the ResourceSlice could not be deleted: {explain(exc, cluster=f'the API server of {name}', advice=False)}"
+            )
         if key is None:
             problems.append("the key pair is gone, so the identity cannot be revoked")
         else:

@@ -42,9 +42,9 @@ def _kubeconfig(server: str, *, ca: bytes | None = None, token: str = "not-check
     }
 
 
-async def _failure(config: JSON, *, timeout: float = 10.0) -> APIError:
+async def _failure(config: JSON, *, request_timeout: float = 10.0) -> APIError:
     loaded = load_kubeconfig_dict(config)
-    async with await Client.from_config(loaded, request_timeout=timeout) as client:
+    async with await Client.from_config(loaded, request_timeout=request_timeout) as client:
         with pytest.raises(APIError) as failed:
             await client.list(NAMESPACES)
     return failed.value
@@ -110,7 +110,7 @@ async def test_a_certificate_for_other_hosts_names_the_hosts_it_is_valid_for() -
 
 async def test_a_server_that_never_answers_times_out_with_the_bound_in_the_message() -> None:
     async with broken_servers.silent_server() as url:
-        error = await _failure(_kubeconfig(url), timeout=0.5)
+        error = await _failure(_kubeconfig(url), request_timeout=0.5)
     assert isinstance(error, APIConnectionError) and error.failure is not None
     assert error.failure.cause is Cause.TIMEOUT
     assert explain(error) == (

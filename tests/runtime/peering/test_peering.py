@@ -30,6 +30,7 @@ from runtime.controllers.core import unpeer
 from runtime.controllers.core.objects import kubeconfig_of
 from runtime.core import Client, ForbiddenError, NotFoundError
 from runtime.forge import conditions
+from tests import broken_servers
 from tests.runtime.liqo_docs import FOREIGNCLUSTERS_HEADER, MILAN_ESTABLISHED
 
 from .harness import CONTROLLER_OPTIONS, Cluster, Clusters, free_port
@@ -306,6 +307,14 @@ async def test_each_failure_gives_a_condition_that_says_what_to_fix(clusters: Cl
     )
     # a cluster without the runtime: its URL answers, but not as an authentication service
     await clusters.peer(rome, turin, token="22" * 32, auth_url=turin.api_server_url)
+    # a name that resolves nowhere
+    await clusters.foreign_cluster(
+        rome,
+        "genoa",
+        cluster_id="5a4b3c2d-1e0f-4a9b-8c7d-6e5f4a3b2c1d",
+        auth_url=broken_servers.UNRESOLVABLE_URL,
+        token="33" * 32,
+    )
 
     expected = {
         "milan": (
@@ -313,7 +322,18 @@ async def test_each_failure_gives_a_condition_that_says_what_to_fix(clusters: Cl
             ["rejected the peering token", "liqo_generate", "cluster_token"],
         ),
         "florence": (c.REASON_CLUSTER_ID_MISMATCH, [milan.cluster_id, florence.cluster_id]),
-        "naples": (c.REASON_PROVIDER_UNREACHABLE, [closed, "cannot be reached"]),
+        "naples": (
+            c.REASON_PROVIDER_UNREACHABLE,
+            [
+                f"the authentication service at {closed} cannot be reached: the connection was refused (nothing"
+                " listens there) — check that naples is up and that its auth_url is reachable from this cluster;"
+                " retrying"
+            ],
+        ),
+        "genoa": (
+            c.REASON_PROVIDER_UNREACHABLE,
+            ["cannot be reached: the name no-such-cluster.invalid does not resolve ("],
+        ),
         "turin": (
             c.REASON_RUNTIME_NOT_INSTALLED,
             ["is not a Liqo authentication service", "installed on turin"],
