@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from tf.utils import AttributePath, Diagnostics
 
-from runtime.operations.waits import StopRequested, WaitTimeoutError
+from runtime.operations.waits import StopRequested, WaitTimeoutError, duration
 
 if TYPE_CHECKING:
     from runtime.core.errors import APIError
@@ -77,8 +77,9 @@ def interrupted(diagnostics: Diagnostics, exc: StopRequested | WaitTimeoutError,
     else:
         diagnostics.add_error(
             f"Timed out waiting for {exc.what}",
-            f"{exc} during {what}. Raise the bound in the resource's `timeouts` block if the cluster is slow, "
-            "or look at the runtime's pods and events for what holds it up.",
+            f"Still not done after {duration(exc.seconds)} ({what}): {exc.last}\n\nFix what holds it up and "
+            "apply again, or raise the bound in the resource's `timeouts` block if the cluster is only slow. "
+            "With TF_LOG=INFO, Terraform's log shows what the wait sees every few seconds.",
         )
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import shutil
 import signal
 import sys
@@ -186,12 +187,29 @@ async def test_an_unreachable_auth_url_times_out_with_the_runtime_s_reason(
         '  timeouts {\n    create = "15s"\n  }\n}\n',
     )
 
-    result = await run(terraform, "apply", check=False)
+    log = terraform.workdir / "terraform.log"
+    result = await asyncio.to_thread(
+        terraform.apply, check=False, env={"TF_LOG": "INFO", "TF_LOG_PATH": str(log)}
+    )
 
     assert result.returncode == 1
     text = flat(result.output)
     assert "Error: Timed out waiting for the peering with milan (a Ready virtual node)" in text
-    assert "ProviderUnreachable" in text
+    # the error quotes the condition that held the wait up, and for how long
+    assert "Still not done after 15s (the create of the peering with milan): ForeignCluster milan:" in text
+    assert re.search(
+        r"ProviderUnreachable for \d+s: the authentication service at https://127\.0\.0\.1:9 cannot be reached: "
+        r"the connection was refused \(nothing listens there\)",
+        text,
+    ), text
+    # and while it waited, Terraform's INFO log said so every few seconds
+    waiting = [
+        line
+        for line in log.read_text().splitlines()
+        if "[INFO]" in line and "waiting for the peering with milan (a Ready virtual node)" in line
+    ]
+    assert len(waiting) >= 2, log.read_text()[-4000:]
+    assert "ProviderUnreachable for" in waiting[-1]
 
 
 async def test_bad_kubeconfig_settings_are_plan_errors_on_the_attribute(
