@@ -9,16 +9,27 @@ Clusters live in the test's temporary directory and are stopped and removed when
 test ends, passed or failed. With `KUBEBUILDER_ASSETS` set they run the real etcd and
 kube-apiserver (and kube-controller-manager / kube-scheduler when present) instead of
 the emulator, so the same tests hold the playground to real Kubernetes.
+
+Every test is also held to `tests.readable`: a test whose captured output (log records at
+INFO and above, stdout, stderr) or whose Terraform diagnostics show a Python object's
+default repr (`object at 0x...`) fails, whatever it asserts.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import functools
+from collections.abc import AsyncIterator, Callable, Generator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from tf.utils import Diagnostics
 
 from playground.testing import Playground
+from tests.readable import unreadable
+
+#: diagnostics made since the last report that show an object's repr
+_unreadable_diagnostics: list[str] = []
 
 
 @pytest.fixture
@@ -26,3 +37,42 @@ async def playground(tmp_path: Path) -> AsyncIterator[Playground]:
     """A `Playground` in this test's temporary directory; `await playground.up(*names, ...)` starts clusters."""
     async with Playground(tmp_path / "playground") as clusters:
         yield clusters
+
+
+def _watched(add: Callable[..., Diagnostics]) -> Callable[..., Diagnostics]:
+    """`Diagnostics.add_error`/`add_warning`, noting a summary or detail that shows an object's repr."""
+
+    @functools.wraps(add)
+    def watched_add(
+        self: Diagnostics, summary: str, detail: str | None = None, *args: Any, **kwargs: Any
+    ) -> Diagnostics:
+        _unreadable_diagnostics.extend(f"diagnostic: {line}" for line in unreadable([summary, detail or ""]))
+        return add(self, summary, detail, *args, **kwargs)
+
+    return watched_add
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    Diagnostics.add_error = _watched(Diagnostics.add_error)  # type: ignore[method-assign]
+    Diagnostics.add_warning = _watched(Diagnostics.add_warning)  # type: ignore[method-assign]
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
+    """Fail a test phase whose captured output or diagnostics show an object's repr."""
+    outcome = yield
+    report: pytest.TestReport = outcome.get_result()
+    found = [
+        f"{title}: {line}"
+        for title, content in report.sections
+        if title.endswith(f" {report.when}")
+        for line in unreadable(content.splitlines())
+    ]
+    found += _unreadable_diagnostics
+    _unreadable_diagnostics.clear()
+    if found and not report.failed:
+        report.outcome = "failed"
+        report.longrepr = (
+            "A message a person reads shows a Python object's repr (object at 0x...) instead of words:\n  "
+            + "\n  ".join(found)
+        )

@@ -1,0 +1,60 @@
+"""The suite's own check: a test whose captured output or diagnostics show an object's repr fails."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tests.readable import unreadable
+
+CONFTEST = Path(__file__).with_name("conftest.py")
+ROOT = CONFTEST.parent.parent
+
+
+def test_default_reprs_are_found_and_words_are_not() -> None:
+    lines = [
+        "ClientConnectorError(ConnectionKey(host='127.0.0.1', port=1, ssl=<ssl.SSLContext object at 0x7fa7ab588ef0>))",
+        "the connection was refused (nothing listens there)",
+    ]
+    assert unreadable(lines) == [lines[0]]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "body",
+    [
+        "logging.getLogger('x').info('failed: %s', object())",
+        "print(object())",
+        "Diagnostics().add_error('Failed', f'detail {object()!r}')",
+    ],
+    ids=["info-log", "stdout", "diagnostic"],
+)
+def test_a_test_that_shows_an_object_repr_fails(tmp_path: Path, body: str) -> None:
+    """Run in a pytest of its own, whose output stays out of this test's (it shows the repr, on purpose)."""
+    (tmp_path / "conftest.py").write_text(CONFTEST.read_text())
+    (tmp_path / "test_it.py").write_text(
+        textwrap.dedent(
+            f"""
+            import logging
+            from tf.utils import Diagnostics
+
+            def test_it():
+                {body}
+            """
+        )
+    )
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-o", "log_level=INFO", "test_it.py"],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 1 and "1 failed" in run.stdout, run.stdout[-2000:]
+    assert "shows a Python object's repr (object at 0x...) instead of words" in run.stdout
