@@ -307,10 +307,10 @@ def _story(exc: BaseException, *, where: str) -> tuple[str, str]:
             return f"{where} {UNREACHABLE}: {exc}", ""
         return f"{where} {failure.headline}: {failure.detail}", failure.advice
     if isinstance(exc, UnauthorizedError):
-        whose = f"the credentials of {exc.user}" if exc.user else "the credentials"
-        said = f": {exc.message}" if exc.message and exc.message != "Unauthorized" else ""
+        whose = f" ({exc.user})" if exc.user else ""
+        said = f" ({exc.message})" if exc.message and exc.message != "Unauthorized" else ""
         return (
-            f"{where} does not accept {whose} (401 Unauthorized{said})",
+            f"{where} does not accept the credentials{whose}: 401 Unauthorized{said}",
             "They may have expired or been revoked, or belong to another cluster: get fresh credentials for "
             "this cluster",
         )

@@ -130,7 +130,7 @@ class ForeignClusterReconciler:
             await self._drop_credential(spec, reason=str(exc))
             step = waiting(
                 c.REASON_AUTHENTICATION_PENDING,
-                f"{spec.name} no longer accepts this cluster's credential ({exc}); authenticating again",
+                f"{spec.name} no longer accepts this cluster's credential ({exc}) — authenticating again",
             )
             await self._write_status(foreign_cluster, self._observed(foreign_cluster, spec, auth=step))
             raise TemporaryError(step.message, delay=1.0) from None

@@ -137,7 +137,8 @@ async def negotiate(remote: Client, spec: PeeringSpec, local: LocalCluster) -> G
             )
             logger.info("%s: applied the ResourceSlice %s/%s on the provider", spec.name, namespace, name)
     except UnauthorizedError as exc:
-        raise CredentialRejectedError(str(exc)) from None
+        where = f"the API server of {spec.name} ({remote.host})"
+        raise CredentialRejectedError(explain(exc, cluster=where, advice=False)) from None
     except ForbiddenError as exc:
         raise Blocked(
             failed(

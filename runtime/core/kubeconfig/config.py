@@ -123,7 +123,8 @@ class ClusterConfig:
 
     @property
     def credentials_label(self) -> str:
-        """Whose credentials these are, and of which kind: "user 'u' in /path (client certificate CN=admin)"."""
+        """Whose credentials these are, and of which kind: "user 'u' in /path, client certificate CN=admin", or
+        without a user name, "a bearer token from the given attributes"."""
         kinds = []
         if self.client_certificate:
             kinds.append(_certificate_subject(self.client_certificate))
@@ -135,7 +136,9 @@ class ClusterConfig:
             kinds.append(f"the exec plugin {self.exec.command}")
         if self.username:
             kinds.append(f"basic auth as {self.username}")
-        return self.user_label + (f" ({', '.join(kinds)})" if kinds else "")
+        if self.user_name:
+            return ", ".join([self.user_label, *kinds])
+        return f"{' and '.join(kinds) or 'no credentials'} from {self.source or 'the cluster config'}"
 
 
 @dataclass(frozen=True, repr=False)

@@ -143,8 +143,8 @@ async def test_a_refused_token_names_the_user_whose_credentials_they_are(emulato
     assert isinstance(error, UnauthorizedError)
     server = config["clusters"][0]["cluster"]["server"]
     assert explain(error) == (
-        f"The cluster of context '{context}' ({server}) does not accept the credentials of user '{user}' in "
-        "in-memory kubeconfig (a bearer token) (401 Unauthorized). They may have expired or been revoked, or belong "
+        f"The cluster of context '{context}' ({server}) does not accept the credentials (user '{user}' in "
+        "in-memory kubeconfig, a bearer token): 401 Unauthorized. They may have expired or been revoked, or belong "
         "to another cluster: get fresh credentials for this cluster."
     )
 
@@ -165,7 +165,7 @@ async def test_a_forbidden_request_quotes_the_api_server_and_says_whose_rights_a
     assert re.fullmatch(
         r"The cluster of context '[^']+' \(https://[^)]+\) forbids it: namespaces is forbidden: User "
         r'"system:serviceaccount:default:nobody" cannot list resource "namespaces" in API group "" at the '
-        r"cluster scope\. Use credentials that may do this \(these are user '[^']+' in in-memory kubeconfig \(a "
-        r"bearer token\)\), or grant the permission with RBAC\.",
+        r"cluster scope\. Use credentials that may do this \(these are user '[^']+' in in-memory kubeconfig, a "
+        r"bearer token\), or grant the permission with RBAC\.",
         message,
     ), message
