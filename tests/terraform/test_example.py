@@ -242,7 +242,17 @@ async def test_destroy_with_the_provider_cluster_gone_finishes(
     await run(terraform, "apply")
     await clusters["milan"].stop_apiserver()
 
-    # a refresh cannot read what lives in milan: skip it, as for any cluster that is gone
+    # a refresh cannot read what lives in milan, and says how past a cluster that is gone for good
+    refreshed = await run(terraform, "destroy", check=False)
+    assert refreshed.returncode == 1
+    text = flat(refreshed.output)
+    assert "Error: Failed to read the Liqo installation in namespace liqo" in text
+    assert "with liqo_install.milan," in text
+    assert "cannot be reached: the connection was refused (nothing listens there)" in text
+    assert "If this cluster is gone for good, skip the refresh: `terraform destroy -refresh=false`" in text
+    assert "`terraform state rm <address>`" in text
+
+    # which is what a person does next
     result = await run(terraform, "destroy", "-refresh=false")
 
     text = flat(result.output)
