@@ -581,7 +581,8 @@ def _failed(diags: Diagnostics, peering: Peering) -> None:
         "The runtime reports a failure that waiting will not fix:\n  "
         + "\n  ".join(peering.problems())
         + "\nFix the cause (a refused token needs a new liqo_generate token; a wrong cluster_id or auth URL needs "
-        "the provider's values) and apply again.",
+        "the provider's values; a changed auth service key needs the command its message gives, once the key is "
+        "confirmed to be the provider's) and apply again.",
     )
 
 
