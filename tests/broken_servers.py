@@ -65,11 +65,20 @@ async def silent_server() -> AsyncIterator[str]:
 
 
 @contextlib.asynccontextmanager
-async def tls_server(signed_by: Authority, *, common_name: str, hosts: tuple[str, ...]) -> AsyncIterator[str]:
-    """A TLS server whose certificate (`common_name`, valid for `hosts`) `signed_by` issued; it answers 404."""
+async def tls_server(
+    signed_by: Authority, *, common_name: str, hosts: tuple[str, ...], expired: bool = False
+) -> AsyncIterator[str]:
+    """A TLS server whose certificate (`common_name`, valid for `hosts`, or `expired` a day ago) `signed_by`
+    issued; it answers 404."""
     key = new_key()
+    now = dt.datetime.now(dt.UTC) - dt.timedelta(days=2 if expired else 0)
     certificate = tls_certificate(
-        key, common_name=common_name, validity=dt.timedelta(days=1), hosts=hosts, issuer=signed_by.issuer
+        key,
+        common_name=common_name,
+        validity=dt.timedelta(days=1),
+        hosts=hosts,
+        issuer=signed_by.issuer,
+        now=now,
     )
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     load_cert_chain(context, certificate_pem(certificate), key_pem(key), label="test server")

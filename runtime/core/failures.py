@@ -9,8 +9,9 @@ some carry reprs (`ConnectionKey(..., ssl=<ssl.SSLContext object at 0x...>)`).
 This module words them once. `transport_failure` classifies what went wrong on the way to a
 server (used by the Kubernetes client and by the consumer's calls to a provider's
 authentication service), and `explain` turns any failure a client raises into the sentence
-every front end shows: Terraform diagnostics, Pulumi errors, Events, condition messages and
-log lines all call it rather than formatting an exception themselves.
+every front end shows: Terraform diagnostics, Pulumi errors, Events and condition messages
+all call it rather than formatting an exception themselves; log lines show the same words
+(an `APIConnectionError`'s message is its `TransportFailure`).
 """
 
 from __future__ import annotations

@@ -108,6 +108,20 @@ async def test_a_certificate_for_other_hosts_names_the_hosts_it_is_valid_for() -
     )
 
 
+async def test_an_expired_certificate_says_until_when_it_was_valid() -> None:
+    trusted = broken_servers.authority("rome-ca")
+    async with broken_servers.tls_server(
+        trusted, common_name="kube-apiserver", hosts=("127.0.0.1",), expired=True
+    ) as url:
+        error = await _failure(_kubeconfig(url, ca=trusted.pem))
+    assert re.fullmatch(
+        rf"The cluster of context 'rome' \({re.escape(url)}\) is not trusted: its certificate \(subject "
+        r"CN=kube-apiserver, issued by CN=rome-ca\): certificate has expired \(valid until "
+        r"\d{4}-\d\d-\d\d \d\d:\d\d UTC\)\. Renew its certificate, or check this machine's clock\.",
+        explain(error),
+    ), explain(error)
+
+
 async def test_a_server_that_never_answers_times_out_with_the_bound_in_the_message() -> None:
     async with broken_servers.silent_server() as url:
         error = await _failure(_kubeconfig(url), request_timeout=0.5)
