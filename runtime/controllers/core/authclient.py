@@ -25,8 +25,9 @@ re-authentication, nor be handed a peering token. What it does not: the first co
 is unauthenticated (an attacker in the path then is trusted; the peering token, being
 single-purpose and revocable, limits the damage), a stolen provider key defeats it, and a
 provider that legitimately replaced its key is refused until a user re-trusts it (the
-ForeignCluster's `liqo.io/trust-auth-service-key` annotation names the new key, see `trusted_key`). The issued credential is then used against the
-provider's API server with the CA bundle the service returned, verified as usual. Each call
+ForeignCluster's `liqo.io/trust-auth-service-key` annotation names the new key, see
+`trusted_key`). The issued credential is then used against the provider's API server with
+the CA bundle the service returned, verified as usual. Each call
 opens its own short-lived HTTP session with bounded timeouts: calls are rare (peering, renewal,
 unpeer), and nothing is left open when a controller stops.
 """

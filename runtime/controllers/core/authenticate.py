@@ -16,7 +16,7 @@ Failures are remembered per ForeignCluster with what was tried (authURL, cluster
 of the token), so a status update or a resync does not call the service again before the
 backoff has passed: a refused token is not retried until it changes or minutes pass (the
 service rate-limits failures), an unreachable provider is retried from 1 s up to 30 s.
-Changing the token, the URL or the cluster id, or clearing the pinned key, retries at once.
+Changing the token, the URL or the cluster id, or trusting another key, retries at once.
 
 The authentication service's key is trusted on first use (`authclient`): the first
 successful `GET /v1/cluster` records its fingerprint in the status, and later calls refuse
