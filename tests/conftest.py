@@ -12,12 +12,19 @@ the emulator, so the same tests hold the playground to real Kubernetes.
 
 Every test is also held to `tests.readable`: a test whose captured output (log records at
 INFO and above, stdout, stderr) or whose Terraform diagnostics show a Python object's
-default repr (`object at 0x...`) fails, whatever it asserts.
+default repr (`object at 0x...`) fails, whatever it asserts. One kind of record is set
+apart: asyncio's reports of a resource garbage-collected unclosed ("Unclosed client
+session", with the objects' reprs). The interpreter writes them whenever the garbage
+collector runs, so they land in whichever test runs then, not in the one that leaked;
+they become a `LeakReportWarning` in the summary (first line only) instead of failing an
+unrelated test.
 """
 
 from __future__ import annotations
 
 import functools
+import logging
+import warnings
 from collections.abc import AsyncIterator, Callable, Generator
 from pathlib import Path
 from typing import Any
@@ -30,6 +37,23 @@ from tests.readable import unreadable
 
 #: diagnostics made since the last report that show an object's repr
 _unreadable_diagnostics: list[str] = []
+#: asyncio's reports of resources garbage-collected unclosed since the last report (their first lines)
+_leak_reports: list[str] = []
+
+
+class LeakReportWarning(pytest.PytestWarning):
+    """asyncio reported a resource garbage-collected unclosed (a leak somewhere in the suite)."""
+
+
+class _LeakReports(logging.Filter):
+    """Keeps asyncio's "Unclosed ..." reports out of the captured output (see the module docstring)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if not message.startswith("Unclosed "):
+            return True
+        _leak_reports.append(message.splitlines()[0])
+        return False
 
 
 @pytest.fixture
@@ -55,6 +79,7 @@ def _watched(add: Callable[..., Diagnostics]) -> Callable[..., Diagnostics]:
 def pytest_configure(config: pytest.Config) -> None:
     Diagnostics.add_error = _watched(Diagnostics.add_error)  # type: ignore[method-assign]
     Diagnostics.add_warning = _watched(Diagnostics.add_warning)  # type: ignore[method-assign]
+    logging.getLogger("asyncio").addFilter(_LeakReports())
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -70,6 +95,13 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     ]
     found += _unreadable_diagnostics
     _unreadable_diagnostics.clear()
+    for leak in _leak_reports:
+        warnings.warn(
+            f"{leak} (garbage-collected during this test: leaked by it or an earlier one)",
+            LeakReportWarning,
+            stacklevel=2,
+        )
+    _leak_reports.clear()
     if found and not report.failed:
         report.outcome = "failed"
         report.longrepr = (

@@ -58,3 +58,28 @@ def test_a_test_that_shows_an_object_repr_fails(tmp_path: Path, body: str) -> No
     )
     assert run.returncode == 1 and "1 failed" in run.stdout, run.stdout[-2000:]
     assert "shows a Python object's repr (object at 0x...) instead of words" in run.stdout
+
+
+@pytest.mark.slow
+def test_asyncio_leak_reports_are_warnings_not_failures_of_whichever_test_runs_then(tmp_path: Path) -> None:
+    (tmp_path / "conftest.py").write_text(CONFTEST.read_text())
+    (tmp_path / "test_it.py").write_text(
+        textwrap.dedent(
+            """
+            import logging
+
+            def test_it():
+                logging.getLogger("asyncio").error("Unclosed client session\\nclient_session: %r", object())
+            """
+        )
+    )
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-o", "log_level=INFO", "test_it.py"],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 0 and "1 passed" in run.stdout, run.stdout[-2000:]
+    assert "LeakReportWarning: Unclosed client session (garbage-collected during this test" in run.stdout
