@@ -5,11 +5,14 @@
 2. `terraform init` and `terraform apply` of `examples/terraform` (copied into
    `<state dir>/terraform`), through the `terraform` console script of this virtualenv
    and the provider from its filesystem mirror (built here, offline): the runtime
-   installed in both clusters, a peering token issued on milan, rome peered with it;
-3. on the consumer (rome), with the real kubectl: `get foreignclusters` and
-   `get nodes -o wide`, where the virtual node `liqo-milan` stands for milan;
-4. a Deployment rolled out in rome and `get pods -o wide`, showing the node each pod
-   runs on (the virtual node's taint keeps pods off it until offloading comes).
+   installed in both clusters, a peering token issued on milan, rome peered with it, and
+   the namespace `liqo-demo` offloaded (`liqo_offload`);
+3. on the consumer (rome), with the real kubectl: `get foreignclusters`,
+   `get nodes -o wide` (the virtual node `liqo-milan` stands for milan) and
+   `get namespaceoffloadings -A`;
+4. as Liqo's quick start ends: a Deployment rolled out in `liqo-demo`, its pods Running on
+   `liqo-milan` in `get pods -o wide` on rome, and the same pods in the twin namespace
+   `liqo-demo-rome` on milan.
 
 Every step prints how long it took. The clusters stay up afterwards, to be explored with
 kubectl; the closing lines say how to `terraform destroy` and `playground down`.
@@ -34,37 +37,42 @@ CONSUMER, PROVIDER = "rome", "milan"
 CLUSTERS = (CONSUMER, PROVIDER)
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "terraform"
 
+OFFLOADED = "liqo-demo"
+#: the twin namespace of liqo-demo on milan (the DefaultName mapping: <namespace>-<consumer name>)
+TWIN = f"{OFFLOADED}-{CONSUMER}"
+#: a Deployment whose pods must run on a virtual node (as Liqo's quick start's nginx-remote), and its Service
 MANIFEST = textwrap.dedent(
-    """\
-    apiVersion: v1
-    kind: Namespace
-    metadata:
-      name: demo
-    ---
+    f"""\
     apiVersion: apps/v1
     kind: Deployment
     metadata:
-      name: hello
-      namespace: demo
+      name: nginx
+      namespace: {OFFLOADED}
     spec:
-      replicas: 3
-      selector: {matchLabels: {app: hello}}
+      replicas: 2
+      selector: {{matchLabels: {{app: nginx}}}}
       template:
-        metadata: {labels: {app: hello}}
+        metadata: {{labels: {{app: nginx}}}}
         spec:
+          affinity:
+            nodeAffinity:
+              requiredDuringSchedulingIgnoredDuringExecution:
+                nodeSelectorTerms:
+                - matchExpressions:
+                  - {{key: liqo.io/type, operator: In, values: [virtual-node]}}
           containers:
-          - name: hello
+          - name: nginx
             image: nginx:1.27
-            ports: [{containerPort: 80}]
+            ports: [{{containerPort: 80}}]
     ---
     apiVersion: v1
     kind: Service
     metadata:
-      name: hello
-      namespace: demo
+      name: nginx
+      namespace: {OFFLOADED}
     spec:
-      selector: {app: hello}
-      ports: [{port: 80, targetPort: 80}]
+      selector: {{app: nginx}}
+      ports: [{{port: 80, targetPort: 80}}]
     """
 )
 
@@ -190,18 +198,21 @@ def main() -> int:
         terraform("init", "-input=false", "-no-color")
 
     with timings.step(
-        "terraform apply: Liqo installed in both, a token issued on milan, rome peered with it"
+        f"terraform apply: Liqo installed in both, a token issued on milan, rome peered with it, {OFFLOADED} "
+        "offloaded"
     ):
         terraform("apply", "-input=false", "-auto-approve", "-no-color")
 
-    with timings.step("The peering, as the consumer (rome) sees it"):
+    with timings.step("The peering and the offloaded namespace, as the consumer (rome) sees them"):
         _kubectl(rome, "get", "foreignclusters")
         _kubectl(rome, "get", "nodes", "-o", "wide")
+        _kubectl(rome, "get", "namespaceoffloadings", "-A")
 
-    with timings.step("A Deployment and a Service in rome, rolled out"):
+    with timings.step(f"A Deployment in {OFFLOADED}: its pods run on liqo-milan, that is on milan"):
         _kubectl(rome, "apply", "-f", "-", stdin=MANIFEST)
-        _kubectl(rome, "rollout", "status", "deployment/hello", "-n", "demo", "--timeout=60s")
-        _kubectl(rome, "get", "pods", "-n", "demo", "-o", "wide")
+        _kubectl(rome, "rollout", "status", "deployment/nginx", "-n", OFFLOADED, "--timeout=120s")
+        _kubectl(rome, "get", "pods", "-n", OFFLOADED, "-o", "wide")
+        _kubectl(kubeconfigs[PROVIDER], "get", "pods", "-n", TWIN, "-o", "wide")
 
     print("\n==> How long each step took")
     print(timings.summary())

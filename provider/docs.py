@@ -21,7 +21,7 @@ from tf.schema import NestedBlock, Schema
 from tf.types import Bool, List, Map, Number, Set, String, TfType
 from tf.utils import Diagnostics
 
-from .framework.schema import Object
+from .framework.schema import Object, nested_object
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "terraform"
 BEGIN, END = "<!-- schema -->", "<!-- /schema -->"
@@ -79,9 +79,10 @@ def _groups(
         if getattr(attribute, "write_only", False):
             kinds.append(_WRITE_ONLY)
         line = f"- `{attribute.name}` ({', '.join(kinds)}) {attribute.description or ''}".rstrip()
-        if isinstance(attribute.type, Object):
+        inner = nested_object(attribute.type)
+        if inner is not None:
             line += f" (see [below for nested schema](#nested--{path}))"
-            nested.append((path, attribute.type.attributes, []))
+            nested.append((path, inner.attributes, []))
         groups[group].append(line)
     for block in blocks:
         path = f"{anchor}.{block.type_name}" if anchor else block.type_name
@@ -99,6 +100,8 @@ def _groups(
 def _type_name(type_: TfType) -> str:
     if isinstance(type_, Object):
         return "Attributes"
+    if isinstance(type_, List) and isinstance(type_.element_type, Object):
+        return "Attributes List"
     if isinstance(type_, Set):
         return f"Set of {_type_name(type_.element_type)}"
     if isinstance(type_, List):

@@ -24,6 +24,7 @@ from .datasources.peering import PeeringDataSource
 from .kube import Kube
 from .resources.generate import GenerateResource
 from .resources.install import InstallResource
+from .resources.offload import OffloadResource
 from .resources.peer import PeerResource
 
 logger = logging.getLogger(__name__)
@@ -78,7 +79,7 @@ class LiqoProvider(Provider):
         return [ClusterDataSource, PeeringDataSource]
 
     def get_resources(self) -> list[type[Resource]]:
-        return [InstallResource, GenerateResource, PeerResource]
+        return [InstallResource, GenerateResource, PeerResource, OffloadResource]
 
     def close(self) -> None:
         self._kube.close()

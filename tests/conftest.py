@@ -1,4 +1,6 @@
-"""Fixtures every test folder may use: `playground`, whole local clusters on demand.
+"""Fixtures every test folder may use, and the `cluster` marker.
+
+`playground`: whole local clusters on demand.
 
     async def test_something(playground):
         (a, b) = await playground.up("a", "b", nodes=3)
@@ -18,14 +20,19 @@ session", with the objects' reprs). The interpreter writes them whenever the gar
 collector runs, so they land in whichever test runs then, not in the one that leaked;
 they become a `LeakReportWarning` in the summary (first line only) instead of failing an
 unrelated test.
+
+Every test that starts playground clusters is marked `cluster` at collection, so the
+real leg of `make test` (`pytest -m cluster` with `KUBEBUILDER_ASSETS`) misses none:
+see `tests/clustermarker.py` for how such a test is recognised.
 """
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
 import warnings
-from collections.abc import AsyncIterator, Callable, Generator
+from collections.abc import AsyncIterator, Callable, Generator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +40,7 @@ import pytest
 from tf.utils import Diagnostics
 
 from playground.testing import Playground
+from tests.clustermarker import CLUSTER_MARKER, starts_clusters
 from tests.readable import unreadable
 
 #: diagnostics made since the last report that show an object's repr
@@ -108,3 +116,20 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
             "A message a person reads shows a Python object's repr (object at 0x...) instead of words:\n  "
             + "\n  ".join(found)
         )
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if isinstance(item, pytest.Function) and starts_clusters(item):
+            item.add_marker(CLUSTER_MARKER)
+
+
+@pytest.fixture
+def pulumi_loop() -> Iterator[asyncio.AbstractEventLoop]:
+    """A current event loop for Pulumi's runtime, which takes `asyncio.get_event_loop()` (async tests before
+    may have left none), closed after the test."""
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    yield loop
+    asyncio.set_event_loop(None)
+    loop.close()

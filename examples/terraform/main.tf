@@ -1,6 +1,6 @@
 # The quick start, on two playground clusters: install Liqo on both, issue a peering token on
-# the provider (milan), and peer the consumer (rome) with it, as in Liqo's "Provision with
-# Terraform" guide. See README.md next to this file.
+# the provider (milan), peer the consumer (rome) with it and offload the namespace liqo-demo,
+# as in Liqo's "Provision with Terraform" guide. See README.md next to this file.
 
 terraform {
   required_providers {
@@ -35,8 +35,6 @@ resource "liqo_install" "milan" {
   }
   pod_cidr     = var.milan_pod_cidr
   service_cidr = var.milan_service_cidr
-  # the playground has no Service network: its API servers call the webhook by pod address
-  webhook_mode = "url"
 }
 
 resource "liqo_install" "rome" {
@@ -45,7 +43,6 @@ resource "liqo_install" "rome" {
   cluster_name = var.rome_name
   pod_cidr     = var.rome_pod_cidr
   service_cidr = var.rome_service_cidr
-  webhook_mode = "url"
 }
 
 # On the provider: a peering token for one consumer (revoked when destroyed).
@@ -79,4 +76,36 @@ data "liqo_peering" "milan" {
   provider = liqo.rome
 
   cluster_name = liqo_peer.peer.cluster_name
+}
+
+# The namespace to offload. The guide creates it with hashicorp/kubernetes' kubernetes_namespace;
+# that provider cannot be installed from this project's offline mirror, so kubectl does it
+# here (and deletes it on destroy, after the offloading is gone).
+resource "terraform_data" "liqo_demo_namespace" {
+  input = {
+    kubeconfig = var.rome_kubeconfig
+    name       = var.offload_namespace
+  }
+
+  provisioner "local-exec" {
+    command = "kubectl --kubeconfig '${self.input.kubeconfig}' create namespace '${self.input.name}' --dry-run=client -o yaml | kubectl --kubeconfig '${self.input.kubeconfig}' apply -f -"
+  }
+
+  provisioner "local-exec" {
+    when    = destroy
+    command = "kubectl --kubeconfig '${self.input.kubeconfig}' delete namespace '${self.input.name}' --ignore-not-found --wait=false"
+  }
+}
+
+# On the consumer: liqo-demo offloaded to milan (a twin namespace liqo-demo-rome there).
+resource "liqo_offload" "offload" {
+  depends_on = [
+    liqo_install.rome,
+    liqo_peer.peer,
+    terraform_data.liqo_demo_namespace
+  ]
+
+  provider = liqo.rome
+
+  namespace = var.offload_namespace
 }

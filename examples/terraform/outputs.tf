@@ -20,3 +20,11 @@ output "cluster_ids" {
     milan = liqo_install.milan.cluster_id
   }
 }
+
+output "offloading" {
+  description = "The offloaded namespace: its phase and its twin namespace on milan."
+  value = {
+    phase            = liqo_offload.offload.offloading_phase
+    remote_namespace = liqo_offload.offload.remote_namespace_name
+  }
+}

@@ -73,3 +73,9 @@ variable "pods" {
   type        = string
   default     = "20"
 }
+
+variable "offload_namespace" {
+  description = "The namespace of rome offloaded to milan (the guide's liqo-demo)."
+  type        = string
+  default     = "liqo-demo"
+}

@@ -30,7 +30,6 @@ from typing import Any
 
 from aiohttp import web
 from cryptography import x509
-from cryptography.x509.oid import NameOID
 
 from runtime.forge import certificates
 
@@ -195,10 +194,7 @@ def _authorize(request: web.Request) -> web.Response | None:
     der = ssl_object.getpeercert(binary_form=True) if ssl_object is not None else None
     if not der:
         return _text(401, "Unauthorized")
-    subject = x509.load_der_x509_certificate(der).subject
-    names = subject.get_attributes_for_oid(NameOID.COMMON_NAME)
-    user = str(names[0].value) if names else ""
-    groups = [str(a.value) for a in subject.get_attributes_for_oid(NameOID.ORGANIZATION_NAME)]
+    user, groups = certificates.client_identity(der)
     if user == APISERVER_CLIENT or MASTERS_GROUP in groups:
         return None
     return _text(403, f"Forbidden (user={user}, verb=get, resource=nodes, subresource(s)=[proxy])")

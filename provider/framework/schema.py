@@ -8,7 +8,8 @@ the plan-modifier flags our planner reads.
   ignores it and treats the attribute as an ordinary sensitive one).
 - `NestedAttribute` is the plugin framework's SingleNestedAttribute
   (`kubernetes = { config_path = ... }`): an object whose fields have their own flags and
-  descriptions, sent as `nested_type`.
+  descriptions, sent as `nested_type`; `ListNestedAttribute` its ListNestedAttribute
+  (`terms = [{ key = ... }]`), a list of such objects.
 - `SingleNestedBlock` is a `name { ... }` block holding at most one object (`timeouts`).
 - `Object` is the value type of both: dicts in, dicts out, field by field.
 """
@@ -21,7 +22,7 @@ from typing import Any
 
 from tf import schema as tf_schema
 from tf.gen import tfplugin_pb2 as pb
-from tf.types import TfType, Unknown
+from tf.types import List, Map, TfType, Unknown
 
 #: tfplugin6 `Schema.Attribute.write_only = 11` (varint key 11 << 3 | 0, value true)
 _WRITE_ONLY_TRUE = bytes([11 << 3, 1])
@@ -109,22 +110,49 @@ class NestedAttribute(Attribute):
         return self.type
 
     def to_pb(self) -> pb.Schema.Attribute:
-        message = pb.Schema.Attribute(
-            name=self.name,
-            nested_type=pb.Schema.Object(
-                attributes=[a.to_pb() for a in self.object.attributes],
-                nesting=pb.Schema.Object.NestingMode.SINGLE,
-            ),
-            description=self.description or "",
-            description_kind=pb.StringKind.MARKDOWN,
-            required=bool(self.required),
-            optional=bool(self.optional),
-            computed=bool(self.computed),
-            sensitive=bool(self.sensitive),
-        )
-        if self.write_only:
-            message.MergeFromString(_WRITE_ONLY_TRUE)
-        return message
+        return _nested_pb(self, self.object, pb.Schema.Object.NestingMode.SINGLE)
+
+
+class ListNestedAttribute(Attribute):
+    """A list nested attribute: `name = [{ field = ... }, ...]`, each element's fields with their own flags."""
+
+    def __init__(self, name: str, attributes: Sequence[Attribute], **flags: Any) -> None:
+        super().__init__(name, List(Object(attributes)), **flags)
+
+    @property
+    def object(self) -> Object:
+        element = self.type.element_type  # type: ignore[attr-defined]
+        assert isinstance(element, Object)
+        return element
+
+    def to_pb(self) -> pb.Schema.Attribute:
+        return _nested_pb(self, self.object, pb.Schema.Object.NestingMode.LIST)
+
+
+def _nested_pb(attribute: Attribute, nested: Object, nesting: Any) -> pb.Schema.Attribute:
+    """A nested attribute's message: its fields as `nested_type` with `nesting`, its own flags."""
+    message = pb.Schema.Attribute(
+        name=attribute.name,
+        nested_type=pb.Schema.Object(attributes=[a.to_pb() for a in nested.attributes], nesting=nesting),
+        description=attribute.description or "",
+        description_kind=pb.StringKind.MARKDOWN,
+        required=bool(attribute.required),
+        optional=bool(attribute.optional),
+        computed=bool(attribute.computed),
+        sensitive=bool(attribute.sensitive),
+    )
+    if attribute.write_only:
+        message.MergeFromString(_WRITE_ONLY_TRUE)
+    return message
+
+
+def nested_object(type_: TfType) -> Object | None:
+    """The object a type holds (itself, or a list's or map's element), None for other types."""
+    if isinstance(type_, Object):
+        return type_
+    if isinstance(type_, List | Map) and isinstance(type_.element_type, Object):
+        return type_.element_type
+    return None
 
 
 class SingleNestedBlock(tf_schema.NestedBlock):
@@ -164,5 +192,6 @@ def walk(
     for attribute in attributes:
         path = (*prefix, attribute.name)
         yield ".".join(path), attribute
-        if isinstance(attribute.type, Object):
-            yield from walk(attribute.type.attributes, path)
+        nested = nested_object(attribute.type)
+        if nested is not None:
+            yield from walk(nested.attributes, path)

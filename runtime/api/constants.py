@@ -53,6 +53,13 @@ PART_OF: Final = "liqo"
 LABEL_PEERING_TOKEN: Final = "liqo.io/peering-token"
 LABEL_ROLE_AGENT: Final = "node-role.kubernetes.io/agent"
 LABEL_VIRTUAL_NODE_NAME: Final = "offloading.liqo.io/virtual-node"
+#: on objects the virtual kubelet reflects to a provider (Liqo's `liqo.io/managed-by=reflection`)
+LABEL_REFLECTION_MANAGED_BY: Final = "liqo.io/managed-by"
+MANAGED_BY_REFLECTION: Final = "reflection"
+#: on a provider's Pod kept for a ShadowPod (Liqo's `liqo.io/managed-by=shadowpod`)
+MANAGED_BY_SHADOWPOD: Final = "shadowpod"
+#: on the token Secret reflected for an offloaded pod: the pod it belongs to
+LABEL_REFLECTED_POD: Final = "offloading.liqo.io/pod"
 # Kubernetes' well-known node labels (k8s.io/api/core/v1 well_known_labels.go) a virtual node carries too.
 LABEL_HOSTNAME: Final = "kubernetes.io/hostname"
 LABEL_OS: Final = "kubernetes.io/os"
@@ -73,6 +80,18 @@ ANNOTATION_REMOTE_CLUSTER_LABELS: Final = "liqo.io/remote-cluster-labels"
 #: so it removes those the VirtualNode no longer asks for and leaves everybody else's alone
 ANNOTATION_MANAGED_LABELS: Final = "offloading.liqo.io/managed-labels"
 ANNOTATION_MANAGED_TAINTS: Final = "offloading.liqo.io/managed-taints"
+#: on a twin namespace (provider): the NamespaceMap (`<tenant namespace>/<name>`) it was created for; a namespace
+#: without it (or naming another map) is never adopted nor deleted
+ANNOTATION_NAMESPACE_MAP: Final = "offloading.liqo.io/namespace-map"
+#: on a twin namespace (provider): the consumer's namespace it stands for
+ANNOTATION_ORIGIN_NAMESPACE: Final = "offloading.liqo.io/origin-namespace"
+#: on a ShadowPod: the uid of the consumer's pod it stands for (a pod recreated with the same name is another pod)
+ANNOTATION_ORIGIN_POD_UID: Final = "offloading.liqo.io/origin-pod-uid"
+#: on a ShadowPod being deleted: the grace period (seconds) its Pod is deleted with (a custom resource's own
+#: deletion carries none)
+ANNOTATION_DELETION_GRACE: Final = "offloading.liqo.io/deletion-grace-period-seconds"
+#: on an offloaded pod's token Secret: when (RFC 3339) its tokens are requested again (80% of their lifetime)
+ANNOTATION_TOKEN_REFRESH_AT: Final = "offloading.liqo.io/token-refresh-at"
 
 # Taints.
 TAINT_VIRTUAL_NODE: Final = "virtual-node.liqo.io/not-allowed"
@@ -84,6 +103,47 @@ FINALIZER_TENANT: Final = "authentication.liqo.io/tenant"
 FINALIZER_VIRTUALNODE: Final = "offloading.liqo.io/virtualnode"
 FINALIZER_NAMESPACEOFFLOADING: Final = "offloading.liqo.io/namespaceoffloading"
 FINALIZER_SHADOWPOD: Final = "offloading.liqo.io/shadowpod"
+FINALIZER_NAMESPACEMAP: Final = "offloading.liqo.io/namespacemap"
+
+# Namespace offloading.
+#: the one NamespaceOffloading of a namespace is called this (Liqo's `DefaultNamespaceOffloadingName`)
+NAMESPACE_OFFLOADING_NAME: Final = "offloading"
+MAPPING_DEFAULT_NAME: Final = "DefaultName"
+MAPPING_ENFORCE_SAME_NAME: Final = "EnforceSameName"
+MAPPING_SELECTED_NAME: Final = "SelectedName"
+MAPPING_STRATEGIES: Final = (MAPPING_DEFAULT_NAME, MAPPING_ENFORCE_SAME_NAME, MAPPING_SELECTED_NAME)
+POD_OFFLOADING_LOCAL: Final = "Local"
+POD_OFFLOADING_REMOTE: Final = "Remote"
+POD_OFFLOADING_LOCAL_AND_REMOTE: Final = "LocalAndRemote"
+POD_OFFLOADING_STRATEGIES: Final = (
+    POD_OFFLOADING_LOCAL,
+    POD_OFFLOADING_REMOTE,
+    POD_OFFLOADING_LOCAL_AND_REMOTE,
+)
+#: a NamespaceOffloading's `offloadingPhase`
+PHASE_READY: Final = "Ready"
+PHASE_NO_CLUSTER_SELECTED: Final = "NoClusterSelected"
+PHASE_IN_PROGRESS: Final = "InProgress"
+PHASE_SOME_FAILED: Final = "SomeFailed"
+PHASE_ALL_FAILED: Final = "AllFailed"
+PHASE_TERMINATING: Final = "Terminating"
+OFFLOADING_PHASES: Final = (
+    PHASE_READY,
+    PHASE_NO_CLUSTER_SELECTED,
+    PHASE_IN_PROGRESS,
+    PHASE_SOME_FAILED,
+    PHASE_ALL_FAILED,
+    PHASE_TERMINATING,
+)
+#: a NamespaceMap's per-namespace `phase`
+MAPPING_ACCEPTED: Final = "Accepted"
+MAPPING_CREATION_LOOP_BACKOFF: Final = "CreationLoopBackOff"
+MAPPING_TERMINATING: Final = "Terminating"
+MAPPING_PHASES: Final = (MAPPING_ACCEPTED, MAPPING_CREATION_LOOP_BACKOFF, MAPPING_TERMINATING)
+#: per remote cluster on a NamespaceOffloading: is it selected, and is its twin namespace there
+CONDITION_OFFLOADING_REQUIRED: Final = "OffloadingRequired"
+#: a pod the virtual kubelet will not offload stays Pending with this reason (Liqo's)
+REASON_OFFLOADING_BACKOFF: Final = "OffloadingBackOff"
 
 # Condition types and reasons peers and front ends read: a ResourceSlice's `Authentication` and
 # `Resources` (Accepted, Resized or Denied); a VirtualNode's `VirtualKubelet`, `Node` and `Ready`.

@@ -319,61 +319,125 @@ QUOTA = Kind(
     ),
 )
 
+_NODE_SELECTOR_REQUIREMENT = obj(
+    required=("key", "operator"),
+    key=string("The label key the requirement applies to."),
+    operator=string(
+        "In and NotIn need values, Exists and DoesNotExist none, Gt and Lt a single integer.",
+        enum=("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"),
+    ),
+    values=array(string(), "The values of In, NotIn, Gt and Lt."),
+)
+
+_CLUSTER_SELECTOR = {
+    **obj(
+        "Which remote clusters get the namespace, as a node selector over the labels of their virtual nodes: "
+        "terms are ORed, the expressions of a term ANDed; no terms selects every remote cluster.",
+        nodeSelectorTerms=array(
+            {
+                **obj(
+                    matchExpressions=array(_NODE_SELECTOR_REQUIREMENT, "Requirements on the node's labels."),
+                    matchFields=array(_NODE_SELECTOR_REQUIREMENT, "Requirements on the node's fields."),
+                ),
+                "x-kubernetes-map-type": "atomic",
+            },
+            "The terms, ORed.",
+        ),
+    ),
+    "x-kubernetes-map-type": "atomic",
+}
+
+_REMOTE_NAMESPACE_CONDITION = obj(
+    required=("type", "status"),
+    type=string("OffloadingRequired (the cluster is selected) or Ready (its twin namespace exists)."),
+    status=string("True, False or Unknown.", enum=("True", "False", "Unknown")),
+    reason=string("One CamelCase word for the last transition."),
+    message=string("What happened, in a sentence a user can act on."),
+    lastTransitionTime=string("When the status last changed.", fmt="date-time"),
+)
+
 NAMESPACE_OFFLOADING = Kind(
     resource=_resource(c.OFFLOADING_GROUP, "namespaceoffloadings", "NamespaceOffloading"),
     singular="namespaceoffloading",
-    short_names=("nsof",),
-    description="Offloads the namespace it lives in to the remote clusters its selector picks.",
+    short_names=("nso", "nsof", "nsoff", "nsoffloading"),
+    description=(
+        "Offloads the namespace it lives in (one per namespace, named `offloading`) to the remote clusters its "
+        "selector picks: a twin namespace on each, where pods scheduled onto their virtual nodes run."
+    ),
     spec=obj(
-        namespaceMappingStrategy=string(
-            "How the remote namespace is named.",
-            enum=("DefaultName", "EnforceSameName", "SelectedName"),
-            default="DefaultName",
+        namespaceMappingStrategy=immutable(
+            string(
+                "How the twin namespaces are named: DefaultName (<namespace>-<this cluster's name>), "
+                "EnforceSameName (the namespace's own name) or SelectedName (remoteNamespaceName). Immutable.",
+                enum=c.MAPPING_STRATEGIES,
+                default=c.MAPPING_DEFAULT_NAME,
+            ),
+            "namespaceMappingStrategy is immutable: unoffload the namespace and offload it again to change it",
         ),
-        remoteNamespaceName=string("The remote namespace's name, with SelectedName."),
+        remoteNamespaceName=string(
+            "The twin namespaces' name with SelectedName (required there, ignored otherwise). Immutable."
+        ),
         podOffloadingStrategy=string(
-            "Where pods may run.", enum=("Local", "Remote", "LocalAndRemote"), default="LocalAndRemote"
+            "Where the namespace's pods may run: Local (local nodes only), Remote (virtual nodes only) or "
+            "LocalAndRemote (either, as the scheduler picks).",
+            enum=c.POD_OFFLOADING_STRATEGIES,
+            default=c.POD_OFFLOADING_LOCAL_AND_REMOTE,
         ),
-        clusterSelector=open_object(
-            "A node selector over virtual nodes' labels (empty: every remote cluster)."
-        ),
+        clusterSelector=_CLUSTER_SELECTOR,
     ),
     status=obj(
         offloadingPhase=string(
-            "Ready, NoClusterSelected, InProgress, SomeFailed, AllFailed or Terminating.",
-            enum=("Ready", "NoClusterSelected", "InProgress", "SomeFailed", "AllFailed", "Terminating"),
+            "Ready (every selected cluster has its twin namespace), NoClusterSelected, InProgress, SomeFailed, "
+            "AllFailed or Terminating.",
+            enum=c.OFFLOADING_PHASES,
         ),
-        remoteNamespaceName=string(),
+        remoteNamespaceName=string("The twin namespaces' name, from the mapping strategy."),
         remoteNamespacesConditions={
             "type": "object",
-            "description": "Conditions of the remote namespace, per remote cluster id.",
-            "additionalProperties": {"type": "array", "items": conditions()["items"]},
+            "description": (
+                "Per remote cluster (by name): OffloadingRequired (whether the selector picks it) and Ready "
+                "(whether its twin namespace exists)."
+            ),
+            "additionalProperties": array(_REMOTE_NAMESPACE_CONDITION, list_type="map", keys=("type",)),
         },
-        observedGeneration=integer(),
+        observedGeneration=integer("The generation the status speaks of."),
     ),
     columns=(
-        Column("Namespace mapping", ".spec.namespaceMappingStrategy"),
-        Column("Pod offloading", ".spec.podOffloadingStrategy"),
-        Column("Offloading phase", ".status.offloadingPhase"),
+        Column("NamespaceMappingStrategy", ".spec.namespaceMappingStrategy"),
+        Column("PodOffloadingStrategy", ".spec.podOffloadingStrategy"),
+        Column("OffloadingPhase", ".status.offloadingPhase"),
+        Column("RemoteNamespaceName", ".status.remoteNamespaceName", priority=1),
     ),
 )
 
 NAMESPACE_MAP = Kind(
     resource=_resource(c.OFFLOADING_GROUP, "namespacemaps", "NamespaceMap"),
     singular="namespacemap",
-    description="Per remote cluster: which local namespaces are offloaded there, and under which remote names.",
+    short_names=("nm",),
+    description=(
+        "One per remote cluster: which local namespaces are offloaded there and under which remote names. The "
+        "consumer keeps it in its tenant namespace and a copy in its tenant namespace on the provider, whose "
+        "runtime creates the twin namespaces the copy asks for and reports them in its status."
+    ),
     spec=obj(
-        desiredMapping=string_map("Local namespace name to the remote namespace name wanted."),
+        desiredMapping=string_map("Local namespace name to the twin namespace's name."),
     ),
     status=obj(
         currentMapping={
             "type": "object",
-            "description": "Local namespace name to the remote namespace and its phase.",
+            "description": "Local namespace name to its twin namespace and how far it got.",
             "additionalProperties": obj(
-                remoteNamespace=string(),
-                phase=string(enum=("Accepted", "CreationLoopBackOff", "Terminating")),
+                required=("remoteNamespace", "phase"),
+                remoteNamespace=string("The twin namespace's name."),
+                phase=string(
+                    "Accepted (the twin namespace exists), CreationLoopBackOff (it cannot be made: see message) "
+                    "or Terminating.",
+                    enum=c.MAPPING_PHASES,
+                ),
+                message=string("Why the twin namespace cannot be made, when it cannot."),
             ),
         },
+        observedGeneration=integer("The generation the status speaks of."),
     ),
 )
 
@@ -381,10 +445,21 @@ SHADOW_POD = Kind(
     resource=_resource(c.OFFLOADING_GROUP, "shadowpods", "ShadowPod"),
     singular="shadowpod",
     short_names=("shp",),
-    description="On a provider: a pod offloaded by a consumer; the provider runs it as a Pod it owns.",
-    spec=obj(pod=open_object("The pod's spec as reflected by the consumer.")),
-    status=obj(phase=string(), conditions=conditions()),
-    columns=(Column("Phase", ".status.phase"),),
+    description=(
+        "On a provider: a pod offloaded by a consumer. The provider's runtime keeps a Pod of the same name for "
+        "it (recreated if deleted, kept while the consumer is unreachable)."
+    ),
+    spec=obj(pod=open_object("The pod's spec, as the consumer adapted it for this cluster.")),
+    status=obj(
+        phase=string("The Pod's phase."),
+        podUID=string("The uid of the Pod that runs now."),
+        recreations=integer("How many times the Pod was created again after it vanished.", minimum=0),
+        conditions=conditions("Accepted: whether this cluster runs the pod, and why not."),
+    ),
+    columns=(
+        Column("Phase", ".status.phase"),
+        Column("Recreations", ".status.recreations", "integer", priority=1),
+    ),
 )
 
 SHADOW_ENDPOINT_SLICE = Kind(

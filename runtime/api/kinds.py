@@ -51,6 +51,10 @@ CLUSTERROLEBINDINGS = Resource(
     "rbac.authorization.k8s.io", "v1", "clusterrolebindings", namespaced=False, kind="ClusterRoleBinding"
 )
 
+SUBJECTACCESSREVIEWS = Resource(
+    "authorization.k8s.io", "v1", "subjectaccessreviews", namespaced=False, kind="SubjectAccessReview"
+)
+
 CRDS = Resource(
     "apiextensions.k8s.io",
     "v1",

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Sequence
 from typing import Final
 from urllib.parse import urlsplit
 
@@ -169,3 +170,34 @@ def parse_duration(text: str) -> float:
     if total <= 0:
         raise DurationError(f'"{text}" is not a positive duration')
     return total
+
+
+#: the operators of a node selector requirement (a NamespaceOffloading's cluster selector)
+NODE_SELECTOR_OPERATORS: Final = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
+_CLUSTER_OWN_NAMESPACES: Final = ("default", "kube-system", "kube-public", "kube-node-lease")
+
+
+def node_selector_requirement(key: str, operator: str, values: Sequence[str], *, field: bool = False) -> str:
+    """One requirement of a cluster selector term (`field`: of its matchFields)."""
+    if operator not in NODE_SELECTOR_OPERATORS:
+        return f"{operator!r} is not an operator: use one of {', '.join(NODE_SELECTOR_OPERATORS)}."
+    if field and (key != "metadata.name" or operator not in ("In", "NotIn") or len(values) != 1):
+        return "node fields can only be selected as metadata.name In or NotIn one value."
+    if not field and (problem := label_key_problem(key)):
+        return f"{key!r} is not a label key: {problem}."
+    if operator in ("In", "NotIn") and not values:
+        return f"operator {operator} needs at least one value."
+    if operator in ("Exists", "DoesNotExist") and values:
+        return f"operator {operator} takes no values."
+    if operator in ("Gt", "Lt") and (len(values) != 1 or not str(values[0]).lstrip("-").isdigit()):
+        return f"operator {operator} takes exactly one integer value."
+    return ""
+
+
+def twin_namespace_name(value: str) -> str:
+    """A name chosen for twin namespaces (SelectedName): a namespace name no cluster keeps for itself."""
+    if problem := namespace(value):
+        return problem
+    if value in _CLUSTER_OWN_NAMESPACES or value.startswith(("kube-", "liqo-tenant-")):
+        return f"{value!r} names a cluster's own namespace or a tenant namespace, which providers never hand out."
+    return ""

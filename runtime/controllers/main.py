@@ -10,7 +10,11 @@ the Lease `liqo-controller-manager` in the runtime's namespace (`--leader-elect`
 | `authentication.identity` | consumer: credential renewal |
 | `authentication.tenant` | provider: each consumer's Tenant, namespace and RBAC |
 | `authentication.resourceslice` | provider: grants and Quotas |
-| `offloading.virtualnode` | consumer: the virtual kubelet of each VirtualNode |
+| `offloading.virtualnode` | consumer: the virtual kubelet and the NamespaceMap of each VirtualNode |
+| `offloading.namespaceoffloading` | consumer: which peered clusters get a twin of each offloaded namespace |
+| `offloading.namespacemap` | consumer: each NamespaceMap carried to its provider, the answer back |
+| `offloading.twinnamespace` | provider: the twin namespaces consumers ask for, and their RBAC |
+| `offloading.shadowpod` | provider: a Pod for every ShadowPod (recreated, kept through partitions) |
 
 Every field of `ControllerOptions` is a flag (`unpeer_timeout` -> `--unpeer-timeout`), so
 a controller's new option is on the command line without touching this module. Logging
@@ -34,7 +38,7 @@ from runtime.core import Client, KubeconfigError, LeaderElectionSettings, Manage
 
 from .authentication import identity, resourceslice, servingkey, tenant
 from .core import foreigncluster
-from .offloading import virtualnode
+from .offloading import namespacemap, namespaceoffloading, shadowpod, twinnamespace, virtualnode
 from .options import ControllerOptions
 
 logger = logging.getLogger(__name__)
@@ -49,6 +53,10 @@ SETUPS: tuple[Setup, ...] = (
     servingkey.setup,
     resourceslice.setup,
     virtualnode.setup,
+    namespaceoffloading.setup,
+    namespacemap.setup,
+    twinnamespace.setup,
+    shadowpod.setup,
 )
 LEASE_NAME = "liqo-controller-manager"
 DEFAULT_HEALTH_PORT = 8080
@@ -99,7 +107,7 @@ def _converter(hint: Any) -> tuple[Callable[[str], Any], list[str] | None]:
 def argument_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m runtime controller-manager",
-        description="Run the runtime's controllers (peering, tenants, resource slices, virtual nodes).",
+        description="Run the runtime's controllers (peering, tenants, resource slices, virtual nodes, offloading).",
         allow_abbrev=False,
     )
     parser.add_argument(

@@ -17,6 +17,8 @@ from runtime.forge.quota import Enforcement
 class ControllerOptions:
     #: the runtime's namespace (identity ConfigMap, token Secrets, leader election Lease)
     namespace: str = c.DEFAULT_NAMESPACE
+    #: this cluster's API server as other clusters reach it: offloaded pods talk to it ("": not known)
+    api_server_url: str = ""
     #: a deleted Tenant's finalizer is released after this long even if its tenant namespace could not be deleted
     tenant_deletion_timeout: float = 60.0
     #: a Tenant whose last credential expired this long ago, and that holds no ResourceSlice, is removed
@@ -42,3 +44,14 @@ class ControllerOptions:
     peering_resync: float = 30.0
     #: the fraction of a credential's lifetime after which it is renewed
     credential_renew_fraction: float = 0.8
+    # NamespaceOffloading and NamespaceMap (consumer), twin namespaces (provider).
+    #: how long unoffloading a namespace waits for the providers to report its twin namespaces gone
+    offloading_deletion_timeout: float = 120.0
+    #: how often a NamespaceMap whose twin namespaces are not all there yet is carried to its provider again
+    namespace_map_poll: float = 0.5
+    #: how often a settled NamespaceMap is compared with its copy on the provider
+    namespace_map_resync: float = 15.0
+    #: how long a deleted NamespaceMap (provider) waits for its twin namespaces to go before it is released
+    twin_namespace_deletion_timeout: float = 120.0
+    #: ShadowPods (provider) reconciled at once: each is a few requests, and a burst of offloaded pods is many
+    shadow_pod_workers: int = 20

@@ -138,6 +138,17 @@ class Client:
     ) -> None:
         await self.close()
 
+    async def reconfigure(self, config: ClusterConfig) -> None:
+        """Use `config`'s credentials from the next request on (a renewed credential, say).
+
+        Requests and watches in flight finish with the credentials they started with; an
+        informer's next watch request carries the new ones, so nothing built on this client
+        has to be rebuilt when its credential changes.
+        """
+        auth = Authenticator(config)
+        await auth.prepare()
+        self._config, self._auth = config, auth
+
     @property
     def host(self) -> str:
         return self._config.server
@@ -407,6 +418,34 @@ class Client:
             subresource="status",
             field_manager=field_manager,
         )
+
+    async def stream(
+        self,
+        resource: Resource,
+        name: str,
+        *,
+        namespace: str | None = None,
+        subresource: str,
+        query: Iterable[tuple[str, str]] = (),
+    ) -> AsyncGenerator[bytes, None]:
+        """The raw body of a GET on an object's subresource (`pods/log`), chunk by chunk, as the server sends it.
+
+        Errors before the body raise as typed errors; a connection that breaks mid-body raises APIConnectionError.
+        """
+        path = resource.path(namespace=_scope(resource, namespace), name=name, subresource=subresource)
+        limits = aiohttp.ClientTimeout(total=None, sock_connect=self._timeout)
+        response = await self._send("GET", path, query=list(query), limits=limits)
+        async with response:
+            if response.status >= 400:
+                raise _error(response.status, await self._read(response, "GET", path))
+            while True:
+                try:
+                    chunk = await response.content.readany()
+                except (aiohttp.ClientError, TimeoutError) as exc:
+                    raise APIConnectionError(f"GET {path}: {exc!r}") from exc
+                if not chunk:
+                    return
+                yield chunk
 
     async def get_path(self, path: str) -> JSON:
         """GET a path that addresses no object: a discovery document (`/apis`, `/api/v1`), `/version`."""

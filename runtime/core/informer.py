@@ -15,6 +15,8 @@ each testable on its own:
 
 `Informer` applies those items to its store: a `Listed` snapshot is diffed against the
 cache (objects gone while we were away come out as DELETED), then `synced` is set.
+Objects are cached without `metadata.managedFields` (`WatchingSettings.strip_managed_fields`,
+client-go's usual transform): nothing reads them from a cache, and they weigh.
 Handlers are plain callables `(type, object, old)` run inline, in event order; they
 must be quick (enqueue a key) and must not mutate the objects. `InformerFactory` shares
 one informer per (resource, namespace, selectors) between every controller asking.
@@ -257,6 +259,9 @@ class Informer:
         items = endless_watch(self.client, self.selection, settings=self.settings, metrics=self.metrics)
         async with contextlib.aclosing(items):
             async for item in items:
+                if self.settings.strip_managed_fields:
+                    for obj in item.objects if isinstance(item, Listed) else [item["object"]]:
+                        (obj.get("metadata") or {}).pop("managedFields", None)
                 if isinstance(item, Listed):
                     self._dispatch(self.store.replace(item.objects))
                     if not self.synced.is_set():
@@ -295,6 +300,7 @@ class InformerFactory:
         self._settings = settings
         self._metrics = metrics
         self._informers: dict[Selection, Informer] = {}
+        self._tasks: dict[Selection, asyncio.Task[None]] = {}
         self._group: asyncio.TaskGroup | None = None
 
     def informer(
@@ -313,6 +319,15 @@ class InformerFactory:
             if self._group is not None:
                 self._start(self._group, informer)
         return informer
+
+    def remove(self, informer: Informer) -> None:
+        """Stop `informer` and forget it (its handlers get nothing more); asking for its selection again makes a new one."""
+        if self._informers.get(informer.selection) is not informer:
+            return
+        del self._informers[informer.selection]
+        task = self._tasks.pop(informer.selection, None)
+        if task is not None:
+            task.cancel()
 
     @property
     def informers(self) -> list[Informer]:
@@ -335,7 +350,10 @@ class InformerFactory:
                 await asyncio.Event().wait()
             finally:
                 self._group = None
+                self._tasks.clear()
 
-    @staticmethod
-    def _start(group: asyncio.TaskGroup, informer: Informer) -> None:
-        group.create_task(informer.run(), name=f"informer {informer.selection}")
+    def _start(self, group: asyncio.TaskGroup, informer: Informer) -> None:
+        # a child cancelled by `remove` ends alone: a TaskGroup ignores its cancelled children
+        self._tasks[informer.selection] = group.create_task(
+            informer.run(), name=f"informer {informer.selection}"
+        )

@@ -66,10 +66,19 @@ class Manager:
             resource, namespace=namespace, label_selector=label_selector, field_selector=field_selector
         )
 
-    def controller(self, name: str, reconciler: Reconciler, *, primary: Informer) -> Controller:
-        """A controller run by this manager, with its settings and metrics; add its watches before `run()`."""
+    def controller(
+        self, name: str, reconciler: Reconciler, *, primary: Informer, settings: Settings | None = None
+    ) -> Controller:
+        """A controller run by this manager, with its metrics and its settings (else the manager's).
+
+        Add its watches before `run()`.
+        """
         controller = Controller(
-            name, reconciler, primary=primary, settings=self.settings, metrics=self.controller_metrics
+            name,
+            reconciler,
+            primary=primary,
+            settings=settings or self.settings,
+            metrics=self.controller_metrics,
         )
         self._controllers.append(controller)
         return controller

@@ -129,6 +129,8 @@ class Controller:
         self.metrics = metrics or ControllerMetrics(CollectorRegistry())
         self._related: list[tuple[Informer, MapFunc]] = []
         self._queue: WorkQueue[Request] | None = None
+        #: set while `run()` takes keys: from then on `enqueue` is heard
+        self.running = asyncio.Event()
 
     def watches(self, informer: Informer, mapper: MapFunc) -> None:
         """Reconcile the keys `mapper` gives for every change of an object in `informer`."""
@@ -169,11 +171,13 @@ class Controller:
                 )
             )
         logger.info("%s: started with %d workers", self.name, len(workers))
+        self.running.set()
         try:
             done, _ = await asyncio.wait(workers + others, return_when=asyncio.FIRST_EXCEPTION)
             for task in done:
                 task.result()
         finally:
+            self.running.clear()
             for remove in removers:
                 remove()
             queue.shutdown()

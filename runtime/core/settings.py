@@ -29,6 +29,9 @@ class WatchingSettings:
     reconnect_backoff: float = 0.5
     #: the longest delay between reconnection attempts
     reconnect_backoff_max: float = 30.0
+    #: drop `metadata.managedFields` from cached objects (nobody reads them from a cache, and they are often a
+    #: third of an object; a write of a cached object without them keeps the stored ones, as the API defines)
+    strip_managed_fields: bool = True
 
 
 @dataclass(frozen=True)

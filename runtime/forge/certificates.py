@@ -132,3 +132,11 @@ def _authority_key_usage() -> x509.KeyUsage:
         encipher_only=False,
         decipher_only=False,
     )
+
+
+def client_identity(der: bytes) -> tuple[str, list[str]]:
+    """The Kubernetes user and groups a client certificate (DER) stands for: its CN and its Os."""
+    subject = x509.load_der_x509_certificate(der).subject
+    names = subject.get_attributes_for_oid(NameOID.COMMON_NAME)
+    user = str(names[0].value) if names else ""
+    return user, [str(a.value) for a in subject.get_attributes_for_oid(NameOID.ORGANIZATION_NAME)]

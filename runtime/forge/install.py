@@ -29,6 +29,7 @@ JSON = dict[str, Any]
 WebhookMode = Literal["service", "url"]
 ServiceType = Literal["ClusterIP", "NodePort", "LoadBalancer"]
 SERVICE_TYPES: Final[tuple[ServiceType, ...]] = get_args(ServiceType)
+WEBHOOK_MODES: Final[tuple[WebhookMode, ...]] = get_args(WebhookMode)
 
 CONTROLLER_MANAGER = "controller-manager"
 AUTH = "auth"
@@ -112,6 +113,50 @@ class InstallOptions:
                 )
 
 
+#: a valid value of each required option, to check one given value at a time
+_PLACEHOLDERS: Final[dict[str, Any]] = {
+    "cluster_id": str(uuid.UUID(int=0)),
+    "api_server_url": "https://valid.invalid",
+    "pod_cidr": "10.0.0.0/16",
+    "service_cidr": "10.1.0.0/16",
+}
+
+
+#: the options a user sets (the front ends' arguments of the same names), each checked alone by `option_problem`
+USER_OPTIONS: Final = (
+    "cluster_name",
+    "namespace",
+    "pod_cidr",
+    "service_cidr",
+    "sharing_percentage",
+    "api_server_url",
+    "auth_url",
+    "cluster_labels",
+)
+
+
+def placeholder_options(namespace: str = c.DEFAULT_NAMESPACE) -> InstallOptions:
+    """Options for an installation of the same shape as any in `namespace`: which objects an installation
+    holds, and which fields they have, depend only on its namespace."""
+    return InstallOptions(**_PLACEHOLDERS, cluster_name="placeholder", namespace=namespace)
+
+
+def option_problem(attribute: str, value: Any) -> str:
+    """What is wrong with one option's value, the others being valid ("" when nothing is), as a sentence."""
+    if attribute == "sharing_percentage" and (
+        isinstance(value, bool) or not isinstance(value, int | float) or value != int(value)
+    ):
+        return f"{value} is not a whole percentage (1-100)."
+    if attribute == "sharing_percentage":
+        value = int(value)
+    try:
+        InstallOptions(**{**_PLACEHOLDERS, "cluster_name": "valid", attribute: value}).validate()
+    except InstallOptionsError as exc:
+        message = str(exc).removeprefix(f"{exc.attribute}: ")
+        return message[:1].upper() + message[1:] + "."
+    return ""
+
+
 def install_manifests(options: InstallOptions) -> list[JSON]:
     """Every object of the installation, in apply order."""
     options.validate()
@@ -138,6 +183,7 @@ def install_manifests(options: InstallOptions) -> list[JSON]:
         _deployment(options, WEBHOOK, _webhook_args(options), ports={"https": WEBHOOK_PORT}),
         _service(options, WEBHOOK, WEBHOOK_PORT, service_type="ClusterIP"),
         validating_webhook_configuration(options),
+        mutating_webhook_configuration(options),
     ]
     return objects
 
@@ -160,39 +206,52 @@ def identity_configmap(options: InstallOptions) -> JSON:
     }
 
 
+def _client_config(options: InstallOptions, path: str) -> JSON:
+    if options.webhook_mode == "service":
+        return {
+            "service": {"namespace": options.namespace, "name": "liqo-webhook", "path": path, "port": 443}
+        }
+    return {"url": f"https://liqo-webhook.invalid{path}"}
+
+
+def _webhook(options: InstallOptions, name: str, path: str, rule: JSON, **extra: Any) -> JSON:
+    return {
+        "name": name,
+        "admissionReviewVersions": ["v1"],
+        "sideEffects": "None",
+        "failurePolicy": "Fail",
+        "timeoutSeconds": 10,
+        "clientConfig": _client_config(options, path),
+        "rules": [rule],
+        **extra,
+    }
+
+
 def validating_webhook_configuration(options: InstallOptions) -> JSON:
     """Validation of the runtime's own kinds (the CRDs' immutability rules, for API servers without CEL).
 
     In `url` mode the URL is a placeholder until the webhook starts and patches its own address and CA
     bundle in (it does the CA bundle in `service` mode too); install waits for that before it returns.
     """
-    webhooks = []
-    for plural, group in (("foreignclusters", c.CORE_GROUP), ("resourceslices", c.AUTHENTICATION_GROUP)):
-        path = f"/validate/{plural}"
-        client_config: JSON = (
-            {"service": {"namespace": options.namespace, "name": "liqo-webhook", "path": path, "port": 443}}
-            if options.webhook_mode == "service"
-            else {"url": f"https://liqo-webhook.invalid{path}"}
-        )
-        webhooks.append(
+    webhooks = [
+        _webhook(
+            options,
+            f"{plural}.validate.liqo.io",
+            f"/validate/{plural}",
             {
-                "name": f"{plural}.validate.liqo.io",
-                "admissionReviewVersions": ["v1"],
-                "sideEffects": "None",
-                "failurePolicy": "Fail",
-                "timeoutSeconds": 10,
-                "clientConfig": client_config,
-                "rules": [
-                    {
-                        "apiGroups": [group],
-                        "apiVersions": [c.VERSION],
-                        "operations": ["CREATE", "UPDATE"],
-                        "resources": [plural],
-                        "scope": "*",
-                    }
-                ],
-            }
+                "apiGroups": [group],
+                "apiVersions": [c.VERSION],
+                "operations": ["CREATE", "UPDATE"],
+                "resources": [plural],
+                "scope": "*",
+            },
         )
+        for plural, group in (
+            ("foreignclusters", c.CORE_GROUP),
+            ("resourceslices", c.AUTHENTICATION_GROUP),
+            ("namespaceoffloadings", c.OFFLOADING_GROUP),
+        )
+    ]
     return {
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": "ValidatingWebhookConfiguration",
@@ -201,9 +260,39 @@ def validating_webhook_configuration(options: InstallOptions) -> JSON:
     }
 
 
+def mutating_webhook_configuration(options: InstallOptions) -> JSON:
+    """Admission of pods created in offloaded namespaces (labelled `liqo.io/scheduling-enabled=true`).
+
+    Failing closed as Liqo's does: while the webhook is down, such pods are refused (their controllers retry)
+    rather than admitted without the constraints of their namespace's offloading.
+    """
+    rule = {
+        "apiGroups": [""],
+        "apiVersions": ["v1"],
+        "operations": ["CREATE"],
+        "resources": ["pods"],
+        "scope": "Namespaced",
+    }
+    webhook = _webhook(
+        options,
+        "pods.mutate.liqo.io",
+        "/mutate/pods",
+        rule,
+        namespaceSelector={"matchLabels": {c.LABEL_SCHEDULING_ENABLED: "true"}},
+        reinvocationPolicy="Never",
+    )
+    return {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "MutatingWebhookConfiguration",
+        "metadata": metadata(MUTATING_WEBHOOK, component=WEBHOOK),
+        "webhooks": [webhook],
+    }
+
+
 def _controller_manager_args(options: InstallOptions) -> list[str]:
     return [
         f"--namespace={options.namespace}",
+        f"--api-server-url={options.api_server_url}",
         "--leader-elect",
         f"--image={options.image}",
     ]
@@ -226,6 +315,7 @@ def _webhook_args(options: InstallOptions) -> list[str]:
         f"--listen=$(POD_IP):{WEBHOOK_PORT}",
         f"--mode={options.webhook_mode}",
         f"--configuration={VALIDATING_WEBHOOK}",
+        f"--mutating-configuration={MUTATING_WEBHOOK}",
     ]
 
 

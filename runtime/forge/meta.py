@@ -1,4 +1,5 @@
-"""Metadata every object the runtime creates carries: the standard `app.kubernetes.io` labels."""
+"""Metadata the runtime's objects carry: the standard `app.kubernetes.io` labels, and the markers of
+objects the virtual kubelet reflects to a provider (`reflection_labels`, `is_reflected`)."""
 
 from __future__ import annotations
 
@@ -25,3 +26,20 @@ def metadata(name: str, *, namespace: str | None = None, component: str, **extra
     if namespace is not None:
         meta["namespace"] = namespace
     return meta
+
+
+def reflection_labels(*, origin_cluster_id: str) -> dict[str, str]:
+    """The labels of an object the virtual kubelet reflects to a provider: made by reflection, and from where."""
+    return {
+        c.LABEL_REFLECTION_MANAGED_BY: c.MANAGED_BY_REFLECTION,
+        c.LABEL_ORIGIN_CLUSTER_ID: origin_cluster_id,
+    }
+
+
+def is_reflected(obj: JSON | None, *, origin_cluster_id: str) -> bool:
+    """Whether a provider's object was reflected by the consumer `origin_cluster_id` (anything else is not ours)."""
+    labels = ((obj or {}).get("metadata") or {}).get("labels") or {}
+    return (
+        labels.get(c.LABEL_REFLECTION_MANAGED_BY) == c.MANAGED_BY_REFLECTION
+        and labels.get(c.LABEL_ORIGIN_CLUSTER_ID) == origin_cluster_id
+    )

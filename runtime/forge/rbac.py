@@ -24,6 +24,8 @@ LIQO_GROUPS = [c.CORE_GROUP, c.AUTHENTICATION_GROUP, c.OFFLOADING_GROUP]
 VIRTUAL_KUBELET_ROLE = "liqo-virtual-kubelet"
 #: bound on a provider in a consumer's tenant namespace (RoleBinding): what a consumer may do there
 REMOTE_CONSUMER_ROLE = "liqo-remote-consumer"
+#: bound on a provider in each twin namespace (RoleBinding) to the consumer it was created for
+REMOTE_OFFLOADING_ROLE = "liqo-remote-offloading"
 
 
 def _rule(groups: list[str], resources: list[str], verbs: list[str], names: list[str] | None = None) -> JSON:
@@ -53,10 +55,16 @@ def cluster_roles() -> list[JSON]:
                 _rule([""], ["namespaces", "secrets", "serviceaccounts", "configmaps"], ALL),
                 _rule([""], ["serviceaccounts/token"], ["create"]),
                 _rule([""], ["nodes"], [*READ, "delete"]),
-                _rule([""], ["pods"], READ),
+                # provider: the Pods of ShadowPods; consumer: offloaded pods sent back when a namespace is unoffloaded
+                _rule([""], ["pods"], ALL),
                 _rule(["apps"], ["deployments"], ALL),
                 _rule([RBAC_GROUP], ["roles", "rolebindings", "clusterrolebindings"], ALL),
-                _rule([RBAC_GROUP], ["clusterroles"], ["bind"], [VIRTUAL_KUBELET_ROLE, REMOTE_CONSUMER_ROLE]),
+                _rule(
+                    [RBAC_GROUP],
+                    ["clusterroles"],
+                    ["bind"],
+                    [VIRTUAL_KUBELET_ROLE, REMOTE_CONSUMER_ROLE, REMOTE_OFFLOADING_ROLE],
+                ),
                 _rule(["coordination.k8s.io"], ["leases"], ALL),
                 events,
             ],
@@ -91,6 +99,8 @@ def cluster_roles() -> list[JSON]:
                     ["get", "update", "patch"],
                     ["liqo-validating", "liqo-mutating"],
                 ),
+                # the pod webhook applies the namespace's NamespaceOffloading
+                _rule([c.OFFLOADING_GROUP], ["namespaceoffloadings"], READ),
             ],
         ),
         _cluster_role(
@@ -102,6 +112,15 @@ def cluster_roles() -> list[JSON]:
                 _rule(["coordination.k8s.io"], ["leases"], ALL),
                 _rule([c.OFFLOADING_GROUP], ["virtualnodes"], READ),
                 _rule([c.OFFLOADING_GROUP], ["virtualnodes/status"], ["get", "update", "patch"]),
+                # the pods bound to its node (as a kubelet: status, and the final delete once they stopped)
+                _rule([""], ["pods"], [*READ, "delete"]),
+                _rule([""], ["pods/status"], ["get", "update", "patch"]),
+                # offloaded pods' ServiceAccount tokens, reflected to the provider
+                _rule([""], ["serviceaccounts/token"], ["create"]),
+                # which namespaces are offloaded to its provider, under which names
+                _rule([c.OFFLOADING_GROUP], ["namespacemaps"], READ),
+                # its kubelet API authorizes the API server's requests as a kubelet does
+                _rule(["authorization.k8s.io"], ["subjectaccessreviews"], ["create"]),
                 events,
             ],
         ),
@@ -112,6 +131,22 @@ def cluster_roles() -> list[JSON]:
                 _rule([c.AUTHENTICATION_GROUP], ["resourceslices"], ALL),
                 _rule([c.AUTHENTICATION_GROUP], ["resourceslices/status"], ["get"]),
                 _rule([c.AUTHENTICATION_GROUP], ["tenants"], ["get"]),
+                # the copy of its NamespaceMap, which asks for twin namespaces
+                _rule([c.OFFLOADING_GROUP], ["namespacemaps"], ALL),
+                _rule([c.OFFLOADING_GROUP], ["namespacemaps/status"], ["get"]),
+            ],
+        ),
+        _cluster_role(
+            REMOTE_OFFLOADING_ROLE,
+            "offloading",
+            [
+                _rule([c.OFFLOADING_GROUP], ["shadowpods"], ALL),
+                _rule([c.OFFLOADING_GROUP], ["shadowpods/status"], ["get"]),
+                _rule([""], ["pods"], READ),
+                _rule([""], ["pods/log"], ["get"]),
+                # offloaded pods' ServiceAccount token Secrets
+                _rule([""], ["secrets"], ALL),
+                _rule(["", "events.k8s.io"], ["events"], READ),
             ],
         ),
     ]

@@ -32,6 +32,8 @@ JSON = dict[str, Any]
 
 COMPONENT = "virtual-kubelet"
 CONTAINER = "virtual-kubelet"
+#: the kubelet API's port (the kubelet's), where the API server proxies `kubectl logs` of offloaded pods
+KUBELET_PORT = 10250
 
 
 def node_name_for(cluster_name: str) -> str:
@@ -197,8 +199,14 @@ def credential_role_binding(virtual_node: JSON) -> JSON:
     }
 
 
-def deployment(virtual_node: JSON, *, default_image: str = "") -> JSON:
-    """The virtual kubelet's Deployment: one replica, replaced (never two at once: they would fight over the Node)."""
+def deployment(
+    virtual_node: JSON, *, home_cluster_id: str, home_api_server: str = "", default_image: str = ""
+) -> JSON:
+    """The virtual kubelet's Deployment: one replica, replaced (never two at once: they would fight over the Node).
+
+    `home_cluster_id` marks what it reflects; `home_api_server` is this cluster's API server as other clusters
+    reach it (offloaded pods talk to it).
+    """
     meta = virtual_node["metadata"]
     image = (virtual_node.get("spec") or {}).get("image") or default_image or runtime_image()
     probe = {"httpGet": {"path": "/readyz", "port": "health"}, "periodSeconds": 5, "failureThreshold": 3}
@@ -210,13 +218,19 @@ def deployment(virtual_node: JSON, *, default_image: str = "") -> JSON:
         "args": [
             f"--virtual-node={meta['namespace']}/{meta['name']}",
             f"--health-address=$(POD_IP):{HEALTH_PORT}",
+            f"--kubelet-address=$(POD_IP):{KUBELET_PORT}",
+            f"--home-cluster-id={home_cluster_id}",
+            *([f"--home-api-server-url={home_api_server}"] if home_api_server else []),
         ],
         "env": [
             {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
             {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
             {"name": "POD_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
         ],
-        "ports": [{"name": "health", "containerPort": HEALTH_PORT, "protocol": "TCP"}],
+        "ports": [
+            {"name": "health", "containerPort": HEALTH_PORT, "protocol": "TCP"},
+            {"name": "kubelet", "containerPort": KUBELET_PORT, "protocol": "TCP"},
+        ],
         "readinessProbe": probe,
         "livenessProbe": {**probe, "httpGet": {"path": "/healthz", "port": "health"}, "failureThreshold": 6},
         "resources": {"requests": {"cpu": "50m", "memory": "64Mi"}, "limits": {"memory": "256Mi"}},
@@ -251,7 +265,9 @@ def deployment(virtual_node: JSON, *, default_image: str = "") -> JSON:
     }
 
 
-def virtual_kubelet(virtual_node: JSON, *, default_image: str = "") -> list[JSON]:
+def virtual_kubelet(
+    virtual_node: JSON, *, home_cluster_id: str, home_api_server: str = "", default_image: str = ""
+) -> list[JSON]:
     """Every object of the VirtualNode's virtual kubelet, in apply order (identity and rights before the workload).
 
     ValueError when the VirtualNode cannot have one (see `credential_secret`).
@@ -261,5 +277,10 @@ def virtual_kubelet(virtual_node: JSON, *, default_image: str = "") -> list[JSON
         credential_role(virtual_node),
         credential_role_binding(virtual_node),
         cluster_role_binding(virtual_node),
-        deployment(virtual_node, default_image=default_image),
+        deployment(
+            virtual_node,
+            home_cluster_id=home_cluster_id,
+            home_api_server=home_api_server,
+            default_image=default_image,
+        ),
     ]

@@ -32,10 +32,13 @@ from runtime.auth.endpoint import Endpoint, auth_endpoint
 from runtime.core import APIStatusError, Client, InvalidError, NotFoundError
 from runtime.forge.install import (
     COMPONENTS,
+    MUTATING_WEBHOOK,
     VALIDATING_WEBHOOK,
     InstallOptions,
     install_manifests,
+    placeholder_options,
 )
+from runtime.forge.nodes import api_server_url, names_loopback
 
 from .identity import IdentityError, cluster_identity
 from .waits import NEVER, POLL_INTERVAL, POLL_MAX_INTERVAL, Stop, wait_until
@@ -82,16 +85,7 @@ def ref(obj: Mapping[str, Any]) -> Ref:
 
 def object_refs(namespace: str) -> list[Ref]:
     """The objects of an installation in `namespace`, in apply order."""
-    # which objects an installation holds depends only on its namespace: the other options are placeholders
-    options = InstallOptions(
-        cluster_id=str(uuid.UUID(int=0)),
-        cluster_name="placeholder",
-        api_server_url="https://placeholder.invalid",
-        pod_cidr="10.0.0.0/16",
-        service_cidr="10.1.0.0/16",
-        namespace=namespace,
-    )
-    return [ref(obj) for obj in install_manifests(options)]
+    return [ref(obj) for obj in install_manifests(placeholder_options(namespace))]
 
 
 # discovery
@@ -101,6 +95,15 @@ def object_refs(namespace: str) -> list[Ref]:
 class Cidrs:
     pod_cidr: str | None
     service_cidr: str | None
+
+
+async def discover_api_server_url(client: Client, host: str) -> str:
+    """The API server URL consumers get when none is configured (`runtime.forge.nodes.api_server_url`):
+    the kubeconfig's server, or for a kind-like local cluster a control-plane node's address and 6443."""
+    if not names_loopback(host):
+        return host
+    nodes = (await client.list(kinds.NODES)).items
+    return api_server_url(host, nodes)
 
 
 async def discover_cidrs(client: Client) -> Cidrs:
@@ -340,17 +343,20 @@ async def _pending(client: Client, options: InstallOptions) -> list[str]:
             pending.append(
                 f"Deployment {ns}/{name}: {status.get('availableReplicas') or 0}/{wanted} available{pods}"
             )
-    try:
-        webhook = await client.get(kinds.VALIDATINGWEBHOOKS, VALIDATING_WEBHOOK)
-    except NotFoundError:
-        pending.append(f"ValidatingWebhookConfiguration {VALIDATING_WEBHOOK} is missing")
-    else:
+    for resource, name in (
+        (kinds.VALIDATINGWEBHOOKS, VALIDATING_WEBHOOK),
+        (kinds.MUTATINGWEBHOOKS, MUTATING_WEBHOOK),
+    ):
+        try:
+            webhook = await client.get(resource, name)
+        except NotFoundError:
+            pending.append(f"{resource.kind} {name} is missing")
+            continue
         if not all(
             (hook.get("clientConfig") or {}).get("caBundle") for hook in webhook.get("webhooks") or []
         ):
             pending.append(
-                f"ValidatingWebhookConfiguration {VALIDATING_WEBHOOK} has no CA bundle yet "
-                "(the webhook sets it when it starts)"
+                f"{resource.kind} {name} has no CA bundle yet (the webhook sets it when it starts)"
             )
     try:
         identity = await client.get(kinds.CONFIGMAPS, c.CLUSTER_IDENTITY_CONFIGMAP, namespace=ns)

@@ -9,7 +9,12 @@ kubelet cares about: its VirtualNode, its Node, its credential Secret):
 - the health checker: pings the provider every interval (`health.py`);
 - the node controller (`node.py`): registers the Node and keeps it current, on changes
   of the VirtualNode, of the Node and of the provider's health;
-- the Lease heartbeat (`lease.py`), once the Node exists.
+- the Lease heartbeat (`lease.py`), once the Node exists;
+- reflection (`reflection/`): the NamespaceMap of its provider says which namespaces are
+  offloaded there, under which names; for each, the pod reflector turns the pods bound
+  to the node into ShadowPods in the twin namespace and brings their status back, over
+  remote informers on the provider's client;
+- the kubelet API (`kubeletapi.py`): `kubectl logs` of offloaded pods, from the provider.
 
 `/readyz` answers ready once the Node is registered and the provider was checked once.
 Cancellation stops everything but leaves the Node: a restarted virtual kubelet takes
@@ -28,6 +33,7 @@ import asyncio
 import base64
 import binascii
 import logging
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,11 +41,14 @@ import yaml
 from prometheus_client import CollectorRegistry
 
 from runtime.api import constants as c
-from runtime.api.crds import VIRTUALNODES
-from runtime.api.kinds import NODES, SECRETS
+from runtime.api.crds import NAMESPACEMAPS, VIRTUALNODES
+from runtime.api.kinds import NODES, PODS, SECRETS
 from runtime.core import (
+    APIConnectionError,
+    APIStatusError,
     Client,
     Controller,
+    EventRecorder,
     KubeconfigError,
     Manager,
     NotFoundError,
@@ -50,14 +59,21 @@ from runtime.core import (
     ServerSettings,
     Settings,
     Store,
+    WatchingSettings,
 )
 from runtime.core.health import HealthServer
 from runtime.forge import virtualnode as forge
+from runtime.forge.pods import PodOptions
 
 from .health import HealthChecker, HealthSettings
+from .kubeletapi import KubeletAPI, LogsError, SubjectAccessAuthorizer
 from .lease import LeaseHeartbeat, LeaseSettings
 from .node import NodeReconciler
+from .reflection.manager import ReflectionManager
+from .reflection.namespacemap import NamespaceMapReconciler
+from .reflection.workload import PodReflectionOptions, PodReflector
 from .remote import CredentialRemote
+from .translation import AddressTranslator, IdentityTranslator
 
 logger = logging.getLogger(__name__)
 
@@ -76,15 +92,30 @@ class VirtualKubeletSettings:
     status_report_period: float = 300.0
     #: the HTTP endpoint (/healthz, /readyz, /metrics); None: none
     server: ServerSettings | None = field(default_factory=ServerSettings)
+    #: the kubelet API (`kubectl logs`): where it listens (port 0: any free one)
+    kubelet_host: str = "0.0.0.0"
+    kubelet_port: int = 10250
+    #: concurrent reflections of pods (never two of one pod): each waits on a few requests to both clusters
+    pod_workers: int = 20
+    #: the informers of the provider's twin namespaces
+    watching: WatchingSettings = field(default_factory=WatchingSettings)
 
 
 class CredentialReconciler:
     """Hands each version of the credential Secret (key `kubeconfig`) to the remote."""
 
-    def __init__(self, *, secrets: Store, remote: CredentialRemote, health: HealthChecker) -> None:
+    def __init__(
+        self,
+        *,
+        secrets: Store,
+        remote: CredentialRemote,
+        health: HealthChecker,
+        connected: Callable[[Client], None] = lambda client: None,
+    ) -> None:
         self._secrets = secrets
         self._remote = remote
         self._health = health
+        self._connected = connected
 
     async def reconcile(self, request: Request) -> Result | None:
         secret = self._secrets.get(request.name, namespace=request.namespace)
@@ -114,6 +145,8 @@ class CredentialReconciler:
             raise PermanentError(f"{request}: the credential cannot be used: {exc}") from None
         if changed:
             self._health.check_now()
+        if self._remote.client is not None:
+            self._connected(self._remote.client)
         return None
 
 
@@ -145,8 +178,11 @@ class VirtualKubelet:
         *,
         virtual_node: Request,
         settings: VirtualKubeletSettings,
+        home_cluster_id: str,
+        home_api_server: str = "",
         address: str | None = None,
         registry: CollectorRegistry | None = None,
+        translator: AddressTranslator | None = None,
     ) -> None:
         settings.health.validate()
         settings.lease.validate()
@@ -154,10 +190,14 @@ class VirtualKubelet:
         self._ref = virtual_node
         self._settings = settings
         self._address = address
+        self._home_cluster_id = home_cluster_id
+        self._home_api_server = home_api_server
+        self._translator = translator or IdentityTranslator()
         self._registry = registry if registry is not None else CollectorRegistry()
         self._checker: HealthChecker | None = None
         self._node: NodeReconciler | None = None
         self._creates_node = True
+        self._kubelet: KubeletAPI | None = None
         #: the health server, once `run()` started it (its bound port is `server.port`)
         self.server: HealthServer | None = None
 
@@ -206,9 +246,12 @@ class VirtualKubelet:
             on_change=lambda health: node_controller.enqueue(node_request) if node_controller else None,
         )
         self._checker = checker
+        reflection = self._reflection(manager, remote, provider=provider, node_name=node_name)
         manager.controller(
             "credential",
-            CredentialReconciler(secrets=secrets.store, remote=remote, health=checker),
+            CredentialReconciler(
+                secrets=secrets.store, remote=remote, health=checker, connected=reflection.connect
+            ),
             primary=secrets,
         )
         virtual_nodes = manager.informer(
@@ -231,12 +274,13 @@ class VirtualKubelet:
                 health=checker,
                 address=self._address,
                 status_report_period=self._settings.status_report_period,
+                kubelet_port=lambda: self._kubelet.port if self._kubelet is not None else 0,
             )
             node_controller = manager.controller("node", self._node, primary=nodes)
             node_controller.watches(virtual_nodes, lambda obj: [node_request])
         logger.info("%s: virtual kubelet for provider %s (node %s) starting", ref, provider, node_name)
         work = asyncio.create_task(
-            self._run_all(manager, checker, provider, node_name), name=f"{ref} kubelet"
+            self._run_all(manager, checker, reflection, provider, node_name), name=f"{ref} kubelet"
         )
         until_deleted = asyncio.create_task(deleted.wait(), name=f"{ref} deletion")
         try:
@@ -251,8 +295,88 @@ class VirtualKubelet:
             await remote.close()
         logger.info("%s: the VirtualNode is being deleted; the virtual kubelet stopped", ref)
 
-    async def _run_all(self, manager: Manager, checker: HealthChecker, provider: str, node_name: str) -> None:
+    def _reflection(
+        self, manager: Manager, remote: CredentialRemote, *, provider: str, node_name: str
+    ) -> ReflectionManager:
+        """The pod reflector and the NamespaceMap handler on `manager`, and the kubelet API serving their logs."""
+        ref = self._ref
+        pods = manager.informer(PODS, field_selector=f"spec.nodeName={node_name}")
+        options = PodReflectionOptions(
+            pods=PodOptions(origin_cluster_id=self._home_cluster_id, home_api_server=self._home_api_server),
+            node_name=node_name,
+            host_ip=self._address or "",
+            provider=provider,
+            home_ca=self._client.config.certificate_authority or b"",
+        )
+        reflector = PodReflector(
+            manager,
+            local=pods,
+            local_client=self._client,
+            remote=remote,
+            options=options,
+            translator=self._translator,
+            recorder=EventRecorder(
+                self._client, component=c.FIELD_MANAGER_VIRTUAL_KUBELET, instance=node_name
+            ),
+            workers=self._settings.pod_workers,
+        )
+        reflection = ReflectionManager([reflector], watching=self._settings.watching)
+        maps = manager.informer(NAMESPACEMAPS, namespace=ref.namespace, field_selector=_named(ref.name))
+        manager.controller(
+            "namespacemap",
+            NamespaceMapReconciler(namespace_maps=maps.store, manager=reflection),
+            primary=maps,
+        )
+
+        async def logs(
+            namespace: str, name: str, container: str, options: Sequence[tuple[str, str]]
+        ) -> AsyncIterator[bytes]:
+            pair = reflection.pair(namespace)
+            if pair is None or pods.store.get(name, namespace=namespace) is None or remote.client is None:
+                raise LogsError(
+                    404, f'pod "{name}" in namespace "{namespace}" is not offloaded through {node_name}'
+                )
+            chunks = remote.client.stream(
+                PODS,
+                name,
+                namespace=pair.remote,
+                subresource="log",
+                query=[("container", container), *options],
+            )
+            try:
+                async for chunk in chunks:
+                    yield chunk
+            except APIStatusError as exc:
+                raise LogsError(exc.code or 500, exc.message or str(exc)) from None
+            except APIConnectionError as exc:
+                raise LogsError(503, f"provider {provider} cannot be reached: {exc}") from None
+            finally:
+                await chunks.aclose()
+
+        self._kubelet = KubeletAPI(
+            logs,
+            authorizer=SubjectAccessAuthorizer(self._client, node_name=node_name),
+            node_name=node_name,
+            host=self._settings.kubelet_host,
+            port=self._settings.kubelet_port,
+            client_ca=self._client.config.certificate_authority,
+        )
+        return reflection
+
+    async def _run_all(
+        self,
+        manager: Manager,
+        checker: HealthChecker,
+        reflection: ReflectionManager,
+        provider: str,
+        node_name: str,
+    ) -> None:
         async with asyncio.TaskGroup() as group:
+            if self._kubelet is not None:
+                # the Node names the kubelet API's port: it listens before the Node is registered
+                group.create_task(self._kubelet.run(), name=f"kubelet API of {node_name}")
+                await self._kubelet.ready.wait()
+            group.create_task(reflection.run(), name=f"reflection into {provider}")
             group.create_task(manager.run(), name="virtual kubelet manager")
             group.create_task(checker.run(), name=f"health checks of provider {provider}")
             if self._settings.server is not None:

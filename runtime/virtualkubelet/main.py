@@ -1,7 +1,8 @@
 """`python -m runtime virtual-kubelet --virtual-node <ns>/<name>`: the node standing for one provider.
 
 The controller manager runs one per VirtualNode (`runtime.forge.virtualnode.deployment`);
-the pod's IP (`POD_IP`, from the downward API) becomes the Node's InternalIP.
+the pod's IP (`POD_IP`, from the downward API) becomes the Node's InternalIP, where the
+kubelet API (`--kubelet-address`) serves `kubectl logs` of offloaded pods.
 """
 
 from __future__ import annotations
@@ -56,6 +57,29 @@ def parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--kubeconfig", help="kubeconfig of this cluster (default: the pod's ServiceAccount)")
     parser.add_argument(
+        "--home-cluster-id",
+        required=True,
+        help="this cluster's id: what marks the objects it reflects to the provider",
+    )
+    parser.add_argument(
+        "--home-api-server-url",
+        default="",
+        help="this cluster's API server as other clusters reach it: offloaded pods talk to it (default: leave "
+        "their KUBERNETES_SERVICE_* environment alone)",
+    )
+    parser.add_argument(
+        "--kubelet-address",
+        type=address,
+        default=(defaults.kubelet_host, defaults.kubelet_port),
+        help=f"host:port of the kubelet API (kubectl logs) (default {defaults.kubelet_host}:{defaults.kubelet_port})",
+    )
+    parser.add_argument(
+        "--pod-workers",
+        type=int,
+        default=defaults.pod_workers,
+        help=f"pods reflected at once (default {defaults.pod_workers})",
+    )
+    parser.add_argument(
         "--ping-interval",
         type=float,
         default=defaults.health.interval,
@@ -94,6 +118,7 @@ async def main(argv: Sequence[str]) -> int:
     args = parser().parse_args(argv)
     defaults = VirtualKubeletSettings()
     health_host, health_port = args.health_address
+    kubelet_host, kubelet_port = args.kubelet_address
     settings = VirtualKubeletSettings(
         health=HealthSettings(
             interval=args.ping_interval,
@@ -103,11 +128,16 @@ async def main(argv: Sequence[str]) -> int:
         lease=LeaseSettings(duration=args.lease_duration, renew_interval=args.heartbeat),
         status_report_period=args.node_status_report_period,
         server=ServerSettings(host=health_host or "0.0.0.0", port=health_port),
+        kubelet_host=kubelet_host or "0.0.0.0",
+        kubelet_port=kubelet_port,
+        pod_workers=args.pod_workers,
     )
     ref: Request = args.virtual_node
     try:
         settings.health.validate()
         settings.lease.validate()
+        if settings.pod_workers < 1:
+            raise ValueError(f"--pod-workers must be at least 1, not {settings.pod_workers}")
         client = await (Client.from_kubeconfig(args.kubeconfig) if args.kubeconfig else Client.in_cluster())
     except (ValueError, KubeconfigError) as exc:
         logger.error("%s: the virtual kubelet cannot start: %s", ref, exc)
@@ -115,7 +145,12 @@ async def main(argv: Sequence[str]) -> int:
     async with client:
         try:
             await VirtualKubelet(
-                client, virtual_node=ref, settings=settings, address=os.environ.get("POD_IP") or None
+                client,
+                virtual_node=ref,
+                settings=settings,
+                home_cluster_id=args.home_cluster_id,
+                home_api_server=args.home_api_server_url,
+                address=os.environ.get("POD_IP") or None,
             ).run()
         except VirtualKubeletError as exc:
             logger.error("%s", exc)

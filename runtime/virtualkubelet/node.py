@@ -28,7 +28,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -58,7 +58,7 @@ _STEADY_CONDITIONS = (
     ("NetworkUnavailable", "VirtualNodeNetwork", "a virtual node needs no node network of its own"),
 )
 #: status fields compared as a whole to decide whether the status changed
-STATUS_FIELDS = ("capacity", "allocatable", "addresses", "nodeInfo")
+STATUS_FIELDS = ("capacity", "allocatable", "addresses", "nodeInfo", "daemonEndpoints")
 
 
 def node_labels(virtual_node: JSON, *, node_name: str) -> dict[str, str]:
@@ -112,8 +112,12 @@ def node_status(
     address: str | None,
     current: Iterable[JSON],
     now: str,
+    kubelet_port: int = 0,
 ) -> JSON:
-    """The status the virtual kubelet writes; `current` are the Node's conditions (transition times kept)."""
+    """The status the virtual kubelet writes; `current` are the Node's conditions (transition times kept).
+
+    `kubelet_port` is where its kubelet API listens (the API server proxies `kubectl logs` there).
+    """
     resources = capacity(virtual_node)
     addresses = [{"type": "InternalIP", "address": address}] if address else []
     addresses.append({"type": "Hostname", "address": node_name})
@@ -134,6 +138,7 @@ def node_status(
             "architecture": ARCHITECTURE,
         },
         "conditions": node_conditions(health, current=current, now=now),
+        "daemonEndpoints": {"kubeletEndpoint": {"Port": kubelet_port}},
     }
 
 
@@ -207,6 +212,7 @@ class NodeReconciler:
         health: HealthChecker,
         address: str | None,
         status_report_period: float,
+        kubelet_port: Callable[[], int] = lambda: 0,
     ) -> None:
         self._client = client
         self._virtual_node = virtual_node
@@ -216,6 +222,7 @@ class NodeReconciler:
         self._health = health
         self._address = address
         self._period = status_report_period
+        self._kubelet_port = kubelet_port
         self.registered = asyncio.Event()
         self.uid: str | None = None
 
@@ -273,4 +280,5 @@ class NodeReconciler:
             address=self._address,
             current=current,
             now=nodestatus.timestamp(now),
+            kubelet_port=self._kubelet_port(),
         )

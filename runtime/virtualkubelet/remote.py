@@ -4,10 +4,11 @@ As virtual-kubelet's `NodeProvider`, the interface is tiny and the node controll
 everything else (the Node, its Lease, its status): `ping()` says whether the provider's
 API server answers this consumer, `version()` what it runs. A fake stands in for tests.
 
-`CredentialRemote` is the real one: a `runtime.core.Client` built from the credential
+`CredentialRemote` is the real one: one `runtime.core.Client` built from the credential
 kubeconfig the consumer holds for the provider. The credential is renewed long before
-it expires, so `use()` swaps in a client for each new kubeconfig while the virtual
-kubelet runs; a health check in flight finishes on the old client, then it is closed.
+it expires, so `use()` reconfigures that client for each new kubeconfig while the virtual
+kubelet runs: requests in flight finish with the old credential, and everything built on
+the client (the reflection's informers) carries on with the new one.
 
 The health check asks for `/version`: an authenticated request the API server answers
 as soon as it serves (kube-apiserver's default RBAC allows it to every authenticated
@@ -51,29 +52,35 @@ class CredentialRemote:
         self._provider = provider
         self._request_timeout = request_timeout
         self._client: Client | None = None
-        #: the kubeconfig the current client was built from (a Secret resync with the same one changes nothing)
+        #: the kubeconfig the client uses (a Secret resync with the same one changes nothing)
         self._kubeconfig: Mapping[str, Any] | None = None
-        #: held by each request and by `use()`, so a client is never closed under a request
-        self._lock = asyncio.Lock()
 
     @property
     def server(self) -> str | None:
         return self._client.host if self._client is not None else None
 
+    @property
+    def client(self) -> Client | None:
+        """The provider's client, once a credential was used (the same object across renewals)."""
+        return self._client
+
     async def use(self, kubeconfig: Mapping[str, Any]) -> bool:
         """Talk to the provider with this kubeconfig from now on; False when it is the one in use already.
 
-        KubeconfigError (unchanged client) when it cannot be loaded.
+        KubeconfigError (client unchanged) when it cannot be loaded.
         """
         if kubeconfig == self._kubeconfig:
             return False
         config = await asyncio.to_thread(load_kubeconfig_dict, kubeconfig)
-        client = await Client.from_config(config, request_timeout=self._request_timeout)
-        async with self._lock:
-            old, self._client, self._kubeconfig = self._client, client, kubeconfig
-            if old is not None:
-                await old.close()
-        logger.info("%s: using %s credential for %s", self._provider, "a new" if old else "the", client.host)
+        renewed = self._client is not None
+        if self._client is None:
+            self._client = await Client.from_config(config, request_timeout=self._request_timeout)
+        else:
+            await self._client.reconfigure(config)
+        self._kubeconfig = kubeconfig
+        logger.info(
+            "%s: using %s credential for %s", self._provider, "a new" if renewed else "the", config.server
+        )
         return True
 
     async def ping(self) -> None:
@@ -84,17 +91,14 @@ class CredentialRemote:
         return str(info.get("gitVersion") or "")
 
     async def close(self) -> None:
-        async with self._lock:
-            if self._client is not None:
-                await self._client.close()
-                self._client = None
+        if self._client is not None:
+            await self._client.close()
+            self._client = None
 
     async def _server_version(self) -> JSON:
-        async with self._lock:
-            client = self._client
-            if client is None:
-                raise RemoteError(f"no credential for provider {self._provider} yet")
-            return await _server_version(client, provider=self._provider)
+        if self._client is None:
+            raise RemoteError(f"no credential for provider {self._provider} yet")
+        return await _server_version(self._client, provider=self._provider)
 
 
 async def _server_version(client: Client, *, provider: str) -> JSON:

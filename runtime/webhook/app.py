@@ -1,7 +1,7 @@
-"""The webhook's HTTP side: a routing table from URL path to validator, and one AdmissionReview handler.
+"""The webhook's HTTP side: a routing table from URL path to handler, and one AdmissionReview handler.
 
-Paths are `/validate/<plural>`, as the install's ValidatingWebhookConfiguration names
-them. A body that is not an AdmissionReview v1 gets 400 (the API server then applies
+Paths are `/validate/<plural>` and `/mutate/<plural>`, as the install's webhook
+configurations name them. A body that is not an AdmissionReview v1 gets 400 (the API server then applies
 the webhook's failurePolicy); a validator that raises gets 500, so a bug never admits
 an object silently. Every review is counted by path and verdict.
 """
@@ -16,11 +16,13 @@ from collections.abc import Mapping
 from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter
 
-from runtime.api.crds import FOREIGNCLUSTERS, RESOURCESLICES
+from runtime.api.crds import FOREIGNCLUSTERS, NAMESPACEOFFLOADINGS, RESOURCESLICES
+from runtime.api.kinds import PODS
 from runtime.api.resource import Resource
 
-from . import foreignclusters, resourceslices
-from .review import ReviewError, Validator, object_ref, parse_review, response
+from . import foreignclusters, namespaceoffloadings, resourceslices
+from .pods import Lookup, pod_mutator
+from .review import Mutation, Mutator, ReviewError, Validator, object_ref, parse_review, response
 
 logger = logging.getLogger(__name__)
 
@@ -29,12 +31,26 @@ def validation_path(resource: Resource) -> str:
     return f"/validate/{resource.plural}"
 
 
+def mutation_path(resource: Resource) -> str:
+    return f"/mutate/{resource.plural}"
+
+
 def validators(*, namespace: str) -> dict[str, Validator]:
-    """The routing table: path -> validator; `namespace` is the runtime's namespace."""
+    """The validating routes: path -> validator; `namespace` is the runtime's namespace."""
     return {
         validation_path(FOREIGNCLUSTERS): functools.partial(foreignclusters.validate, namespace=namespace),
         validation_path(RESOURCESLICES): resourceslices.validate,
+        validation_path(NAMESPACEOFFLOADINGS): namespaceoffloadings.validate,
     }
+
+
+def mutators(*, offloadings: Lookup) -> dict[str, Mutator]:
+    """The mutating routes: path -> mutator; `offloadings` finds a namespace's NamespaceOffloading."""
+    return {mutation_path(PODS): pod_mutator(offloadings)}
+
+
+def _as_mutator(validator: Validator) -> Mutator:
+    return lambda request: Mutation(problems=list(validator(request)))
 
 
 class ReviewMetrics:
@@ -47,15 +63,21 @@ class ReviewMetrics:
         )
 
 
-def application(routes: Mapping[str, Validator], *, metrics: ReviewMetrics) -> web.Application:
+def application(
+    routes: Mapping[str, Validator],
+    *,
+    metrics: ReviewMetrics,
+    mutating: Mapping[str, Mutator] | None = None,
+) -> web.Application:
     app = web.Application(client_max_size=8 * 2**20)
-    for path, validator in routes.items():
-        app.router.add_post(path, functools.partial(_review, path=path, validator=validator, metrics=metrics))
+    handlers = {path: _as_mutator(validator) for path, validator in routes.items()} | dict(mutating or {})
+    for path, handler in handlers.items():
+        app.router.add_post(path, functools.partial(_review, path=path, handler=handler, metrics=metrics))
     return app
 
 
 async def _review(
-    request: web.Request, *, path: str, validator: Validator, metrics: ReviewMetrics
+    request: web.Request, *, path: str, handler: Mutator, metrics: ReviewMetrics
 ) -> web.Response:
     try:
         review = parse_review(json.loads(await request.read()))
@@ -64,13 +86,14 @@ async def _review(
         logger.warning("%s: bad AdmissionReview from %s: %s", path, request.remote, exc)
         return web.json_response({"error": f"{path}: {exc}"}, status=400)
     try:
-        problems = validator(review)
+        mutation = handler(review)
     except Exception:
         metrics.reviews.labels(path, "error").inc()
         logger.exception("%s: %s: validation failed", object_ref(review), path)
         return web.json_response({"error": "validation failed; see the webhook's log"}, status=500)
+    problems = mutation.problems
     verdict = "denied" if problems else "allowed"
     metrics.reviews.labels(path, verdict).inc()
     if problems:
         logger.info("%s: %s denied: %s", object_ref(review), review.get("operation"), "; ".join(problems))
-    return web.json_response(response(review, problems))
+    return web.json_response(response(review, problems, patch=mutation.patch))

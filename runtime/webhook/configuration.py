@@ -1,4 +1,4 @@
-"""Point the webhook configurations at this webhook: its CA always, its URL in URL mode.
+"""Point the webhook configurations (validating and mutating) at this webhook: its CA always, its URL in URL mode.
 
 The install manifests cannot know the CA (the webhook makes it at start, see
 `certs.py`) nor, in URL mode, the address the webhook listens on (the pod IP on the
@@ -20,7 +20,8 @@ from typing import Literal
 from urllib.parse import urlsplit
 
 from runtime.api.constants import FIELD_MANAGER_WEBHOOK
-from runtime.api.kinds import VALIDATINGWEBHOOKS
+from runtime.api.kinds import MUTATINGWEBHOOKS, VALIDATINGWEBHOOKS
+from runtime.api.resource import Resource
 from runtime.core import APIError, Client, ConflictError, NotFoundError
 
 from .review import JSON
@@ -58,17 +59,28 @@ def _path(client_config: JSON) -> str:
     return str((client_config.get("service") or {}).get("path") or "/")
 
 
+#: (kind of configuration, name)
+Target = tuple[Resource, str]
+
+
+def targets(*, validating: Sequence[str], mutating: Sequence[str]) -> list[Target]:
+    return [(VALIDATINGWEBHOOKS, name) for name in validating] + [
+        (MUTATINGWEBHOOKS, name) for name in mutating
+    ]
+
+
 async def patch_configuration(
-    client: Client, name: str, *, ca_bundle: bytes, mode: Mode, base_url: str
+    client: Client, target: Target, *, ca_bundle: bytes, mode: Mode, base_url: str
 ) -> None:
-    """Write CA (and URL) into the ValidatingWebhookConfiguration `name`, once it exists; retries until done."""
+    """Write CA (and URL) into the webhook configuration `target`, once it exists; retries until done."""
+    resource, name = target
     delay = RETRY_DELAY
     while True:
         try:
-            current = await client.get(VALIDATINGWEBHOOKS, name)
+            current = await client.get(resource, name)
             desired = configured(current, ca_bundle=ca_bundle, mode=mode, base_url=base_url)
             if desired != current:
-                await client.replace(VALIDATINGWEBHOOKS, desired, field_manager=FIELD_MANAGER_WEBHOOK)
+                await client.replace(resource, desired, field_manager=FIELD_MANAGER_WEBHOOK)
             logger.info(
                 "%s: %d webhooks now trust this webhook's CA%s",
                 name,
@@ -81,9 +93,9 @@ async def patch_configuration(
             continue
         except NotFoundError:
             logger.warning(
-                "%s: the ValidatingWebhookConfiguration does not exist (yet); is the runtime installed? "
-                "retrying in %.3g s",
+                "%s: the %s does not exist (yet); is the runtime installed? retrying in %.3g s",
                 name,
+                resource.kind,
                 delay,
             )
         except APIError as exc:
@@ -95,11 +107,11 @@ async def patch_configuration(
 
 
 async def patch_configurations(
-    client: Client, names: Sequence[str], *, ca_bundle: bytes, mode: Mode, base_url: str
+    client: Client, configurations: Sequence[Target], *, ca_bundle: bytes, mode: Mode, base_url: str
 ) -> None:
     async with asyncio.TaskGroup() as group:
-        for name in names:
+        for target in configurations:
             group.create_task(
-                patch_configuration(client, name, ca_bundle=ca_bundle, mode=mode, base_url=base_url),
-                name=f"patch webhook configuration {name}",
+                patch_configuration(client, target, ca_bundle=ca_bundle, mode=mode, base_url=base_url),
+                name=f"patch webhook configuration {target[1]}",
             )

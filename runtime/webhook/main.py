@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from runtime.api import constants as c
 from runtime.core import Client, KubeconfigError, ServerSettings
-from runtime.forge.install import VALIDATING_WEBHOOK, WEBHOOK, WEBHOOK_PORT
+from runtime.forge.install import MUTATING_WEBHOOK, VALIDATING_WEBHOOK, WEBHOOK, WEBHOOK_PORT
 
 from .server import WebhookOptions, WebhookServer
 
@@ -30,7 +30,7 @@ def address(text: str) -> tuple[str, int]:
 def parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m runtime webhook",
-        description="Admission webhook validating ForeignClusters and ResourceSlices.",
+        description="Admission webhook validating the runtime's kinds and admitting pods of offloaded namespaces.",
         allow_abbrev=False,
     )
     parser.add_argument("--namespace", default=c.DEFAULT_NAMESPACE, help="the runtime's namespace")
@@ -53,6 +53,11 @@ def parser() -> argparse.ArgumentParser:
         f"(default {VALIDATING_WEBHOOK})",
     )
     parser.add_argument(
+        "--mutating-configuration",
+        action="append",
+        help=f"a MutatingWebhookConfiguration to patch with the CA (and URL); repeatable (default {MUTATING_WEBHOOK})",
+    )
+    parser.add_argument(
         "--health-address",
         type=address,
         default=("0.0.0.0", 8080),
@@ -72,6 +77,7 @@ async def main(argv: Sequence[str]) -> int:
         listen_port=listen_port,
         mode=args.mode,
         configurations=tuple(dict.fromkeys(args.configuration or [VALIDATING_WEBHOOK])),
+        mutating_configurations=tuple(dict.fromkeys(args.mutating_configuration or [MUTATING_WEBHOOK])),
         service=f"liqo-{WEBHOOK}",
         health=ServerSettings(host=health_host or "0.0.0.0", port=health_port),
     )

@@ -1,7 +1,8 @@
-"""AdmissionReview v1 in and out: what a validating handler sees and what the API server reads back.
+"""AdmissionReview v1 in and out: what a handler sees and what the API server reads back.
 
-Handlers are pure functions from the review's `request` to a list of problems (empty:
-allowed), so they are tested without HTTP. A denial carries every problem at once, in
+Validators are pure functions from the review's `request` to a list of problems (empty:
+allowed); mutators return a `Mutation` (problems, or the JSON Patch to apply), so both
+are tested without HTTP. A denial carries every problem at once, in
 Kubernetes' field-error wording (`spec.clusterID: Invalid value: "x": must be a UUID`),
 with code 422 and reason Invalid: the API server passes both on, so clients see the
 same `InvalidError` as for a schema violation.
@@ -9,8 +10,10 @@ same `InvalidError` as for a schema violation.
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 JSON = dict[str, Any]
@@ -18,6 +21,18 @@ API_VERSION = "admission.k8s.io/v1"
 
 #: request -> problems (empty: allowed)
 Validator = Callable[[JSON], Sequence[str]]
+
+
+@dataclass(frozen=True)
+class Mutation:
+    """A mutating handler's answer: denied with `problems`, or allowed with the JSON Patch `patch` (maybe empty)."""
+
+    problems: Sequence[str] = ()
+    patch: Sequence[JSON] = field(default_factory=list)
+
+
+#: request -> the mutation
+Mutator = Callable[[JSON], Mutation]
 
 
 class ReviewError(ValueError):
@@ -57,9 +72,12 @@ def object_ref(request: JSON) -> str:
     return f"{kind} {namespace}/{name}" if namespace else f"{kind} {name}"
 
 
-def response(request: JSON, problems: Sequence[str]) -> JSON:
-    """The AdmissionReview answering `request`: allowed, or denied with every problem."""
+def response(request: JSON, problems: Sequence[str], *, patch: Sequence[JSON] = ()) -> JSON:
+    """The AdmissionReview answering `request`: allowed (with `patch` applied), or denied with every problem."""
     answer: JSON = {"uid": request["uid"], "allowed": not problems}
+    if patch and not problems:
+        answer["patchType"] = "JSONPatch"
+        answer["patch"] = base64.b64encode(json.dumps(list(patch)).encode()).decode("ascii")
     if problems:
         answer["status"] = {
             "status": "Failure",

@@ -1,9 +1,11 @@
 """The webhook as a running service: HTTPS admission endpoint, configuration patching, health endpoint.
 
-Start-up order: make the serving certificate, listen (so the bound port is known, and
-the API server can call as soon as it is told to), patch the webhook configurations
-with the CA (and, in URL mode, this address), then report ready. `run()` blocks until
-cancelled; `ready` is set once the configurations are patched.
+Start-up order: make the serving certificate, start the NamespaceOffloading informer the
+pod webhook reads and wait until it has synced (a pod admitted before would miss its
+namespace's offloading), listen (so the bound port is known, and the API server can call
+as soon as it is told to), patch the webhook configurations with the CA (and, in URL
+mode, this address), then report ready. `run()` blocks until cancelled; `ready` is set
+once the configurations are patched.
 """
 
 from __future__ import annotations
@@ -16,12 +18,15 @@ from dataclasses import dataclass
 from aiohttp import web
 from prometheus_client import CollectorRegistry
 
-from runtime.core import Client, ServerSettings
+from runtime.api import constants as c
+from runtime.api.crds import NAMESPACEOFFLOADINGS
+from runtime.core import Client, InformerFactory, ServerSettings, WatchingSettings
 from runtime.core.health import HealthServer
 
-from .app import ReviewMetrics, application, validators
+from .app import ReviewMetrics, application, mutators, validators
 from .certs import ServingCertificate, server_context, service_dns_names, serving_certificate
-from .configuration import Mode, patch_configurations
+from .configuration import Mode, patch_configurations, targets
+from .review import JSON
 
 logger = logging.getLogger(__name__)
 
@@ -40,6 +45,8 @@ class WebhookOptions:
     #: the Service fronting the webhook (its DNS names go into the certificate)
     service: str
     health: ServerSettings | None = None
+    #: names of the MutatingWebhookConfigurations to point at this webhook
+    mutating_configurations: tuple[str, ...] = ()
 
     def validate(self) -> None:
         if self.mode == "url" and self.listen_host in _ANY_HOST:
@@ -72,6 +79,11 @@ class WebhookServer:
         self.ready = asyncio.Event()
         #: the bound port, once listening (differs from the options' when that is 0)
         self.port: int | None = None
+        self._informers = InformerFactory(client, settings=WatchingSettings())
+        self._offloadings = self._informers.informer(NAMESPACEOFFLOADINGS)
+
+    def _offloading(self, namespace: str) -> JSON | None:
+        return self._offloadings.store.get(c.NAMESPACE_OFFLOADING_NAME, namespace=namespace)
 
     def _hosts(self) -> list[str]:
         options = self._options
@@ -92,11 +104,17 @@ class WebhookServer:
                     settings=options.health, registry=self._registry, ready=self.ready.is_set
                 )
                 group.create_task(health.run(), name="webhook health server")
+            group.create_task(self._informers.run(), name="webhook informers")
+            await self._informers.wait_synced()
             group.create_task(self._serve(certificate), name="webhook https server")
 
     async def _serve(self, certificate: ServingCertificate) -> None:
         options = self._options
-        app = application(validators(namespace=options.namespace), metrics=ReviewMetrics(self._registry))
+        app = application(
+            validators(namespace=options.namespace),
+            mutating=mutators(offloadings=self._offloading),
+            metrics=ReviewMetrics(self._registry),
+        )
         runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
         await runner.setup()
         try:
@@ -112,7 +130,7 @@ class WebhookServer:
             logger.info("serving admission reviews on %s (%s mode)", base_url, options.mode)
             await patch_configurations(
                 self._client,
-                options.configurations,
+                targets(validating=options.configurations, mutating=options.mutating_configurations),
                 ca_bundle=certificate.ca,
                 mode=options.mode,
                 base_url=base_url,

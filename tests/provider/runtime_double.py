@@ -2,10 +2,14 @@
 tested against a bare API server emulator (no controllers, no node agent).
 
 - `installed_runtime`: what a running installation shows: its Deployments rolled out, the
-  webhook's CA bundle patched in, the auth service's URL in the identity ConfigMap;
+  webhooks' CA bundles patched in, the auth service's URL in the identity ConfigMap;
 - `peering_controller`: what the consumer's ForeignCluster controller shows: a finalizer,
   the status (through the controller's own status builder) and a Ready virtual node with
-  the capacity asked for; a deleted ForeignCluster loses its node and finalizer.
+  the capacity asked for; a deleted ForeignCluster loses its node and finalizer;
+- `offloading_controller`: what the NamespaceOffloading controller shows for peered
+  clusters with the given virtual-node labels: a finalizer and the status (through the
+  forge's own status builder), twin namespaces created or failing per cluster; a deleted
+  NamespaceOffloading loses its finalizer.
 """
 
 from __future__ import annotations
@@ -17,11 +21,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runtime.api import constants as c
-from runtime.api.crds import FOREIGNCLUSTERS
-from runtime.api.kinds import CONFIGMAPS, DEPLOYMENTS, NODES, VALIDATINGWEBHOOKS
+from runtime.api.crds import FOREIGNCLUSTERS, NAMESPACEOFFLOADINGS
+from runtime.api.kinds import CONFIGMAPS, DEPLOYMENTS, MUTATINGWEBHOOKS, NODES, VALIDATINGWEBHOOKS
 from runtime.controllers.core.status import Observed, done, failed, foreign_cluster_status, waiting
 from runtime.core import Client, ConflictError, NotFoundError
-from runtime.forge.install import VALIDATING_WEBHOOK
+from runtime.forge import namespaceoffloading as offloading_forge
+from runtime.forge.install import MUTATING_WEBHOOK, VALIDATING_WEBHOOK
+from runtime.forge.namespaces import namespace_map, twin_namespace_name
 from runtime.forge.virtualnode import node_name_for
 
 AUTH_URL = "https://127.0.0.1:18443"
@@ -70,15 +76,16 @@ async def _roll_out(client: Client, namespace: str) -> None:
 
 
 async def _patch_webhook(client: Client) -> None:
-    webhook = await client.get(VALIDATINGWEBHOOKS, VALIDATING_WEBHOOK)
-    hooks = webhook.get("webhooks") or []
-    if all(hook["clientConfig"].get("caBundle") for hook in hooks):
-        return
-    for hook in hooks:
-        hook["clientConfig"]["caBundle"] = CA_BUNDLE
-        if "url" in hook["clientConfig"]:
-            hook["clientConfig"]["url"] = f"https://127.0.0.1:19443/validate/{hook['name']}"
-    await client.replace(VALIDATINGWEBHOOKS, webhook, field_manager=c.FIELD_MANAGER_WEBHOOK)
+    for resource, name in ((VALIDATINGWEBHOOKS, VALIDATING_WEBHOOK), (MUTATINGWEBHOOKS, MUTATING_WEBHOOK)):
+        webhook = await client.get(resource, name)
+        hooks = webhook.get("webhooks") or []
+        if all(hook["clientConfig"].get("caBundle") for hook in hooks):
+            continue
+        for hook in hooks:
+            hook["clientConfig"]["caBundle"] = CA_BUNDLE
+            if "url" in hook["clientConfig"]:
+                hook["clientConfig"]["url"] = f"https://127.0.0.1:19443/validate/{hook['name']}"
+        await client.replace(resource, webhook, field_manager=c.FIELD_MANAGER_WEBHOOK)
 
 
 async def _publish(client: Client, namespace: str, auth_url: str) -> None:
@@ -204,3 +211,92 @@ async def _ensure_node(client: Client, name: str, capacity: dict[str, str], *, c
         node = await client.create(NODES, body)
     if (node.get("status") or {}).get("capacity") != capacity:
         await client.patch_status(NODES, name, {"status": status})
+
+
+@dataclass
+class OffloadingBehaviour:
+    """The peered clusters (name -> their virtual node's labels), those whose twin namespace cannot be made
+    (`failing`), and whether unoffloading never finishes (`stuck`)."""
+
+    clusters: dict[str, dict[str, str]] = field(default_factory=lambda: {"milan": {"region": "north"}})
+    failing: set[str] = field(default_factory=set)
+    stuck: bool = False
+    local_cluster_name: str = "rome"
+
+
+@contextlib.asynccontextmanager
+async def offloading_controller(
+    client: Client, behaviour: OffloadingBehaviour | None = None
+) -> AsyncIterator[OffloadingBehaviour]:
+    """While the block runs, NamespaceOffloadings are answered as the consumer's controller would."""
+    behaviour = behaviour or OffloadingBehaviour()
+    task = asyncio.create_task(_run_offloadings(client, behaviour), name="runtime double: offloadings")
+    try:
+        yield behaviour
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+async def _run_offloadings(client: Client, behaviour: OffloadingBehaviour) -> None:
+    while True:
+        for offloading in (await client.list(NAMESPACEOFFLOADINGS)).items:
+            with contextlib.suppress(NotFoundError, ConflictError):
+                await _offload(client, offloading, behaviour)
+        await asyncio.sleep(0.05)
+
+
+async def _offload(client: Client, offloading: dict[str, Any], behaviour: OffloadingBehaviour) -> None:
+    meta = offloading["metadata"]
+    namespace = meta["namespace"]
+    if meta.get("deletionTimestamp"):
+        if not behaviour.stuck:
+            await client.patch(
+                NAMESPACEOFFLOADINGS, meta["name"], {"metadata": {"finalizers": None}}, namespace=namespace
+            )
+        return
+    if c.FINALIZER_NAMESPACEOFFLOADING not in (meta.get("finalizers") or []):
+        await client.patch(
+            NAMESPACEOFFLOADINGS,
+            meta["name"],
+            {"metadata": {"finalizers": [c.FINALIZER_NAMESPACEOFFLOADING]}},
+            namespace=namespace,
+        )
+    spec = offloading.get("spec") or {}
+    twin = twin_namespace_name(
+        namespace,
+        strategy=str(spec.get("namespaceMappingStrategy") or c.MAPPING_DEFAULT_NAME),
+        local_cluster_name=behaviour.local_cluster_name,
+        selected_name=str(spec.get("remoteNamespaceName") or ""),
+    )
+    maps = []
+    for cluster, labels in behaviour.clusters.items():
+        selected = offloading_forge.selects(
+            offloading, {"metadata": {"name": f"liqo-{cluster}", "labels": labels}}
+        )
+        body = namespace_map(
+            cluster, namespace=f"liqo-tenant-{cluster}", cluster_id=f"{cluster}-id", desired={}
+        )
+        if selected:
+            body["spec"]["desiredMapping"] = {namespace: twin}
+            failing = cluster in behaviour.failing
+            body["status"] = {
+                "currentMapping": {
+                    namespace: {
+                        "remoteNamespace": twin,
+                        "phase": c.MAPPING_CREATION_LOOP_BACKOFF if failing else c.MAPPING_ACCEPTED,
+                        **({"message": f"namespace {twin} already exists on {cluster}"} if failing else {}),
+                    }
+                }
+            }
+        maps.append(body)
+    status = offloading_forge.offloading_status(
+        offloading,
+        maps,
+        remote_namespace_name=twin,
+        current=offloading.get("status"),
+        now="2025-01-01T00:00:00Z",
+    )
+    if offloading_forge.status_differs(offloading.get("status"), status):
+        await client.patch_status(NAMESPACEOFFLOADINGS, meta["name"], {"status": status}, namespace=namespace)

@@ -35,7 +35,7 @@ def _table_row(output: str, first: str) -> list[str]:
     raise AssertionError(f"no row {first!r} in:\n{output}")
 
 
-async def test_the_demo_peers_rome_with_milan_through_terraform_and_leaves_the_clusters_up(
+async def test_the_demo_peers_rome_with_milan_offloads_liqo_demo_and_leaves_the_clusters_up(
     tmp_path: Path,
 ) -> None:
     assert shutil.which("kubectl"), "kubectl is not on PATH"
@@ -62,13 +62,24 @@ async def test_the_demo_peers_rome_with_milan_through_terraform_and_leaves_the_c
         assert demo.returncode == 0, output
 
         assert "Terraform has been successfully initialized!" in output
-        assert "Apply complete! Resources: 4 added, 0 changed, 0 destroyed." in output
+        assert "Apply complete! Resources: 6 added, 0 changed, 0 destroyed." in output
         header = _table_row(output, "NAME")
         assert "OUTGOING" in header and "AUTHENTICATION" in header, header
         assert _table_row(output, "milan")[:5] == ["milan", "OutOfBand", "Established", "None", "None"]
         assert _table_row(output, "liqo-milan")[1] == "Ready"
         assert _table_row(output, "rome-control-plane")[1] == "Ready"
-        assert len(re.findall(r"^hello-\S+\s+1/1\s+Running", output, re.MULTILINE)) == 3, output
+        assert _table_row(output, "liqo-demo")[1:5] == [
+            "offloading",
+            "DefaultName",
+            "LocalAndRemote",
+            "Ready",
+        ]
+        # the pods Running on liqo-milan on rome, and the same pods in the twin namespace on milan
+        on_rome = re.findall(r"^(nginx-\S+)\s+1/1\s+Running\s.*\sliqo-milan\s", output, re.MULTILINE)
+        on_milan = re.findall(
+            r"^(nginx-\S+)\s+1/1\s+Running\s.*\smilan-control-plane\s", output, re.MULTILINE
+        )
+        assert len(on_rome) == 2 and sorted(on_rome) == sorted(on_milan), output
         assert re.search(r"^\s+total\s+\d+\.\d s$", output, re.MULTILINE), "the timings"
         assert "destroy" in output and "playground down" in output
         assert not (home / ".terraform.d").exists(), "nothing under $HOME"

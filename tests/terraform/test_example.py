@@ -21,8 +21,8 @@ import pytest
 
 from playground.testing import Clusters, Playground
 from runtime.api import constants as c
-from runtime.api.crds import FOREIGNCLUSTERS
-from runtime.api.kinds import CONFIGMAPS, DEPLOYMENTS, NODES
+from runtime.api.crds import FOREIGNCLUSTERS, NAMESPACEOFFLOADINGS
+from runtime.api.kinds import CONFIGMAPS, DEPLOYMENTS, NAMESPACES, NODES
 from runtime.api.quantity import parse_quantity
 from runtime.core import Client, NotFoundError
 from tests.playground.conftest import eventually
@@ -95,7 +95,7 @@ async def test_the_quick_start_applies_plans_empty_recovers_drift_imports_update
 
     await run(terraform, "apply")
 
-    async with clusters["rome"].client() as rome:
+    async with clusters["rome"].client() as rome, clusters["milan"].client() as milan:
         # the CIDRs the example does not set, discovered from kube-system/kubeadm-config as on kind
         identity = await rome.get(CONFIGMAPS, c.CLUSTER_IDENTITY_CONFIGMAP, namespace=c.DEFAULT_NAMESPACE)
         assert identity["data"][c.IDENTITY_POD_CIDR] == clusters["rome"].spec.pod_cidr
@@ -106,9 +106,26 @@ async def test_the_quick_start_applies_plans_empty_recovers_drift_imports_update
         outputs = await asyncio.to_thread(terraform.output)
         assert outputs["virtual_node"] == "liqo-milan"
         assert outputs["peering"]["offloading"] == "Established"
+        # liqo-demo offloaded: its twin namespace on milan
+        assert outputs["offloading"] == {"phase": "Ready", "remote_namespace": "liqo-demo-rome"}
+        assert (await milan.get(NAMESPACES, "liqo-demo-rome"))["metadata"]["name"] == "liqo-demo-rome"
         assert (await run(terraform, "plan", "-detailed-exitcode", check=False)).returncode == 0, (
             "plan after apply"
         )
+
+        # the offloading: imported by namespace with nothing to change, then its strategy changed in place
+        await run(terraform, "run", "state", "rm", "liqo_offload.offload")
+        await run(terraform, "run", "import", "-no-color", "liqo_offload.offload", "liqo-demo")
+        assert (await run(terraform, "plan", "-detailed-exitcode", check=False)).returncode == 0, (
+            "plan after importing the offloading"
+        )
+        override(terraform, 'resource "liqo_offload" "offload" {\n  pod_offloading_strategy = "Remote"\n}\n')
+        remote = await run(terraform, "plan")
+        assert "# liqo_offload.offload will be updated in-place" in remote.stdout
+        await run(terraform, "apply")
+        offloading = await rome.get(NAMESPACEOFFLOADINGS, "offloading", namespace="liqo-demo")
+        assert offloading["spec"]["podOffloadingStrategy"] == "Remote"
+        (terraform.workdir / "override.tf").unlink()
 
         # drift: the ForeignCluster deleted by hand
         await rome.delete(FOREIGNCLUSTERS, "milan")
@@ -145,7 +162,17 @@ async def test_the_quick_start_applies_plans_empty_recovers_drift_imports_update
         with pytest.raises(NotFoundError):
             await rome.get(FOREIGNCLUSTERS, "milan")
         assert (await rome.list(DEPLOYMENTS, namespace="liqo")).items == []
+        assert (await rome.list(NAMESPACEOFFLOADINGS)).items == []
+        assert await _absent(milan, "liqo-demo-rome"), "the twin namespace is gone with the offloading"
     assert json.loads((await run(terraform, "run", "show", "-json")).stdout).get("values") is None
+
+
+async def _absent(api: Client, namespace: str) -> bool:
+    try:
+        found = await api.get(NAMESPACES, namespace)
+    except NotFoundError:
+        return True
+    return bool(found["metadata"].get("deletionTimestamp"))
 
 
 async def _gone(api: Client, name: str) -> bool:
@@ -238,7 +265,12 @@ async def test_destroy_with_the_provider_cluster_gone_finishes(
     # rome's runtime retries an unreachable provider for its own bound (a minute; tests/runtime/peering covers
     # it giving up): the peering's delete timeout (kept in the state, which a destroy reads) bounds the destroy
     # first, through the orphan path
-    override(terraform, 'resource "liqo_peer" "peer" {\n  timeouts {\n    delete = "15s"\n  }\n}\n')
+    override(
+        terraform,
+        'resource "liqo_peer" "peer" {\n  timeouts {\n    delete = "15s"\n  }\n}\n'
+        # the offloading waits for milan to report its twin namespace gone, until its virtual node turns NotReady
+        'resource "liqo_offload" "offload" {\n  timeouts {\n    delete = "15s"\n  }\n}\n',
+    )
     await run(terraform, "apply")
     await clusters["milan"].stop_apiserver()
 

@@ -1,5 +1,9 @@
 """Consumer side of a virtual node: keeps each VirtualNode's virtual kubelet running, and cleans up after it.
 
+It also makes the NamespaceMap of the VirtualNode's provider (same name and namespace,
+owned by the VirtualNode): the NamespaceOffloading controller lists the namespaces offloaded
+to that provider in it, and it goes with the VirtualNode when the peering does.
+
 For every VirtualNode the controller applies (server-side apply, field manager
 `liqo-controller-manager`) the virtual kubelet's ServiceAccount, its Role and bindings and
 its Deployment (`runtime.forge.virtualnode`), writing only what differs from the caches, and
@@ -16,15 +20,25 @@ goes on and the finalizer is removed whatever still fails, so no VirtualNode sta
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Awaitable, Iterable
 from datetime import UTC, datetime
 from typing import Any
 
 from runtime.api import constants as c
-from runtime.api.crds import VIRTUALNODES
-from runtime.api.kinds import CLUSTERROLEBINDINGS, DEPLOYMENTS, NODES, ROLEBINDINGS, ROLES, SERVICEACCOUNTS
+from runtime.api.crds import NAMESPACEMAPS, VIRTUALNODES
+from runtime.api.kinds import (
+    CLUSTERROLEBINDINGS,
+    CONFIGMAPS,
+    DEPLOYMENTS,
+    NODES,
+    ROLEBINDINGS,
+    ROLES,
+    SERVICEACCOUNTS,
+)
 from runtime.core import (
+    AlreadyExistsError,
     APIError,
     Client,
     Informer,
@@ -39,8 +53,11 @@ from runtime.core import (
 )
 from runtime.forge import conditions
 from runtime.forge import virtualnode as forge
+from runtime.forge.namespaces import namespace_map
 
+from ..core.peering import LocalCluster
 from ..options import ControllerOptions
+from .namespacemap import namespace_map_selector
 
 logger = logging.getLogger(__name__)
 
@@ -49,6 +66,8 @@ JSON = dict[str, Any]
 NAME = "virtualnode"
 #: how often a deletion waiting for the virtual kubelet's Deployment looks again (its removal also wakes it)
 DELETION_POLL = 1.0
+#: how soon a VirtualNode waiting for this cluster's identity looks again
+IDENTITY_MISSING_RETRY = 5.0
 _VK_SELECTOR = f"{c.LABEL_COMPONENT}={forge.COMPONENT}"
 _KINDS: dict[str, Resource] = {
     "ServiceAccount": SERVICEACCOUNTS,
@@ -67,11 +86,15 @@ class VirtualNodeReconciler:
         virtual_nodes: Informer,
         nodes: Informer,
         owned: dict[str, Informer],
+        namespace_maps: Informer,
+        identity: Informer,
         options: ControllerOptions,
     ) -> None:
         self._client = client
         self._virtual_nodes = virtual_nodes
         self._nodes = nodes
+        self._maps = namespace_maps
+        self._identity = identity
         #: kind -> the informer of the virtual kubelets' objects of that kind
         self._owned = owned
         self._options = options
@@ -87,8 +110,20 @@ class VirtualNodeReconciler:
             virtual_node = await self._set_finalizers(
                 virtual_node, [*(virtual_node["metadata"].get("finalizers") or []), c.FINALIZER_VIRTUALNODE]
             )
+        local = LocalCluster.of(next(iter(self._identity.store), None))
+        if local is None:
+            raise TemporaryError(
+                f"{request}: this cluster's identity ({self._options.namespace}/{c.CLUSTER_IDENTITY_CONFIGMAP}) is "
+                "missing; the virtual kubelet needs its cluster id",
+                delay=IDENTITY_MISSING_RETRY,
+            )
         try:
-            objects = forge.virtual_kubelet(virtual_node, default_image=self._options.image)
+            objects = forge.virtual_kubelet(
+                virtual_node,
+                home_cluster_id=local.cluster_id,
+                home_api_server=self._options.api_server_url,
+                default_image=self._options.image,
+            )
         except ValueError as error:
             await self._write_status(virtual_node, _invalid(virtual_node, str(error)))
             raise PermanentError(f"{request}: {error}; fix the VirtualNode's spec") from None
@@ -98,8 +133,25 @@ class VirtualNodeReconciler:
                     _KINDS[obj["kind"]], obj, field_manager=c.FIELD_MANAGER_CONTROLLER_MANAGER, force=True
                 )
                 logger.info("%s: applied %s %s", request, obj["kind"], obj["metadata"]["name"])
+        await self._ensure_namespace_map(virtual_node)
         await self._write_status(virtual_node, self._conditions(virtual_node))
         return None
+
+    async def _ensure_namespace_map(self, virtual_node: JSON) -> None:
+        """Create the provider's NamespaceMap when missing (its mapping is the NamespaceOffloading controller's)."""
+        meta = virtual_node["metadata"]
+        if self._maps.store.get(meta["name"], namespace=meta["namespace"]) is not None:
+            return
+        body = namespace_map(
+            str(meta["name"]),
+            namespace=str(meta["namespace"]),
+            cluster_id=str((virtual_node.get("spec") or {}).get("clusterID") or ""),
+            owner=virtual_node,
+            desired={},
+        )
+        with contextlib.suppress(AlreadyExistsError):
+            await self._client.create(NAMESPACEMAPS, body, field_manager=c.FIELD_MANAGER_CONTROLLER_MANAGER)
+            logger.info("%s/%s: created the NamespaceMap of the provider", meta["namespace"], meta["name"])
 
     def _cached(self, kind: str, name: str, namespace: str | None) -> JSON | None:
         return self._owned[kind].store.get(name, namespace=namespace)
@@ -353,8 +405,20 @@ def setup(manager: Manager, options: ControllerOptions) -> None:
     owned = {
         kind: manager.informer(resource, label_selector=_VK_SELECTOR) for kind, resource in _KINDS.items()
     }
+    namespace_maps = manager.informer(NAMESPACEMAPS, label_selector=namespace_map_selector())
+    identity = manager.informer(
+        CONFIGMAPS,
+        namespace=options.namespace,
+        field_selector=f"metadata.name={c.CLUSTER_IDENTITY_CONFIGMAP}",
+    )
     reconciler = VirtualNodeReconciler(
-        manager.client, virtual_nodes=virtual_nodes, nodes=nodes, owned=owned, options=options
+        manager.client,
+        virtual_nodes=virtual_nodes,
+        nodes=nodes,
+        owned=owned,
+        namespace_maps=namespace_maps,
+        identity=identity,
+        options=options,
     )
     controller = manager.controller(NAME, reconciler, primary=virtual_nodes)
     for kind, informer in owned.items():
@@ -363,3 +427,5 @@ def setup(manager: Manager, options: ControllerOptions) -> None:
         else:
             controller.owns(informer)
     controller.watches(nodes, _by_node(virtual_nodes))
+    controller.owns(namespace_maps)
+    controller.watches(identity, lambda _: [Request.of(vn) for vn in virtual_nodes.store])

@@ -150,3 +150,28 @@ async def test_after_the_api_server_restarts_the_informer_relists_and_misses_not
         ("MODIFIED", "a"),
     ]
     assert counter(registry, "informer_lists_total") == 2
+
+
+async def test_cached_objects_carry_no_managed_fields_unless_asked_to(client: Client, namespace: str) -> None:
+    await client.create(
+        CONFIGMAPS,
+        {"metadata": {"name": "listed", "namespace": namespace}, "data": {"a": "1"}},
+        field_manager="t",
+    )
+    stripped = Informer(client, Selection(CONFIGMAPS, namespace=namespace), settings=WatchingSettings())
+    kept = Informer(
+        client,
+        Selection(CONFIGMAPS, namespace=namespace),
+        settings=WatchingSettings(strip_managed_fields=False),
+    )
+    async with running(stripped), running(kept):
+        await client.create(
+            CONFIGMAPS,
+            {"metadata": {"name": "watched", "namespace": namespace}, "data": {"a": "1"}},
+            field_manager="t",
+        )
+        await until(lambda: stripped.store.get("watched", namespace=namespace) is not None)
+        await until(lambda: kept.store.get("watched", namespace=namespace) is not None)
+        for name in ("listed", "watched"):
+            assert "managedFields" not in stripped.store.get(name, namespace=namespace)["metadata"]  # type: ignore[index]
+            assert kept.store.get(name, namespace=namespace)["metadata"]["managedFields"]  # type: ignore[index]

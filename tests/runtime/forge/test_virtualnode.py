@@ -11,6 +11,7 @@ from runtime.api.image import runtime_image
 from runtime.forge import virtualnode as vn
 
 JSON = dict[str, Any]
+HOME = "c-id"
 
 
 def virtual_node(**spec: Any) -> JSON:
@@ -46,7 +47,7 @@ def test_the_virtual_node_stands_for_the_provider() -> None:
 
 
 def test_the_virtual_kubelet_objects_are_named_after_the_provider_and_owned_by_the_virtual_node() -> None:
-    objects = vn.virtual_kubelet(virtual_node())
+    objects = vn.virtual_kubelet(virtual_node(), home_cluster_id=HOME)
     assert [o["kind"] for o in objects] == [
         "ServiceAccount",
         "Role",
@@ -93,7 +94,7 @@ def test_the_virtual_kubelet_may_read_exactly_its_credential() -> None:
 
 
 def test_the_deployment_runs_the_virtual_kubelet_from_the_runtime_image() -> None:
-    deployment = vn.deployment(virtual_node())
+    deployment = vn.deployment(virtual_node(), home_cluster_id=HOME)
     pod = deployment["spec"]["template"]
     assert deployment["spec"]["selector"]["matchLabels"].items() <= pod["metadata"]["labels"].items()
     assert deployment["spec"]["strategy"] == {"type": "Recreate"}
@@ -101,7 +102,19 @@ def test_the_deployment_runs_the_virtual_kubelet_from_the_runtime_image() -> Non
     container = pod["spec"]["containers"][0]
     assert container["image"] == runtime_image()
     assert container["command"] == ["python", "-m", "runtime", "virtual-kubelet"]
-    assert container["args"] == ["--virtual-node=liqo-tenant-milan/milan", "--health-address=$(POD_IP):8080"]
+    assert container["args"] == [
+        "--virtual-node=liqo-tenant-milan/milan",
+        "--health-address=$(POD_IP):8080",
+        "--kubelet-address=$(POD_IP):10250",
+        f"--home-cluster-id={HOME}",
+    ]
+    assert {"name": "kubelet", "containerPort": 10250, "protocol": "TCP"} in container["ports"]
+    with_server = vn.deployment(
+        virtual_node(), home_cluster_id=HOME, home_api_server="https://rome.example:6443"
+    )
+    assert with_server["spec"]["template"]["spec"]["containers"][0]["args"][-1] == (
+        "--home-api-server-url=https://rome.example:6443"
+    )
     assert {e["name"]: e["valueFrom"]["fieldRef"]["fieldPath"] for e in container["env"]} == {
         "POD_IP": "status.podIP",
         "POD_NAME": "metadata.name",
@@ -120,9 +133,9 @@ def test_the_deployment_runs_the_virtual_kubelet_from_the_runtime_image() -> Non
     ids=["default", "from-spec"],
 )
 def test_the_image_comes_from_the_spec_else_the_default(spec: JSON, default: str, image: str) -> None:
-    container = vn.deployment(virtual_node(**spec), default_image=default)["spec"]["template"]["spec"][
-        "containers"
-    ][0]
+    container = vn.deployment(virtual_node(**spec), home_cluster_id=HOME, default_image=default)["spec"][
+        "template"
+    ]["spec"]["containers"][0]
     assert container["image"] == image
 
 
@@ -136,7 +149,7 @@ def test_the_image_comes_from_the_spec_else_the_default(spec: JSON, default: str
 )
 def test_a_virtual_node_without_a_usable_credential_has_no_virtual_kubelet(ref: JSON, says: str) -> None:
     with pytest.raises(ValueError, match=says):
-        vn.virtual_kubelet(virtual_node(credentialSecretRef=ref))
+        vn.virtual_kubelet(virtual_node(credentialSecretRef=ref), home_cluster_id=HOME)
 
 
 def test_names_fall_back_to_the_virtual_node() -> None:

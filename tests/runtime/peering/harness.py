@@ -3,11 +3,13 @@
 `Clusters` starts one emulator per cluster and, in the test's own event loop, everything a
 playground cluster would run for the runtime:
 
-- the runtime's install manifests (but the webhook configuration: no webhook runs here and
-  it fails closed), with the cluster's id, name and labels, and a worker Node with
-  4 cpu / 8Gi / 110 pods, Ready, so a provider has something to share;
-- the control-plane pieces the runtime relies on (the playground's namespace lifecycle and
-  garbage collector), with the admin credential, as kube-controller-manager would;
+- the runtime's install manifests (the webhook configurations only with `webhook=True`,
+  which runs the webhook too: without it they would fail closed), with the cluster's id,
+  name and labels, and a worker Node with 4 cpu / 8Gi / 110 pods, Ready, so a provider has
+  something to share;
+- the control-plane pieces the runtime relies on (the playground's namespace lifecycle,
+  garbage collector and `default` ServiceAccounts), with the admin credential, as
+  kube-controller-manager would;
 - the controller manager (`runtime.controllers.main.setup_all`) as the
   `liqo-controller-manager` ServiceAccount, and the authentication service on 127.0.0.1 as
   the `liqo-auth` ServiceAccount, so the installation's least-privilege RBAC is what they
@@ -27,8 +29,10 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import dataclasses
 import json
 import logging
+import os
 import socket
 import subprocess
 import uuid
@@ -38,8 +42,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from playground.controllers import gc, namespace
+from playground.controllers import gc, namespace, serviceaccount
 from playground.controlplane import ControlPlaneOptions
+from playground.controlplane.credentials import ServiceAccountCredentials
 from runtime.api import constants as c
 from runtime.api.crds import FOREIGNCLUSTERS, VIRTUALNODES
 from runtime.api.kinds import DEPLOYMENTS, NODES, SECRETS
@@ -49,7 +54,7 @@ from runtime.controllers.main import setup_all
 from runtime.controllers.options import ControllerOptions
 from runtime.core import Client, Manager, NotFoundError, Settings
 from runtime.forge import virtualnode as forge_vn
-from runtime.forge.install import InstallOptions, install_manifests
+from runtime.forge.install import MUTATING_WEBHOOK, VALIDATING_WEBHOOK, InstallOptions, install_manifests
 from runtime.forge.tokens import generate_token, token_secret
 from tests.apiserver.conftest import start_emulator, stop_emulator
 from tests.runtime.serviceaccounts import service_account_kubeconfig
@@ -111,14 +116,27 @@ async def _service_account_client(cluster: Cluster, namespace: str, name: str, *
     return client
 
 
+async def _renewing(credentials: ServiceAccountCredentials) -> None:
+    try:
+        await credentials.run()
+    finally:
+        await credentials.close()
+
+
 class Clusters:
     """Clusters of one test; `async with Clusters(tmp_path) as clusters:` tears all of them down."""
 
-    def __init__(self, state_dir: Path, *, options: ControllerOptions = CONTROLLER_OPTIONS) -> None:
+    def __init__(
+        self, state_dir: Path, *, options: ControllerOptions = CONTROLLER_OPTIONS, webhook: bool = False
+    ) -> None:
         self.state_dir = state_dir
         self.options = options
+        self.webhook = webhook
         self._clusters: list[Cluster] = []
         self._crashes: list[str] = []
+        #: uids of virtual kubelet Deployments whose virtual kubelet is being killed to start again
+        self._restarting: set[str] = set()
+        self._virtual_kubelet_tasks: dict[str, asyncio.Task[int]] = {}
 
     async def __aenter__(self) -> Clusters:
         return self
@@ -159,6 +177,7 @@ class Clusters:
             cluster_id=cluster.cluster_id,
             cluster_name=cluster.name,
             api_server_url=cluster.api_server_url,
+            webhook_mode="url",
             pod_cidr="10.244.0.0/16",
             service_cidr="10.96.0.0/12",
             cluster_labels=labels,
@@ -176,9 +195,8 @@ class Clusters:
                 force=True,
             )
 
-        manifests = [
-            obj for obj in install_manifests(options) if obj["kind"] != "ValidatingWebhookConfiguration"
-        ]
+        webhooks = ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration")
+        manifests = [obj for obj in install_manifests(options) if self.webhook or obj["kind"] not in webhooks]
         # the namespace first; nothing else depends on another object of the installation
         await apply(manifests[0])
         await asyncio.gather(*(apply(obj) for obj in manifests[1:]))
@@ -208,11 +226,19 @@ class Clusters:
     async def _start(self, cluster: Cluster) -> None:
         """Start (or start again) the cluster's components."""
         control_plane = Manager(cluster.admin, settings=Settings(server=None))
-        for setup in (namespace.setup, gc.setup):
-            setup(control_plane, ControlPlaneOptions())
+        # the controllers write as kube-controller-manager's ServiceAccounts, as on a playground cluster
+        credentials = ServiceAccountCredentials(
+            cluster.admin, scheduler=cluster.admin, directory=cluster.kubeconfig.parent / "tokens"
+        )
+        for setup in (namespace.setup, gc.setup, serviceaccount.setup):
+            setup(control_plane, ControlPlaneOptions(), credentials)
+        await credentials.prepare()
         self._run(cluster, "control plane", control_plane.run())
+        self._run(cluster, "controller tokens", _renewing(credentials))
         self._run(cluster, "virtual kubelets", self._virtual_kubelets(cluster))
         server = await self._auth_service(cluster, port=0)
+        if self.webhook:
+            await self._webhook(cluster)
         await self.start_controller_manager(cluster)
         await asyncio.wait_for(server.started.wait(), 20)
         cluster.auth_url = server.url
@@ -223,6 +249,23 @@ class Clusters:
         server = AuthServer(auth_client, AuthOptions(host="127.0.0.1", port=port, token_ttl=600))
         cluster.auth_service = self._run(cluster, "auth service", server.run())
         return server
+
+    async def _webhook(self, cluster: Cluster) -> None:
+        from runtime.webhook.server import WebhookOptions, WebhookServer
+
+        client = await _service_account_client(cluster, c.DEFAULT_NAMESPACE, "liqo-webhook")
+        options = WebhookOptions(
+            namespace=c.DEFAULT_NAMESPACE,
+            listen_host="127.0.0.1",
+            listen_port=0,
+            mode="url",
+            configurations=(VALIDATING_WEBHOOK,),
+            mutating_configurations=(MUTATING_WEBHOOK,),
+            service="liqo-webhook",
+        )
+        server = WebhookServer(client, options)
+        self._run(cluster, "webhook", server.run())
+        await asyncio.wait_for(server.ready.wait(), 20)
 
     async def restart_auth_service(self, cluster: Cluster) -> None:
         """Stop the cluster's authentication service and start it again on the same address."""
@@ -238,7 +281,7 @@ class Clusters:
     async def start_controller_manager(self, cluster: Cluster) -> None:
         client = await _service_account_client(cluster, c.DEFAULT_NAMESPACE, "liqo-controller-manager")
         manager = Manager(client, settings=Settings(server=None))
-        setup_all(manager, self.options)
+        setup_all(manager, dataclasses.replace(self.options, api_server_url=cluster.api_server_url))
         cluster.controller_manager = self._run(cluster, "controller manager", manager.run())
         await asyncio.wait_for(manager.informers.wait_synced(), 20)
 
@@ -396,7 +439,8 @@ class Clusters:
                         continue
                     present[meta["uid"]] = deployment
                     task = running.get(meta["uid"])
-                    if task is None:
+                    if task is None or (task.done() and meta["uid"] in self._restarting):
+                        self._restarting.discard(meta["uid"])
                         running[meta["uid"]] = await self._start_virtual_kubelet(cluster, deployment)
                     await _report(cluster, deployment, available=not running[meta["uid"]].done())
                 for uid in [uid for uid in running if uid not in present]:
@@ -433,13 +477,28 @@ class Clusters:
         logger.info(
             "%s: starting the virtual kubelet %s/%s in-process", cluster.name, meta["namespace"], meta["name"]
         )
-        return asyncio.create_task(run(), name=f"{cluster.name} virtual kubelet {meta['name']}")
+        # the virtual kubelet reads its pod's address (the node's InternalIP) from the downward API
+        os.environ["POD_IP"] = "127.0.0.1"
+        task = asyncio.create_task(run(), name=f"{cluster.name} virtual kubelet {meta['name']}")
+        self._virtual_kubelet_tasks[meta["uid"]] = task
+        return task
+
+    async def kill_virtual_kubelets(self, cluster: Cluster) -> None:
+        """Kill every virtual kubelet of `cluster` mid-flight (cancelled); the harness starts them again."""
+        listed = await cluster.admin.list(DEPLOYMENTS, label_selector=VK_SELECTOR)
+        for deployment in listed.items:
+            uid = deployment["metadata"]["uid"]
+            task = self._virtual_kubelet_tasks.get(uid)
+            if task is not None:
+                self._restarting.add(uid)
+                task.cancel()
 
 
 def _local(arg: str) -> str:
-    """A pod argument for a process of the test: the pod IP is loopback, the health port any free one."""
-    if arg.startswith("--health-address="):
-        return "--health-address=127.0.0.1:0"
+    """A pod argument for a process of the test: the pod IP is loopback, the health and kubelet ports free ones."""
+    for flag in ("--health-address=", "--kubelet-address="):
+        if arg.startswith(flag):
+            return f"{flag}127.0.0.1:0"
     return arg.replace("$(POD_IP)", "127.0.0.1")
 
 

@@ -38,6 +38,8 @@ SETTINGS = VirtualKubeletSettings(
     lease=LeaseSettings(duration=5, renew_interval=0.5),
     status_report_period=300.0,
     server=ServerSettings(host="127.0.0.1", port=0),
+    kubelet_host="127.0.0.1",
+    kubelet_port=0,
 )
 RESOURCES = {"cpu": "4", "memory": "8Gi", "pods": "110"}
 
@@ -173,7 +175,9 @@ async def peering(client: Client, provider: Provider) -> AsyncIterator[Peering]:
 async def running(
     client: Client, peering: Peering, settings: VirtualKubeletSettings = SETTINGS
 ) -> AsyncIterator[VirtualKubelet]:
-    kubelet = VirtualKubelet(client, virtual_node=peering.ref, settings=settings, address="127.0.0.42")
+    kubelet = VirtualKubelet(
+        client, virtual_node=peering.ref, settings=settings, home_cluster_id="home", address="127.0.0.42"
+    )
     task = asyncio.create_task(kubelet.run(), name="virtual kubelet under test")
     try:
         yield kubelet

@@ -233,7 +233,7 @@ async def test_the_rights_the_controller_manager_grants_are_enough(client: Clien
     role = next(r for r in cluster_roles() if r["metadata"]["name"] == VIRTUAL_KUBELET_ROLE)
     with contextlib.suppress(AlreadyExistsError):
         await client.create(CLUSTERROLES, role)
-    for obj in virtual_kubelet(virtual_node)[:-1]:  # everything but the Deployment
+    for obj in virtual_kubelet(virtual_node, home_cluster_id="home")[:-1]:  # everything but the Deployment
         await client.create(await client.resource_for(obj["apiVersion"], obj["kind"]), obj)
     account = virtual_kubelet_name(virtual_node)
     request = await client.create(
@@ -257,7 +257,12 @@ async def test_the_rights_the_controller_manager_grants_are_enough(client: Clien
 
 async def test_a_missing_virtual_node_is_an_error(consumer: Path, caplog: Any) -> None:
     code = await main(
-        ["--virtual-node=nowhere/nothing", f"--kubeconfig={consumer}", "--health-address=127.0.0.1:0"]
+        [
+            "--virtual-node=nowhere/nothing",
+            f"--kubeconfig={consumer}",
+            "--health-address=127.0.0.1:0",
+            "--home-cluster-id=home",
+        ]
     )
     assert code == 1
     assert "nowhere/nothing: VirtualNode not found" in caplog.text
@@ -277,7 +282,12 @@ async def test_the_virtual_kubelet_stops_by_itself_when_its_virtual_node_is_dele
         {"metadata": {"finalizers": ["example.com/hold"]}},
         namespace=peering.namespace,
     )
-    args = [f"--virtual-node={peering.namespace}/{peering.name}", f"--kubeconfig={consumer}"]
+    args = [
+        f"--virtual-node={peering.namespace}/{peering.name}",
+        f"--kubeconfig={consumer}",
+        "--home-cluster-id=home",
+        "--kubelet-address=127.0.0.1:0",
+    ]
     kubelet = asyncio.create_task(main([*args, "--health-address=127.0.0.1:0"]))
     try:
         await eventually(lambda: _lease(client, peering), within=20)

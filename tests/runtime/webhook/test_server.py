@@ -135,6 +135,10 @@ def test_url_mode_points_every_webhook_at_the_listen_address_keeping_its_path() 
             "url": "https://127.0.0.9:9443/validate/resourceslices",
             "caBundle": base64.b64encode(b"CA").decode(),
         },
+        {
+            "url": "https://127.0.0.9:9443/validate/namespaceoffloadings",
+            "caBundle": base64.b64encode(b"CA").decode(),
+        },
     ]
     assert original["webhooks"][0]["clientConfig"] == {
         "url": "https://liqo-webhook.invalid/validate/foreignclusters"

@@ -1,0 +1,387 @@
+"""Benchmark of offloading on playground clusters (`python bench/offloading.py`).
+
+Two playground clusters (rome consumes, milan provides) with the runtime as process pods,
+installed and peered as the Terraform resources do it (`playground.liqo`), and namespaces
+offloaded as `liqo_offload` does. Measures, in the same run:
+
+- create-to-Running latency of batches of `--sizes` pods (1, 100 and 1,000 by default):
+  each pod from its create request until a watch on rome shows it Running, p50 and p99,
+  for pods bound to rome's own nodes (the baseline: the node agent runs them) and for
+  pods bound to the virtual node `liqo-milan` in an offloaded namespace (the virtual
+  kubelet's reflection, milan's ShadowPod controller, scheduler and node agent, and the
+  status back). Both are bound by `spec.nodeName`, so neither goes through rome's
+  scheduler and the comparison is of the two kubelets; the ratios offloaded/local are the
+  figures the targets speak of (p50 within 1.5x, p99 within 2x);
+- the virtual kubelet's RSS and CPU while it holds 1,000 and `--hold` (10,000) offloaded
+  pods: pods bound to `liqo-milan` in one burst, until milan holds a ShadowPod for each;
+  "held without errors" means every ShadowPod exists and the virtual kubelet is the same
+  process (no crash, no restart). milan has only `--nodes` nodes of 110 pods each, so most
+  of its Pods stay Pending there; what is measured is the virtual kubelet holding them.
+  `--sizes 1 --hold 10000` measures only this on one node per cluster.
+
+Prints a table and a JSON document with every figure, target and pass/fail (`--json
+PATH` writes the document there; `--strict` exits 1 when a target is missed or a step
+failed). The clusters are stopped and removed at the end, also when a step fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import math
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+# `python bench/offloading.py` puts bench/ first on sys.path; the repository root makes `bench.peering` importable.
+if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
+    sys.path[0] = str(Path(__file__).resolve().parent.parent)
+
+from bench.peering import CLOCK_TICKS, Component, component_of, cpu_ticks, rss_bytes
+from playground.cluster import Cluster, ClusterError, down, resolve, up
+from playground.liqo import install_runtime, issue_token, peer
+from runtime.api import constants as c
+from runtime.api.crds import NAMESPACEOFFLOADINGS, SHADOWPODS
+from runtime.api.kinds import NAMESPACES, NODES, PODS, SERVICEACCOUNTS
+from runtime.core import APIError, Client, NotFoundError
+from runtime.forge import conditions
+from runtime.forge import virtualnode as forge_vn
+from runtime.forge.namespaceoffloading import namespace_offloading
+
+CONSUMER, PROVIDER = "rome", "milan"
+VIRTUAL_NODE = forge_vn.node_name_for(PROVIDER)
+LOCAL_NAMESPACE, OFFLOADED_NAMESPACE, HELD_NAMESPACE = "bench-local", "bench-offloaded", "bench-held"
+#: pods created at once (each a request of its own)
+CREATE_CONCURRENCY = 50
+#: how long one batch may take to be Running, per pod, and at least
+SECONDS_PER_POD, MIN_BATCH_SECONDS = 1.0, 120.0
+POLL = 1.0
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str
+    figure: str
+    limit: float
+    unit: str
+
+
+def targets(sizes: Sequence[int], hold: int) -> list[Target]:
+    found = []
+    for size in sizes:
+        found += [
+            Target(f"offloaded/local p50, {size} pods", f"ratio_p50_{size}", 1.5, "x"),
+            Target(f"offloaded/local p99, {size} pods", f"ratio_p99_{size}", 2.0, "x"),
+        ]
+    return [
+        *found,
+        Target("virtual kubelet RSS, 1,000 pods", "vk_rss_1000_mb", 150.0, "MB"),
+        Target(f"pods held without errors, of {hold}", f"held_missing_{hold}", 1.0, "pods"),
+    ]
+
+
+@dataclass
+class Run:
+    figures: dict[str, float] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+def percentile(values: Sequence[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, math.ceil(share * len(ordered)) - 1)]
+
+
+def pod(name: str, node: str) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, "labels": {"app": "bench"}},
+        "spec": {
+            "nodeName": node,
+            "containers": [{"name": "web", "image": "nginx"}],
+            "terminationGracePeriodSeconds": 0,
+        },
+    }
+
+
+async def create_pods(
+    api: Client, namespace: str, nodes: Sequence[str], count: int, prefix: str
+) -> dict[str, float]:
+    """Create `count` pods round-robin over `nodes`; each name with when its create request was sent."""
+    sent: dict[str, float] = {}
+    gate = asyncio.Semaphore(CREATE_CONCURRENCY)
+
+    async def one(index: int) -> None:
+        name = f"{prefix}-{index:05d}"
+        async with gate:
+            sent[name] = time.perf_counter()
+            await api.create(PODS, pod(name, nodes[index % len(nodes)]), namespace=namespace)
+
+    await asyncio.gather(*(one(index) for index in range(count)))
+    return sent
+
+
+async def running_times(api: Client, namespace: str, names: set[str], *, seconds: float) -> dict[str, float]:
+    """When (perf counter) a watch first showed each pod of `names` Running."""
+    seen: dict[str, float] = {}
+    listed = await api.list(PODS, namespace=namespace)
+    now = time.perf_counter()
+    for item in listed.items:
+        if item["metadata"]["name"] in names and (item.get("status") or {}).get("phase") == "Running":
+            seen[item["metadata"]["name"]] = now
+    deadline = time.perf_counter() + seconds
+    version = listed.resource_version
+    while len(seen) < len(names):
+        left = deadline - time.perf_counter()
+        if left <= 0:
+            raise RuntimeError(f"{namespace}: {len(seen)}/{len(names)} pods Running after {seconds:g} s")
+        events = api.watch(PODS, namespace=namespace, resource_version=version, timeout_seconds=min(left, 60))
+        async with contextlib.aclosing(events):
+            async for event in events:
+                obj = event["object"]
+                version = str((obj.get("metadata") or {}).get("resourceVersion") or version)
+                name = (obj.get("metadata") or {}).get("name")
+                if name in names and name not in seen and (obj.get("status") or {}).get("phase") == "Running":
+                    seen[name] = time.perf_counter()
+                    if len(seen) == len(names):
+                        break
+    return seen
+
+
+async def batch(api: Client, namespace: str, nodes: Sequence[str], size: int, prefix: str) -> list[float]:
+    """Create-to-Running seconds of each pod of one batch; the batch is deleted afterwards."""
+    seconds = max(MIN_BATCH_SECONDS, size * SECONDS_PER_POD)
+    names = {f"{prefix}-{index:05d}" for index in range(size)}
+    watcher = asyncio.create_task(running_times(api, namespace, names, seconds=seconds))
+    await asyncio.sleep(0.2)
+    sent = await create_pods(api, namespace, nodes, size, prefix)
+    running = await watcher
+    latencies = [running[name] - sent[name] for name in names]
+    await delete_all(api, namespace, seconds=seconds)
+    return latencies
+
+
+async def delete_all(api: Client, namespace: str, *, seconds: float) -> None:
+    for item in (await api.list(PODS, namespace=namespace)).items:
+        with contextlib.suppress(NotFoundError):
+            await api.delete(PODS, item["metadata"]["name"], namespace=namespace, grace_period_seconds=0)
+    deadline = time.perf_counter() + seconds
+    while (await api.list(PODS, namespace=namespace)).items:
+        if time.perf_counter() > deadline:
+            raise RuntimeError(f"{namespace}: pods still there {seconds:g} s after their deletion")
+        await asyncio.sleep(POLL)
+
+
+async def wait_for(check: Any, *, seconds: float, what: str) -> None:
+    deadline = time.perf_counter() + seconds
+    while not await check():
+        if time.perf_counter() > deadline:
+            raise RuntimeError(f"{what}: not after {seconds:g} s")
+        await asyncio.sleep(POLL)
+
+
+async def virtual_kubelet(cluster: Cluster, api: Client) -> Component:
+    pods = (
+        await api.list(
+            PODS,
+            namespace=f"{c.TENANT_NAMESPACE_PREFIX}{PROVIDER}",
+            label_selector=f"{c.LABEL_COMPONENT}={forge_vn.COMPONENT}",
+        )
+    ).items
+    running = [item for item in pods if (item.get("status") or {}).get("phase") == "Running"]
+    if len(running) != 1:
+        raise RuntimeError(f"{CONSUMER}: {len(running)} virtual kubelet pods Running, not 1")
+    return component_of(cluster, running[0])
+
+
+async def prepare(rome_cluster: Cluster, milan_cluster: Cluster, rome: Client, milan: Client) -> None:
+    _, identity = await asyncio.gather(install_runtime(rome_cluster), install_runtime(milan_cluster))
+    await peer(rome, identity, await issue_token(milan))
+
+    async def node_ready() -> bool:
+        try:
+            node = await rome.get(NODES, VIRTUAL_NODE)
+        except NotFoundError:
+            return False
+        return conditions.is_true((node.get("status") or {}).get("conditions"), "Ready")
+
+    await wait_for(node_ready, seconds=300, what=f"{VIRTUAL_NODE} Ready")
+    await rome.create(NAMESPACES, {"metadata": {"name": LOCAL_NAMESPACE}})
+    for namespace in (OFFLOADED_NAMESPACE, HELD_NAMESPACE):
+        await rome.create(NAMESPACES, {"metadata": {"name": namespace}})
+        await rome.create(NAMESPACEOFFLOADINGS, namespace_offloading(namespace))
+
+        async def offloaded(namespace: str = namespace) -> bool:
+            found = await rome.get(NAMESPACEOFFLOADINGS, "offloading", namespace=namespace)
+            return (found.get("status") or {}).get("offloadingPhase") == c.PHASE_READY
+
+        await wait_for(offloaded, seconds=120, what=f"{namespace} offloaded")
+    for namespace in (LOCAL_NAMESPACE, OFFLOADED_NAMESPACE, HELD_NAMESPACE):
+
+        async def account(namespace: str = namespace) -> bool:
+            try:
+                await rome.get(SERVICEACCOUNTS, "default", namespace=namespace)
+            except NotFoundError:
+                return False
+            return True
+
+        await wait_for(account, seconds=60, what=f"{namespace}: ServiceAccount default")
+
+
+async def latencies(
+    rome: Client, run: Run, sizes: Sequence[int], local_nodes: Sequence[str], log: Any
+) -> None:
+    for size in sizes:
+        local = await batch(rome, LOCAL_NAMESPACE, local_nodes, size, f"local-{size}")
+        offloaded = await batch(rome, OFFLOADED_NAMESPACE, [VIRTUAL_NODE], size, f"offloaded-{size}")
+        for name, values in (("local", local), ("offloaded", offloaded)):
+            run.figures[f"{name}_p50_{size}_s"] = round(statistics.median(values), 3)
+            run.figures[f"{name}_p99_{size}_s"] = round(percentile(values, 0.99), 3)
+        for share in ("p50", "p99"):
+            run.figures[f"ratio_{share}_{size}"] = round(
+                run.figures[f"offloaded_{share}_{size}_s"] / run.figures[f"local_{share}_{size}_s"], 2
+            )
+        log(
+            f"{size} pods: local p50 {run.figures[f'local_p50_{size}_s']} s, offloaded p50 "
+            f"{run.figures[f'offloaded_p50_{size}_s']} s"
+        )
+
+
+async def hold(rome_cluster: Cluster, rome: Client, milan: Client, run: Run, count: int, log: Any) -> None:
+    twin = f"{HELD_NAMESPACE}-{CONSUMER}"
+    kubelet = await virtual_kubelet(rome_cluster, rome)
+    pids = kubelet.pids()
+    ticks, started = cpu_ticks(pids), time.perf_counter()
+    creating = asyncio.create_task(create_pods(rome, HELD_NAMESPACE, [VIRTUAL_NODE], count, "held"))
+    marks = sorted({mark for mark in (1000, count) if mark <= count})
+    deadline = time.perf_counter() + max(600.0, count * 0.2)
+    shadows = 0
+    while marks:
+        shadows = len((await milan.list(SHADOWPODS, namespace=twin)).items)
+        while marks and shadows >= marks[0]:
+            mark = marks.pop(0)
+            elapsed = time.perf_counter() - started
+            run.figures[f"vk_rss_{mark}_mb"] = round(rss_bytes(pids) / 2**20, 1)
+            run.figures[f"vk_cpu_{mark}_percent"] = round(
+                100 * (cpu_ticks(pids) - ticks) / CLOCK_TICKS / elapsed, 1
+            )
+            run.figures[f"held_{mark}_seconds"] = round(elapsed, 1)
+            log(f"{mark} pods held: virtual kubelet RSS {run.figures[f'vk_rss_{mark}_mb']} MB")
+        if time.perf_counter() > deadline:
+            run.notes.append(f"only {shadows} of {count} ShadowPods on {PROVIDER} within the bound")
+            break
+        await asyncio.sleep(2.0)
+    await creating
+    again = await virtual_kubelet(rome_cluster, rome)
+    restarted = again.record.pid != kubelet.record.pid
+    if restarted:
+        run.notes.append("the virtual kubelet restarted while holding the pods")
+    run.figures[f"held_missing_{count}"] = float(count - shadows + (count if restarted else 0))
+
+
+async def measure(state_dir: Path, args: argparse.Namespace, run: Run, log: Any) -> None:
+    sizes = [int(size) for size in args.sizes.split(",") if size]
+    # with more than one node, the control-plane node is tainted: milan's scheduler places the Pods of ShadowPods
+    # on its workers only (about 105 pods each, after the DaemonSets)
+    nodes = args.nodes or (1 if max(sizes) <= 90 else math.ceil(max(sizes) / 100) + 2)
+    specs = resolve([CONSUMER, PROVIDER], state_dir=state_dir, nodes=nodes)
+    clusters = await up(specs, state_dir=state_dir)
+    try:
+        rome_cluster, milan_cluster = clusters
+        async with rome_cluster.client() as rome, milan_cluster.client() as milan:
+            await prepare(rome_cluster, milan_cluster, rome, milan)
+            log("peered; namespaces offloaded")
+            await latencies(rome, run, sizes, rome_cluster.node_names, log)
+            await hold(rome_cluster, rome, milan, run, args.hold, log)
+    finally:
+        await down([CONSUMER, PROVIDER], state_dir=state_dir)
+
+
+def table(report: dict[str, Any]) -> str:
+    lines = [f"{'target':<40} {'value':>10} {'limit':>8}  unit  result"]
+    for verdict in report["targets"]:
+        value = "-" if verdict["value"] is None else verdict["value"]
+        result = "ok" if verdict["pass"] else "MISSED"
+        lines.append(
+            f"{verdict['name']:<40} {value:>10} {verdict['limit']:>8}  {verdict['unit']:<5} {result}"
+        )
+    lines += [f"  {name:<38} {value}" for name, value in sorted(report["figures"].items())]
+    lines += [f"note: {note}" for note in report["notes"]]
+    lines += [f"error: {error}" for error in report["errors"]]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", type=Path, help="write the JSON report here (default: stdout)")
+    parser.add_argument(
+        "--strict", action="store_true", help="exit 1 when a target is missed or a step failed"
+    )
+    parser.add_argument("--sizes", default="1,100,1000", help="pods per latency batch, comma-separated")
+    parser.add_argument("--hold", type=int, default=10000, help="pods the virtual kubelet holds at the end")
+    parser.add_argument(
+        "--nodes", type=int, default=0, help="nodes per cluster (default: enough for the largest batch)"
+    )
+    parser.add_argument(
+        "--state-dir", type=Path, help="the playground's state dir (default: a temporary one)"
+    )
+    args = parser.parse_args(argv)
+
+    def log(message: str) -> None:
+        print(message, file=sys.stderr, flush=True)
+
+    run = Run()
+    started = time.perf_counter()
+    sizes = [int(size) for size in args.sizes.split(",") if size]
+    with contextlib.ExitStack() as stack:
+        state_dir = args.state_dir or Path(
+            stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-offload-"))
+        )
+        try:
+            asyncio.run(measure(state_dir, args, run, log))
+        except (RuntimeError, ClusterError, OSError, TimeoutError, APIError) as exc:
+            run.errors.append(f"{type(exc).__name__}: {exc}")
+    report: dict[str, Any] = {
+        "environment": {
+            "python": platform.python_version(),
+            "cpus": os.cpu_count(),
+            "machine": platform.machine(),
+            "load_average": [round(x, 2) for x in os.getloadavg()],
+        },
+        "figures": run.figures,
+        "targets": [
+            {
+                "name": target.name,
+                "figure": target.figure,
+                "value": run.figures.get(target.figure),
+                "limit": target.limit,
+                "unit": target.unit,
+                "pass": target.figure in run.figures and run.figures[target.figure] < target.limit,
+            }
+            for target in targets(sizes, args.hold)
+        ],
+        "notes": run.notes,
+        "errors": run.errors,
+        "seconds": round(time.perf_counter() - started, 1),
+    }
+    print(table(report), flush=True)
+    document = json.dumps(report, indent=2)
+    if args.json is not None:
+        args.json.write_text(document + "\n")
+        print(f"\nJSON report: {args.json}")
+    else:
+        print(document)
+    missed = bool(run.errors) or not all(verdict["pass"] for verdict in report["targets"])
+    return 1 if args.strict and missed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,604 @@
+"""`resource "liqo_offload"`: on the consumer, a namespace offloaded to the peered clusters its selector picks.
+
+It writes the namespace's NamespaceOffloading and waits (`runtime.operations.offload`,
+shared with the Pulumi components); the runtime creates the twin namespaces on the
+providers and sends the namespace's pods there. The lifecycle:
+
+- create: refuses a cluster without the runtime, a namespace that does not exist, and
+  one offloaded already (import it instead); then waits, bounded by `timeouts.create`,
+  until every selected cluster has its twin namespace (phase Ready; NoClusterSelected
+  ends the wait with a warning). When every selected cluster reports a failure waiting
+  will not fix (a name taken on the provider), it ends early; either way the diagnostic
+  lists each cluster's conditions, and the offloading is recorded (tainted);
+- update: `pod_offloading_strategy` and `cluster_selector_terms` in place (the runtime
+  moves the twin namespaces; pods already running are not moved, as in Liqo); the
+  namespace and the mapping strategy (and a selected name) replace it: the runtime
+  refuses to rename twin namespaces;
+- read: the NamespaceOffloading gone (or being deleted) removes it from the state;
+  spec and status are read back;
+- delete: unoffloads and waits for the twin namespaces to go (the runtime's own wait is
+  bounded); past `timeouts.delete` the finalizer is removed, so a destroy never hangs;
+- import: by the namespace's name.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Final
+
+from tf.iface import ImportContext, ReadContext, UpgradeContext
+from tf.schema import Schema
+from tf.types import Bool, List, Map, String, Unknown
+from tf.utils import Diagnostics
+
+from runtime.api import constants as c
+from runtime.api import validation
+
+from ..framework.plan import is_known
+from ..framework.resource import ApplyContext, PlanContext, Resource, State, call
+from ..framework.schema import Attribute, ListNestedAttribute, Object
+from ..framework.timeouts import block as timeouts_block
+from . import checks
+
+if TYPE_CHECKING:
+    from runtime.core import Client
+    from runtime.operations.offload import Offloading
+
+logger = logging.getLogger(__name__)
+
+TIMEOUTS: Final = {"create": 300.0, "update": 300.0, "delete": 300.0}
+#: the bound of reads
+READ_SECONDS: Final = 60.0
+#: attributes whose change replaces the offloading (the runtime never renames twin namespaces)
+_REPLACING: Final = ("namespace", "namespace_mapping_strategy")
+
+_CLUSTER_STATUS = Object(
+    [
+        Attribute(
+            "selected", Bool(), computed=True, description="Whether the cluster selector picks the cluster."
+        ),
+        Attribute("ready", Bool(), computed=True, description="Whether the twin namespace exists there."),
+        Attribute("reason", String(), computed=True, description="Why, in one CamelCase word."),
+        Attribute("message", String(), computed=True, description="Why, in a sentence."),
+    ]
+)
+
+
+class OffloadResource(Resource):
+    name: ClassVar[str] = "offload"
+    timeouts: ClassVar[Mapping[str, float]] = TIMEOUTS
+    schema: ClassVar[Schema] = Schema(
+        description=(
+            "On the consumer cluster: offloads a namespace to the peered clusters its selector picks. Each gets a "
+            "twin namespace, where the namespace's pods scheduled onto its virtual node run."
+        ),
+        attributes=[
+            Attribute(
+                "id",
+                String(),
+                computed=True,
+                use_state_for_unknown=True,
+                description="The offloaded namespace's name (the import ID).",
+            ),
+            Attribute(
+                "namespace",
+                String(),
+                required=True,
+                requires_replace=True,
+                description="The namespace to offload; it must exist. A change offloads another namespace.",
+            ),
+            Attribute(
+                "pod_offloading_strategy",
+                String(),
+                optional=True,
+                computed=True,
+                default=c.POD_OFFLOADING_LOCAL_AND_REMOTE,
+                description=(
+                    "Where the namespace's pods may run: `LocalAndRemote` (default: local or virtual nodes, as the "
+                    "scheduler picks), `Remote` (virtual nodes only) or `Local` (local nodes only; the twin "
+                    "namespaces still exist). Changes apply in place to pods created afterwards."
+                ),
+            ),
+            Attribute(
+                "namespace_mapping_strategy",
+                String(),
+                optional=True,
+                computed=True,
+                requires_replace=True,
+                default=c.MAPPING_DEFAULT_NAME,
+                description=(
+                    "How the twin namespaces are named: `DefaultName` (default: `<namespace>-<this cluster's "
+                    "name>`), `EnforceSameName` (the namespace's own name; fails where the provider has that "
+                    "namespace already) or `SelectedName` (`remote_namespace_name`). A change replaces the "
+                    "offloading."
+                ),
+            ),
+            Attribute(
+                "remote_namespace_name",
+                String(),
+                optional=True,
+                computed=True,
+                requires_replace=True,
+                use_state_for_unknown=True,
+                description=(
+                    "The twin namespaces' name: set it with `SelectedName`; otherwise it is read back (the name "
+                    "the strategy gives)."
+                ),
+            ),
+            ListNestedAttribute(
+                "cluster_selector_terms",
+                [
+                    ListNestedAttribute(
+                        "match_expressions",
+                        [
+                            Attribute(
+                                "key",
+                                String(),
+                                required=True,
+                                description="The label key of the virtual nodes the requirement applies to.",
+                            ),
+                            Attribute(
+                                "operator",
+                                String(),
+                                required=True,
+                                description="`In`, `NotIn`, `Exists`, `DoesNotExist`, `Gt` or `Lt`.",
+                            ),
+                            Attribute(
+                                "values",
+                                List(String()),
+                                optional=True,
+                                description=(
+                                    "The values: at least one with `In` and `NotIn`, none with `Exists` and "
+                                    "`DoesNotExist`, one integer with `Gt` and `Lt`."
+                                ),
+                            ),
+                        ],
+                        optional=True,
+                        description="Requirements on the labels of a virtual node, all of which must hold.",
+                    )
+                ],
+                optional=True,
+                description=(
+                    "Which peered clusters get the namespace, by the labels of their virtual nodes: a cluster is "
+                    "picked when one term matches (terms are ORed, a term's expressions ANDed). Omitted: every "
+                    "peered cluster. Changes apply in place."
+                ),
+            ),
+            Attribute(
+                "offloading_phase",
+                String(),
+                computed=True,
+                description=(
+                    "`Ready`, `NoClusterSelected`, `InProgress`, `SomeFailed`, `AllFailed` or `Terminating`, as "
+                    "the runtime reports it."
+                ),
+            ),
+            Attribute(
+                "cluster_status",
+                Map(_CLUSTER_STATUS),
+                computed=True,
+                description=(
+                    "Per peered cluster (by name): whether the selector picks it, whether its twin namespace "
+                    "exists, and why not."
+                ),
+            ),
+        ],
+        block_types=[timeouts_block(TIMEOUTS)],
+    )
+
+    # validate and plan
+
+    def upgrade(self, ctx: UpgradeContext, version: int, old: State) -> State:
+        """Schema version 0 is the only one: a stored state needs no upgrade."""
+        return old
+
+    def check(self, diags: Diagnostics, config: State) -> None:
+        checks.namespace(diags, config.get("namespace"), path=["namespace"])
+        pod_strategy = config.get("pod_offloading_strategy")
+        if checks.known(pod_strategy) and pod_strategy not in c.POD_OFFLOADING_STRATEGIES:
+            diags.add_error(
+                "Invalid pod_offloading_strategy",
+                f"{pod_strategy!r} is not a pod offloading strategy: use one of "
+                f"{', '.join(c.POD_OFFLOADING_STRATEGIES)}.",
+                path=["pod_offloading_strategy"],
+            )
+        strategy = config.get("namespace_mapping_strategy")
+        if checks.known(strategy) and strategy not in c.MAPPING_STRATEGIES:
+            diags.add_error(
+                "Invalid namespace_mapping_strategy",
+                f"{strategy!r} is not a namespace mapping strategy: use one of {', '.join(c.MAPPING_STRATEGIES)}.",
+                path=["namespace_mapping_strategy"],
+            )
+        remote = config.get("remote_namespace_name")
+        if strategy == c.MAPPING_SELECTED_NAME:
+            if remote is None:
+                diags.add_error(
+                    "Missing remote_namespace_name",
+                    "The SelectedName strategy names the twin namespaces after remote_namespace_name: set it.",
+                    path=["remote_namespace_name"],
+                )
+            elif checks.known(remote) and (problem := validation.twin_namespace_name(str(remote))):
+                diags.add_error("Invalid remote_namespace_name", problem, path=["remote_namespace_name"])
+        elif checks.known(remote) and checks.known(strategy):
+            diags.add_error(
+                "remote_namespace_name needs SelectedName",
+                f'remote_namespace_name is only an input with namespace_mapping_strategy = "SelectedName"; with '
+                f"{strategy or c.MAPPING_DEFAULT_NAME} the runtime names the twin namespaces: remove it (it is read "
+                "back) or set the strategy to SelectedName.",
+                path=["remote_namespace_name"],
+            )
+        terms = config.get("cluster_selector_terms")
+        if isinstance(terms, list):
+            for i, term in enumerate(terms):
+                for j, requirement in enumerate((term or {}).get("match_expressions") or []):
+                    _check_requirement(
+                        diags, requirement, path=["cluster_selector_terms", i, "match_expressions", j]
+                    )
+
+    def plan(self, ctx: PlanContext, current: State | None, planned: State) -> State:  # type: ignore[override]
+        planned = dict(planned)
+        for name, default in (
+            ("pod_offloading_strategy", c.POD_OFFLOADING_LOCAL_AND_REMOTE),
+            ("namespace_mapping_strategy", c.MAPPING_DEFAULT_NAME),
+        ):
+            if ctx.config.get(name) is None:
+                planned[name] = default
+        namespace = planned.get("namespace")
+        if is_known(namespace) and namespace is not None:
+            planned["id"] = namespace
+        replacing = current is not None and any(current.get(k) != planned.get(k) for k in _REPLACING)
+        if ctx.config.get("remote_namespace_name") is None:
+            if planned["namespace_mapping_strategy"] == c.MAPPING_ENFORCE_SAME_NAME and is_known(namespace):
+                planned["remote_namespace_name"] = namespace
+            elif current is None or replacing:
+                planned["remote_namespace_name"] = Unknown
+        if current is not None and _spec_inputs(current) != _spec_inputs(planned):
+            # a default filled in above may be the change (a strategy removed from the config): the status the
+            # runtime reports for the new spec is not known before the apply
+            planned["offloading_phase"] = Unknown
+            planned["cluster_status"] = Unknown
+        return planned
+
+    # apply
+
+    def create(self, ctx: ApplyContext, planned: State) -> State | None:  # type: ignore[override]
+        from runtime.operations.offload import (
+            NamespaceMissingError,
+            OffloadingExistsError,
+            RuntimeMissingError,
+            check_new,
+        )
+
+        namespace = str(planned["namespace"])
+        seconds = self.seconds(ctx.config, "create")
+
+        async def precheck(client: Client) -> Exception | None:
+            try:
+                await check_new(client, namespace, seconds=seconds / 2, stop=ctx.stop)
+            except (NamespaceMissingError, OffloadingExistsError, RuntimeMissingError) as exc:
+                return exc
+            return None
+
+        blocked = call(
+            ctx.diagnostics,
+            self.provider.kube,
+            precheck,
+            what=f"prepare the offloading of namespace {namespace}",
+            seconds=seconds,
+        )
+        if ctx.diagnostics.has_errors():
+            return None
+        if blocked is not None:
+            _blocked(ctx.diagnostics, blocked, namespace=namespace, host=self.provider.kube.host)
+            return None
+        return self._write(ctx, planned, prior=None)
+
+    def update(self, ctx: ApplyContext, current: State, planned: State) -> State | None:  # type: ignore[override]
+        if _spec_inputs(current) == _spec_inputs(planned):
+            return {**current, "timeouts": planned.get("timeouts")}
+        return self._write(ctx, planned, prior=current)
+
+    def _write(self, ctx: ApplyContext, planned: State, *, prior: State | None) -> State | None:
+        """Apply the NamespaceOffloading, then wait for the twin namespaces."""
+        from runtime.operations.offload import OffloadingFailedError, apply_offloading, wait_offloaded
+
+        namespace = str(planned["namespace"])
+        operation = "create" if prior is None else "update"
+        seconds = self.seconds(ctx.config, operation)
+        kube = self.provider.kube
+
+        async def write(client: Client) -> Offloading:
+            return await apply_offloading(
+                client,
+                namespace,
+                pod_offloading_strategy=str(planned["pod_offloading_strategy"]),
+                namespace_mapping_strategy=str(planned["namespace_mapping_strategy"]),
+                remote_namespace_name=_selected_name(planned),
+                cluster_selector_terms=selector_terms(planned.get("cluster_selector_terms")),
+                field_manager=c.FIELD_MANAGER_TERRAFORM,
+            )
+
+        call(
+            ctx.diagnostics,
+            kube,
+            write,
+            what=f"write the NamespaceOffloading of {namespace}",
+            seconds=seconds,
+        )
+        if ctx.diagnostics.has_errors():
+            return prior
+
+        async def wait(client: Client) -> Offloading | OffloadingFailedError:
+            try:
+                return await wait_offloaded(client, namespace, seconds=seconds, stop=ctx.stop)
+            except OffloadingFailedError as exc:
+                return exc
+
+        outcome = call(
+            ctx.diagnostics,
+            kube,
+            wait,
+            what=f"the {operation} of the offloading of namespace {namespace}",
+            seconds=seconds + 10,
+        )
+        if isinstance(outcome, OffloadingFailedError):
+            _failed(ctx.diagnostics, outcome.offloading)
+            return _state(planned, outcome.offloading)
+        if outcome is None:
+            return _state(planned, _explain_timeout(ctx.diagnostics, kube, namespace))
+        if outcome.phase == c.PHASE_NO_CLUSTER_SELECTED:
+            ctx.diagnostics.add_warning(
+                f"No peered cluster is selected for namespace {namespace}",
+                "No virtual node matches cluster_selector_terms yet, so no twin namespace exists and no pod is "
+                "offloaded. Clusters that match get the namespace when they peer.",
+            )
+        return _state(planned, outcome)
+
+    # read, delete, import
+
+    def read(self, ctx: ReadContext, current: State) -> State | None:
+        from runtime.operations.offload import observe
+
+        namespace = str(current.get("id") or current.get("namespace"))
+        found = call(
+            ctx.diagnostics,
+            self.provider.kube,
+            lambda client: observe(client, namespace),
+            what=f"read the offloading of namespace {namespace}",
+            seconds=READ_SECONDS,
+        )
+        if ctx.diagnostics.has_errors():
+            return current
+        if found is None:
+            logger.info(
+                "liqo_offload %s: the NamespaceOffloading is gone; removing it from the state", namespace
+            )
+            return None
+        return _observed_state(current, found)
+
+    def delete(self, ctx: ApplyContext, current: State) -> None:  # type: ignore[override]
+        from runtime.operations.offload import ORPHAN_SECONDS, unoffload
+
+        namespace = str(current.get("id") or current.get("namespace"))
+        seconds = self.seconds(current, "delete")
+        outcome = call(
+            ctx.diagnostics,
+            self.provider.kube,
+            lambda client: unoffload(
+                client, namespace, seconds=seconds, field_manager=c.FIELD_MANAGER_TERRAFORM, stop=ctx.stop
+            ),
+            what=f"unoffload namespace {namespace}",
+            seconds=seconds + ORPHAN_SECONDS + 10,
+        )
+        if outcome is None:
+            return
+        if outcome.orphaned:
+            ctx.diagnostics.add_warning(
+                f"Namespace {namespace} was unoffloaded without its clean-up",
+                f"The runtime did not report the twin namespaces gone within {seconds:g}s (last seen: "
+                f"{outcome.orphaned}), so the NamespaceOffloading's finalizer was removed. Twin namespaces may be "
+                "left on the providers; check that the runtime's controller manager runs here and there.",
+            )
+        if outcome.unreachable:
+            ctx.diagnostics.add_warning(
+                "Cluster unreachable: offloading dropped from the state",
+                f"The cluster at {self.provider.kube.host} cannot be reached ({outcome.unreachable}), so the "
+                f"NamespaceOffloading of {namespace} was not deleted; it is removed from the state as the cluster is "
+                "gone. If the cluster comes back, delete it there.",
+            )
+
+    def import_(self, ctx: ImportContext, id: str) -> State | None:
+        from runtime.operations.offload import observe
+
+        checks.namespace(ctx.diagnostics, id, path=["namespace"])
+        if ctx.diagnostics.has_errors():
+            return None
+        found = call(
+            ctx.diagnostics,
+            self.provider.kube,
+            lambda client: observe(client, id),
+            what=f"read the offloading of namespace {id}",
+            seconds=READ_SECONDS,
+        )
+        if ctx.diagnostics.has_errors():
+            return None
+        if found is None:
+            ctx.diagnostics.add_error(
+                "Cannot import liqo_offload",
+                f"Namespace {id} is not offloaded on the cluster at {self.provider.kube.host} (it has no "
+                "NamespaceOffloading). The import ID is the namespace's name (`kubectl get namespaceoffloadings "
+                "-A`).",
+            )
+            return None
+        empty: State = {attribute.name: None for attribute in self.schema.attributes}
+        return _observed_state({**empty, "timeouts": None}, found)
+
+
+# state
+
+
+def _check_requirement(diags: Diagnostics, requirement: Any, *, path: list[Any]) -> None:
+    if not isinstance(requirement, Mapping):
+        return
+    key, operator, values = requirement.get("key"), requirement.get("operator"), requirement.get("values")
+    if not (checks.known(key) and checks.known(operator)) or values is Unknown:
+        return
+    if isinstance(values, list) and not all(checks.known(v) for v in values):
+        return
+    problem = validation.node_selector_requirement(str(key), str(operator), [str(v) for v in values or []])
+    if problem:
+        diags.add_error("Invalid cluster selector requirement", problem, path=path)
+
+
+def selector_terms(terms: Any) -> list[dict[str, Any]]:
+    """`cluster_selector_terms` as node selector terms of the API."""
+    result = []
+    for term in terms or []:
+        expressions = []
+        for requirement in (term or {}).get("match_expressions") or []:
+            expression: dict[str, Any] = {"key": requirement["key"], "operator": requirement["operator"]}
+            if requirement.get("values"):
+                expression["values"] = list(requirement["values"])
+            expressions.append(expression)
+        result.append({"matchExpressions": expressions})
+    return result
+
+
+def _terms_state(api_terms: Sequence[Mapping[str, Any]], known: Any) -> list[dict[str, Any]] | None:
+    """The API's node selector terms as `cluster_selector_terms`, written as the state has them when equivalent."""
+    if selector_terms(known) == [dict(term) for term in api_terms]:
+        return list(known) if known is not None else None
+    if not api_terms:
+        return None
+    return [
+        {
+            "match_expressions": [
+                {
+                    "key": str(expression.get("key") or ""),
+                    "operator": str(expression.get("operator") or ""),
+                    "values": [str(v) for v in expression["values"]] if expression.get("values") else None,
+                }
+                for expression in term.get("matchExpressions") or []
+            ]
+        }
+        for term in api_terms
+    ]
+
+
+def _selected_name(state: State) -> str:
+    if state.get("namespace_mapping_strategy") != c.MAPPING_SELECTED_NAME:
+        return ""
+    return str(state.get("remote_namespace_name") or "")
+
+
+def _spec_inputs(state: State) -> tuple[Any, ...]:
+    return (
+        state.get("namespace"),
+        state.get("pod_offloading_strategy"),
+        state.get("namespace_mapping_strategy"),
+        _selected_name(state),
+        selector_terms(state.get("cluster_selector_terms")),
+    )
+
+
+def _state(planned: State, offloading: Offloading | None) -> State:
+    """The state after a write: the planned inputs and the status as last seen."""
+    state = {**planned, "id": planned["namespace"]}
+    if offloading is None:
+        state.update(
+            {
+                "remote_namespace_name": planned.get("remote_namespace_name")
+                if is_known(planned.get("remote_namespace_name"))
+                else None,
+                "offloading_phase": "",
+                "cluster_status": {},
+            }
+        )
+        return state
+    state["remote_namespace_name"] = offloading.remote_namespace_name or _selected_name(planned) or None
+    state["offloading_phase"] = offloading.phase
+    state["cluster_status"] = {
+        cluster.cluster: {
+            "selected": cluster.selected,
+            "ready": cluster.ready,
+            "reason": cluster.reason,
+            "message": cluster.message,
+        }
+        for cluster in offloading.clusters
+    }
+    return state
+
+
+def _observed_state(current: State, offloading: Offloading) -> State:
+    spec = offloading.spec
+    terms = list(((spec.get("clusterSelector") or {}).get("nodeSelectorTerms")) or [])
+    state = {
+        **current,
+        "id": offloading.namespace,
+        "namespace": offloading.namespace,
+        "pod_offloading_strategy": str(
+            spec.get("podOffloadingStrategy") or c.POD_OFFLOADING_LOCAL_AND_REMOTE
+        ),
+        "namespace_mapping_strategy": str(spec.get("namespaceMappingStrategy") or c.MAPPING_DEFAULT_NAME),
+        "remote_namespace_name": str(spec.get("remoteNamespaceName") or "") or None,
+        "cluster_selector_terms": _terms_state(terms, current.get("cluster_selector_terms")),
+    }
+    return _state(state, offloading)
+
+
+# diagnostics
+
+
+def _blocked(diags: Diagnostics, why: Exception, *, namespace: str, host: str) -> None:
+    from runtime.operations.offload import NamespaceMissingError, OffloadingExistsError
+
+    if isinstance(why, NamespaceMissingError):
+        diags.add_error(
+            "Namespace not found",
+            f"Namespace {namespace} does not exist on the cluster at {host}: create it first (a kubernetes_namespace "
+            "resource, say) and make liqo_offload depend on it.",
+            path=["namespace"],
+        )
+    elif isinstance(why, OffloadingExistsError):
+        diags.add_error(
+            "Namespace already offloaded",
+            f"Namespace {namespace} on the cluster at {host} already has a NamespaceOffloading. Import it instead of "
+            f"creating it: terraform import <address of this liqo_offload> {namespace}",
+            path=["namespace"],
+        )
+    else:
+        diags.add_error(
+            "Liqo runtime not installed",
+            f"The cluster at {host} does not serve NamespaceOffloadings: the Liqo runtime is not installed there. "
+            "Apply a liqo_install resource on this (consumer) cluster first, and make liqo_offload depend on it.",
+        )
+
+
+def _failed(diags: Diagnostics, offloading: Offloading) -> None:
+    diags.add_error(
+        f"Offloading of namespace {offloading.namespace} failed",
+        "No selected cluster could create its twin namespace, and waiting will not fix it:\n  "
+        + "\n  ".join(offloading.problems())
+        + "\nFix the cause (a namespace of that name exists on the provider: use the DefaultName or SelectedName "
+        "strategy; a cordoned or drained tenant: ask the provider) and apply again.",
+    )
+
+
+def _explain_timeout(diags: Diagnostics, kube: Any, namespace: str) -> Offloading | None:
+    """Add each cluster's conditions to a wait that failed, so the error says why the offloading is stuck."""
+    from runtime.operations.offload import get
+
+    found = call(
+        Diagnostics(),
+        kube,
+        lambda client: get(client, namespace),
+        what=f"read {namespace}",
+        seconds=READ_SECONDS,
+    )
+    if found is not None and found.problems():
+        diags.add_error(
+            f"The offloading of namespace {namespace} is not Ready",
+            f"The NamespaceOffloading reports {found.summary()}",
+        )
+    return found

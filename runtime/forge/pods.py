@@ -1,0 +1,351 @@
+"""Offloaded pods, as pure functions: the consumer's pod to the provider's ShadowPod and Pod, and the status back.
+
+Spec out (`shadow_pod`), as Liqo documents it:
+
+- scheduling constraints go (node name and selector, affinity, tolerations, scheduler,
+  priority, topology spread, scheduling gates): they speak of the consumer's nodes; the
+  provider's scheduler places the pod among its own;
+- host namespaces (network, PID, IPC), hostPath volumes and privileged containers are
+  refused (`offloading_problems`): they would hand the provider's hosts to the consumer.
+  The consumer reports it on its pod; the provider checks again before it runs anything;
+- the ServiceAccount token wiring is rewritten so the pod authenticates to its home API
+  server: every projected `serviceAccountToken` source reads a key of the pod's token
+  Secret instead (`serviceaccounts.py` fills it with tokens of the pod's ServiceAccount,
+  bound to the pod), `kube-root-ca.crt` becomes the home cluster's CA from the same Secret,
+  and the namespace the pod reads is its home namespace; with the home API server's
+  address known, `KUBERNETES_SERVICE_HOST`/`PORT` point there. The provider's own
+  ServiceAccount token is never mounted;
+- labels mark the origin (`liqo.io/managed-by=reflection`, the consumer's cluster id) and
+  the consumer pod's uid is kept in an annotation, so a pod recreated with the same name
+  is told apart.
+
+The provider's Pod (`provider_pod`) is the ShadowPod's spec, owned by the ShadowPod and
+labelled `liqo.io/managed-by=shadowpod`.
+
+Status back (`local_pod_status`): phase, conditions, container statuses (restart counts
+plus the Pod's recreations on the provider), start time, the pod IPs through the network
+fabric's translation (identity until there is one), and the virtual kubelet's own address
+as the host IP.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+from urllib.parse import urlsplit
+
+from runtime.api import constants as c
+from runtime.api.crds import SHADOWPODS
+
+from .meta import reflection_labels
+from .serviceaccounts import TokenProjection, token_projections, token_secret_name
+
+JSON = dict[str, Any]
+
+#: fields of a pod spec that speak of the consumer's nodes and scheduling, dropped on the way out
+SCHEDULING_FIELDS: Final = (
+    "nodeName",
+    "nodeSelector",
+    "affinity",
+    "tolerations",
+    "schedulerName",
+    "priority",
+    "priorityClassName",
+    "preemptionPolicy",
+    "topologySpreadConstraints",
+    "schedulingGates",
+    "overhead",
+)
+#: fields that would tie the pod to the provider's ServiceAccounts instead of its own
+SERVICE_ACCOUNT_FIELDS: Final = ("serviceAccountName", "serviceAccount", "automountServiceAccountToken")
+HOST_NAMESPACES: Final = ("hostNetwork", "hostPID", "hostIPC")
+ROOT_CA_CONFIGMAP: Final = "kube-root-ca.crt"
+SECRET_CA_KEY: Final = "ca.crt"
+SECRET_NAMESPACE_KEY: Final = "namespace"
+#: the pod status fields the virtual kubelet writes back (reason and message cleared when the provider has none)
+STATUS_FIELDS: Final = (
+    "phase",
+    "conditions",
+    "message",
+    "reason",
+    "hostIP",
+    "hostIPs",
+    "podIP",
+    "podIPs",
+    "startTime",
+    "containerStatuses",
+    "initContainerStatuses",
+)
+
+#: a pod IP on the provider -> the address the consumer reaches it at (the network fabric's job)
+Translate = Callable[[str], str]
+
+
+@dataclass(frozen=True)
+class PodOptions:
+    #: the consumer's cluster id, marking what it reflected
+    origin_cluster_id: str
+    #: the consumer's API server as other clusters reach it ("": leave the pod's service environment alone)
+    home_api_server: str = ""
+
+
+def offloading_problems(spec: Mapping[str, Any]) -> list[str]:
+    """Why a pod cannot run on a provider (empty: it can)."""
+    problems = [
+        f"it uses the host's {field.removeprefix('host')} namespace ({field})"
+        for field in HOST_NAMESPACES
+        if spec.get(field)
+    ]
+    problems += [
+        f"volume {volume.get('name')!r} is a hostPath volume"
+        for volume in spec.get("volumes") or []
+        if volume.get("hostPath") is not None
+    ]
+    for container in _all_containers(spec):
+        if ((container.get("securityContext") or {}).get("privileged")) is True:
+            problems.append(f"container {container.get('name')!r} is privileged")
+    return problems
+
+
+def _all_containers(spec: Mapping[str, Any]) -> Iterable[JSON]:
+    for key in ("initContainers", "containers", "ephemeralContainers"):
+        yield from spec.get(key) or []
+
+
+def is_daemon_set_pod(pod: JSON) -> bool:
+    return any(
+        ref.get("kind") == "DaemonSet" and ref.get("controller")
+        for ref in (pod.get("metadata") or {}).get("ownerReferences") or []
+    )
+
+
+def _rewritten_source(
+    source: JSON, *, secret: str, projections: Mapping[tuple[tuple[str, ...], int], str]
+) -> JSON:
+    """One projected source of the pod, reading the token Secret where it spoke of this cluster."""
+    token = source.get("serviceAccountToken")
+    if token is not None:
+        key = projections[TokenProjection.key_of(token)]
+        return {"secret": {"name": secret, "items": [{"key": key, "path": token.get("path") or "token"}]}}
+    config_map = source.get("configMap")
+    if config_map is not None and config_map.get("name") == ROOT_CA_CONFIGMAP:
+        items = config_map.get("items") or [{"key": SECRET_CA_KEY, "path": SECRET_CA_KEY}]
+        return {"secret": {"name": secret, "items": [dict(item) for item in items]}}
+    downward = source.get("downwardAPI")
+    if downward is not None:
+        namespace_items = [
+            item
+            for item in downward.get("items") or []
+            if (item.get("fieldRef") or {}).get("fieldPath") == "metadata.namespace"
+        ]
+        if namespace_items and len(namespace_items) == len(downward.get("items") or []):
+            return {
+                "secret": {
+                    "name": secret,
+                    "items": [
+                        {"key": SECRET_NAMESPACE_KEY, "path": item["path"]} for item in namespace_items
+                    ],
+                }
+            }
+    return copy.deepcopy(source)
+
+
+def _service_environment(home_api_server: str) -> list[JSON]:
+    parts = urlsplit(home_api_server)
+    if not parts.hostname:
+        return []
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    return [
+        {"name": "KUBERNETES_SERVICE_HOST", "value": parts.hostname},
+        {"name": "KUBERNETES_SERVICE_PORT", "value": str(port)},
+        {"name": "KUBERNETES_SERVICE_PORT_HTTPS", "value": str(port)},
+    ]
+
+
+def remote_pod_spec(pod: JSON, *, options: PodOptions) -> JSON:
+    """The pod's spec as the provider runs it (see the module's docstring)."""
+    spec = copy.deepcopy(pod.get("spec") or {})
+    for field in (*SCHEDULING_FIELDS, *SERVICE_ACCOUNT_FIELDS):
+        spec.pop(field, None)
+    spec["automountServiceAccountToken"] = False
+    projections = {projection.identity: projection.key for projection in token_projections(pod)}
+    if projections:
+        secret = token_secret_name(str(pod["metadata"]["name"]))
+        for volume in spec.get("volumes") or []:
+            projected = volume.get("projected")
+            if projected is not None:
+                projected["sources"] = [
+                    _rewritten_source(source, secret=secret, projections=projections)
+                    for source in projected.get("sources") or []
+                ]
+        environment = _service_environment(options.home_api_server)
+        if environment:
+            names = {entry["name"] for entry in environment}
+            for container in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]:
+                kept = [entry for entry in container.get("env") or [] if entry.get("name") not in names]
+                container["env"] = [*kept, *environment]
+    return spec
+
+
+def shadow_pod(pod: JSON, *, remote_namespace: str, options: PodOptions) -> JSON:
+    """The ShadowPod standing for the consumer's `pod` in its twin namespace on the provider."""
+    meta = pod["metadata"]
+    return {
+        "apiVersion": SHADOWPODS.api_version,
+        "kind": SHADOWPODS.kind,
+        "metadata": {
+            "name": meta["name"],
+            "namespace": remote_namespace,
+            "labels": {
+                **(meta.get("labels") or {}),
+                **reflection_labels(origin_cluster_id=options.origin_cluster_id),
+            },
+            "annotations": {**(meta.get("annotations") or {}), c.ANNOTATION_ORIGIN_POD_UID: str(meta["uid"])},
+        },
+        "spec": {"pod": remote_pod_spec(pod, options=options)},
+    }
+
+
+def origin_uid(shadow: JSON) -> str:
+    return str(
+        ((shadow.get("metadata") or {}).get("annotations") or {}).get(c.ANNOTATION_ORIGIN_POD_UID) or ""
+    )
+
+
+def shadow_differs(current: JSON, desired: JSON) -> bool:
+    """Whether the ShadowPod on the provider says something else than `desired` (labels, annotations, spec)."""
+    have, want = current.get("metadata") or {}, desired["metadata"]
+    return (
+        (current.get("spec") or {}).get("pod") != desired["spec"]["pod"]
+        or (have.get("labels") or {}) != want["labels"]
+        or any((have.get("annotations") or {}).get(k) != v for k, v in want["annotations"].items())
+    )
+
+
+# the provider's Pod
+
+
+def provider_pod(shadow: JSON) -> JSON:
+    """The Pod a provider keeps for a ShadowPod: its spec, owned by it, never with a token of this cluster."""
+    meta = shadow["metadata"]
+    spec = copy.deepcopy((shadow.get("spec") or {}).get("pod") or {})
+    for field in ("nodeName", *SERVICE_ACCOUNT_FIELDS):
+        spec.pop(field, None)
+    spec["automountServiceAccountToken"] = False
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": meta["name"],
+            "namespace": meta["namespace"],
+            "labels": {**(meta.get("labels") or {}), c.LABEL_REFLECTION_MANAGED_BY: c.MANAGED_BY_SHADOWPOD},
+            "annotations": dict(meta.get("annotations") or {}),
+            "ownerReferences": [
+                {
+                    "apiVersion": shadow.get("apiVersion", SHADOWPODS.api_version),
+                    "kind": SHADOWPODS.kind,
+                    "name": meta["name"],
+                    "uid": meta["uid"],
+                    "controller": True,
+                    "blockOwnerDeletion": False,
+                }
+            ],
+        },
+        "spec": spec,
+    }
+
+
+def is_pod_of(pod: JSON, shadow: JSON) -> bool:
+    uid = shadow["metadata"].get("uid")
+    return any(
+        ref.get("uid") == uid and ref.get("controller")
+        for ref in pod["metadata"].get("ownerReferences") or []
+    )
+
+
+def image_updates(pod: JSON, shadow: JSON) -> list[JSON]:
+    """The containers whose image the ShadowPod changed (images are a Pod's mutable part), as patch entries."""
+    running = {
+        container.get("name"): container.get("image")
+        for container in (pod.get("spec") or {}).get("containers") or []
+    }
+    wanted = ((shadow.get("spec") or {}).get("pod") or {}).get("containers") or []
+    return [
+        {"name": container["name"], "image": container["image"]}
+        for container in wanted
+        if container.get("name") in running and running[container.get("name")] != container.get("image")
+    ]
+
+
+# status back
+
+
+def _container_statuses(statuses: Iterable[JSON] | None, recreations: int) -> list[JSON]:
+    return [
+        {**entry, "restartCount": int(entry.get("restartCount") or 0) + recreations}
+        for entry in statuses or []
+    ]
+
+
+def local_pod_status(remote: JSON, *, recreations: int, host_ip: str, translate: Translate) -> JSON:
+    """The consumer pod's status from the provider's Pod (`STATUS_FIELDS`, each present: None clears it)."""
+    status = remote.get("status") or {}
+    pod_ips = [translate(str(entry.get("ip"))) for entry in status.get("podIPs") or [] if entry.get("ip")]
+    if not pod_ips and status.get("podIP"):
+        pod_ips = [translate(str(status["podIP"]))]
+    return {
+        "phase": status.get("phase") or "Pending",
+        "conditions": copy.deepcopy(status.get("conditions") or []),
+        "message": status.get("message"),
+        "reason": status.get("reason"),
+        "hostIP": host_ip or None,
+        "hostIPs": [{"ip": host_ip}] if host_ip else None,
+        "podIP": pod_ips[0] if pod_ips else None,
+        "podIPs": [{"ip": ip} for ip in pod_ips] or None,
+        "startTime": status.get("startTime"),
+        "containerStatuses": _container_statuses(status.get("containerStatuses"), recreations) or None,
+        "initContainerStatuses": _container_statuses(status.get("initContainerStatuses"), recreations)
+        or None,
+    }
+
+
+def backoff_status(pod: JSON, *, message: str, now: str) -> JSON:
+    """A pod the virtual kubelet does not offload: Pending, and not Ready, with the reason `OffloadingBackOff`."""
+    current = (pod.get("status") or {}).get("conditions") or []
+    previous = next((entry for entry in current if entry.get("type") == "Ready"), None)
+    stays = previous is not None and previous.get("status") == "False" and previous.get("lastTransitionTime")
+    ready = {
+        "type": "Ready",
+        "status": "False",
+        "reason": c.REASON_OFFLOADING_BACKOFF,
+        "message": message,
+        "lastTransitionTime": previous["lastTransitionTime"] if stays and previous is not None else now,
+    }
+    kept = [copy.deepcopy(entry) for entry in current if entry.get("type") != "Ready"]
+    return {
+        "phase": "Pending",
+        "reason": c.REASON_OFFLOADING_BACKOFF,
+        "message": message,
+        "conditions": [*kept, ready],
+    }
+
+
+def status_changes(current: Mapping[str, Any] | None, desired: Mapping[str, Any]) -> JSON:
+    """The fields of `desired` that differ from the pod's `current` status (a merge patch of the status).
+
+    Null and absent are the same (the API writes `lastProbeTime: null` into conditions it was sent without).
+    """
+    current = current or {}
+    return {
+        key: value for key, value in desired.items() if _normalized(current.get(key)) != _normalized(value)
+    }
+
+
+def _normalized(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {k: _normalized(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_normalized(v) for v in value]
+    return value

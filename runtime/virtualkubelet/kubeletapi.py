@@ -1,0 +1,211 @@
+"""The virtual kubelet's kubelet API: what the API server proxies `kubectl logs` of offloaded pods to.
+
+The Node's `status.daemonEndpoints.kubeletEndpoint` names this server's port and its
+InternalIP the virtual kubelet's pod address, so the API server sends
+`GET /containerLogs/{namespace}/{pod}/{container}?<PodLogOptions>` here, as to any kubelet.
+The answer is the provider's `pods/log` of the pod in its twin namespace, with the same
+options (`-c`, `--previous`, `-f`, `--tail`, `--since`, `--since-time`, `--timestamps`,
+`--limit-bytes`), streamed chunk by chunk.
+
+As virtual-kubelet's `node/api`, the server knows nothing of pods itself: it gets a plain
+`Logs` function. Clients authenticate with a certificate of the cluster's CA (what
+kube-apiserver presents with `--kubelet-client-certificate`) and are authorized the way a
+kubelet authorizes them with webhook authorization: a SubjectAccessReview for `get` on
+`nodes/proxy` of this node, whose answers are cached for a minute. Status codes are the
+kubelet's: 401 without a certificate, 403 when the review says no, 404 for a pod that is
+not offloaded through this node, and the provider's own error otherwise. The serving
+certificate is self-signed, made at start (kube-apiserver does not verify kubelets'
+certificates unless told to).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import logging
+import ssl
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Any, Protocol
+
+from aiohttp import web
+
+from runtime.api.kinds import SUBJECTACCESSREVIEWS
+from runtime.core import APIConnectionError, APIStatusError, Client
+from runtime.core.kubeconfig.tls import load_cert_chain
+from runtime.forge import certificates
+
+logger = logging.getLogger(__name__)
+
+JSON = dict[str, Any]
+
+#: the PodLogOptions the API server passes on, forwarded to the provider as they are
+LOG_OPTIONS = ("follow", "previous", "timestamps", "tailLines", "limitBytes", "sinceSeconds", "sinceTime")
+#: (namespace, pod, container, options) -> the log's chunks; raises LogsError
+Logs = Callable[[str, str, str, Sequence[tuple[str, str]]], AsyncIterator[bytes]]
+#: how long an authorization decision is reused
+AUTHORIZATION_TTL = 60.0
+CERT_DAYS = 365
+
+
+class LogsError(Exception):
+    """The log cannot be served: `status` is the HTTP status to answer with."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class Authorizer(Protocol):
+    async def allowed(self, user: str, groups: Sequence[str]) -> bool:
+        """Whether `user` (in `groups`) may read this node's kubelet API (`nodes/proxy`)."""
+
+
+class SubjectAccessAuthorizer:
+    """Asks the API server whether a user may `get` `nodes/proxy` of this node (answers cached)."""
+
+    def __init__(self, client: Client, *, node_name: str) -> None:
+        self._client = client
+        self._node_name = node_name
+        self._decisions: dict[tuple[str, tuple[str, ...]], tuple[float, bool]] = {}
+
+    async def allowed(self, user: str, groups: Sequence[str]) -> bool:
+        key = (user, tuple(sorted(groups)))
+        cached = self._decisions.get(key)
+        now = time.monotonic()
+        if cached is not None and now - cached[0] < AUTHORIZATION_TTL:
+            return cached[1]
+        review = {
+            "apiVersion": "authorization.k8s.io/v1",
+            "kind": "SubjectAccessReview",
+            "spec": {
+                "user": user,
+                "groups": list(groups),
+                "resourceAttributes": {
+                    "verb": "get",
+                    "resource": "nodes",
+                    "subresource": "proxy",
+                    "name": self._node_name,
+                },
+            },
+        }
+        answer = await self._client.create(SUBJECTACCESSREVIEWS, review)
+        allowed = bool((answer.get("status") or {}).get("allowed"))
+        self._decisions[key] = (now, allowed)
+        return allowed
+
+
+class KubeletAPI:
+    """Serves the kubelet API until cancelled; `ready` is set and `port` known once it listens."""
+
+    def __init__(
+        self,
+        logs: Logs,
+        *,
+        authorizer: Authorizer,
+        node_name: str,
+        host: str,
+        port: int,
+        client_ca: bytes | None,
+    ) -> None:
+        self._logs = logs
+        self._authorizer = authorizer
+        self._node_name = node_name
+        self._host = host
+        self.port = port
+        self._client_ca = client_ca
+        self.ready = asyncio.Event()
+
+    async def run(self) -> None:
+        context = await asyncio.to_thread(self._ssl_context)
+        app = web.Application()
+        app.router.add_get("/healthz", self._healthz)
+        app.router.add_get("/containerLogs/{namespace}/{pod}/{container}", self._container_logs)
+        runner = web.AppRunner(app, access_log=None, handler_cancellation=True)
+        await runner.setup()
+        try:
+            site = web.TCPSite(runner, self._host or None, self.port, ssl_context=context)
+            await site.start()
+            self.port = int(runner.addresses[0][1])
+            logger.info("%s: kubelet API on https://%s:%d", self._node_name, self._host, self.port)
+            self.ready.set()
+            await asyncio.Event().wait()
+        finally:
+            await runner.cleanup()
+
+    def _ssl_context(self) -> ssl.SSLContext:
+        key = certificates.new_key()
+        now = dt.datetime.now(dt.UTC)
+        hosts = [host for host in (self._host, self._node_name) if host and host not in ("0.0.0.0", "::")]
+        cert = certificates.tls_certificate(
+            key,
+            common_name=f"{self._node_name}@{int(now.timestamp())}",
+            hosts=hosts,
+            validity=dt.timedelta(days=CERT_DAYS),
+            now=now,
+        )
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.minimum_version = ssl.TLSVersion.TLSv1_2
+        # optional at the TLS layer, so a missing certificate is an HTTP 401 as the kubelet answers
+        context.verify_mode = ssl.CERT_OPTIONAL
+        if self._client_ca:
+            context.load_verify_locations(cadata=self._client_ca.decode("ascii"))
+        context.set_alpn_protocols(["http/1.1"])
+        load_cert_chain(
+            context,
+            certificates.certificate_pem(cert),
+            certificates.key_pem(key),
+            label="the kubelet API's certificate",
+        )
+        return context
+
+    async def _healthz(self, request: web.Request) -> web.Response:
+        return web.Response(text="ok", content_type="text/plain")
+
+    async def _container_logs(self, request: web.Request) -> web.StreamResponse:
+        denied = await self._authorize(request)
+        if denied is not None:
+            return denied
+        namespace, pod = request.match_info["namespace"], request.match_info["pod"]
+        container = request.match_info["container"]
+        options = [(key, value) for key, value in request.query.items() if key in LOG_OPTIONS]
+        chunks = self._logs(namespace, pod, container, options)
+        try:
+            first = await anext(chunks, b"")
+        except LogsError as exc:
+            return _text(exc.status, str(exc))
+        response = web.StreamResponse(headers={"Content-Type": "text/plain"})
+        await response.prepare(request)
+        try:
+            if first:
+                await response.write(first)
+            async for chunk in chunks:
+                await response.write(chunk)
+            await response.write_eof()
+        except (ConnectionResetError, LogsError) as exc:
+            logger.debug("%s/%s: log stream of %s ended: %s", namespace, pod, container, exc)
+        finally:
+            await chunks.aclose()  # type: ignore[attr-defined]
+        return response
+
+    async def _authorize(self, request: web.Request) -> web.Response | None:
+        ssl_object = request.transport.get_extra_info("ssl_object") if request.transport else None
+        der = ssl_object.getpeercert(binary_form=True) if ssl_object is not None else None
+        if not der:
+            return _text(401, "Unauthorized")
+        user, groups = certificates.client_identity(der)
+        try:
+            allowed = await self._authorizer.allowed(user, groups)
+        except (APIConnectionError, APIStatusError) as exc:
+            logger.warning("%s: cannot authorize %s: %s", self._node_name, user, exc)
+            return _text(500, "the authorization check failed")
+        if allowed:
+            return None
+        return _text(
+            403,
+            f"Forbidden (user={user}, verb=get, resource=nodes, subresource(s)=[proxy])",
+        )
+
+
+def _text(status: int, message: str) -> web.Response:
+    return web.Response(status=status, text=message, content_type="text/plain")
