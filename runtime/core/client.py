@@ -442,7 +442,7 @@ class Client:
                 try:
                     chunk = await response.content.readany()
                 except (aiohttp.ClientError, TimeoutError) as exc:
-                    raise APIConnectionError(f"GET {path}: {exc!r}") from exc
+                    raise await self._connection_error(exc, f"GET {path}", bound=None) from exc
                 if not chunk:
                     return
                 yield chunk

@@ -9,6 +9,7 @@ and server URL), what failed, and what to do.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import re
 from typing import Any
@@ -16,7 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
-from runtime.api.kinds import NAMESPACES, SERVICEACCOUNTS
+from runtime.api.kinds import NAMESPACES, PODS, SERVICEACCOUNTS
 from runtime.core import APIConnectionError, APIError, Client, ForbiddenError, UnauthorizedError
 from runtime.core.failures import Cause, explain
 from runtime.core.kubeconfig import load_kubeconfig_dict
@@ -183,3 +184,35 @@ async def test_a_forbidden_request_quotes_the_api_server_and_says_whose_rights_a
         r"bearer token\), or grant the permission with RBAC\.",
         message,
     ), message
+
+
+async def test_a_stream_that_breaks_mid_body_says_so_in_words() -> None:
+    """A log stream whose server hangs up halfway: the same words as any other transport failure."""
+
+    async def half_an_answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(
+            b"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: 1000\r\n\r\nfirst line\n"
+        )
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(half_an_answer, "127.0.0.1", 0)
+    url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+    try:
+        loaded = load_kubeconfig_dict(_kubeconfig(url))
+        async with await Client.from_config(loaded, request_timeout=10.0) as client:
+            chunks = client.stream(PODS, "web", namespace="default", subresource="log")
+            with pytest.raises(APIConnectionError) as failed:
+                async for _ in chunks:
+                    pass
+            await chunks.aclose()
+    finally:
+        server.close()
+        await server.wait_closed()
+    assert failed.value.failure is not None and failed.value.failure.cause == Cause.DISCONNECTED
+    assert explain(failed.value) == (
+        f"The cluster of context 'rome' ({url}) closed the connection: it hung up before it answered. Check that "
+        "the address is the server's own (not a load balancer or proxy in front of a server that is down) and "
+        "that the server is healthy."
+    )
