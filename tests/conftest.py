@@ -14,7 +14,8 @@ the emulator, so the same tests hold the playground to real Kubernetes.
 
 Every test is also held to `tests.readable`: a test whose captured output (log records at
 INFO and above, stdout, stderr) or whose Terraform diagnostics show a Python object's
-default repr (`object at 0x...`) fails, whatever it asserts. One kind of record is set
+default repr (`object at 0x...`) fails, whatever it asserts (pytest's own assertion
+explanations, which show reprs of what an assertion evaluated, do not count). One kind of record is set
 apart: asyncio's reports of a resource garbage-collected unclosed ("Unclosed client
 session", with the objects' reprs). The interpreter writes them whenever the garbage
 collector runs, so they land in whichever test runs then, not in the one that leaked;
@@ -41,7 +42,7 @@ from tf.utils import Diagnostics
 
 from playground.testing import Playground
 from tests.clustermarker import CLUSTER_MARKER, starts_clusters
-from tests.readable import unreadable
+from tests.readable import forget_pytest_explanations, record_pytest_explanations, unreadable
 
 #: diagnostics made since the last report that show an object's repr
 _unreadable_diagnostics: list[str] = []
@@ -88,6 +89,7 @@ def pytest_configure(config: pytest.Config) -> None:
     Diagnostics.add_error = _watched(Diagnostics.add_error)  # type: ignore[method-assign]
     Diagnostics.add_warning = _watched(Diagnostics.add_warning)  # type: ignore[method-assign]
     logging.getLogger("asyncio").addFilter(_LeakReports())
+    record_pytest_explanations()
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -103,6 +105,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     ]
     found += _unreadable_diagnostics
     _unreadable_diagnostics.clear()
+    if report.when == "teardown":
+        forget_pytest_explanations()
     for leak in _leak_reports:
         warnings.warn(
             f"{leak} (garbage-collected during this test: leaked by it or an earlier one)",

@@ -61,6 +61,46 @@ def test_a_test_that_shows_an_object_repr_fails(tmp_path: Path, body: str) -> No
 
 
 @pytest.mark.slow
+def test_pytests_own_assertion_explanations_are_not_held_against_a_test(tmp_path: Path) -> None:
+    """An assertion that failed in a background task is logged with pytest's explanation, which shows reprs
+    (`<built-in method splitlines of str object at 0x...>`): that is pytest's text, not a message of ours.
+    A repr of ours logged next to it is still found."""
+    (tmp_path / "conftest.py").write_text(CONFTEST.read_text())
+    (tmp_path / "test_it.py").write_text(
+        textwrap.dedent(
+            """
+            import logging
+
+            def check(text):
+                assert "expected" in text.splitlines()
+
+            def test_pytests_text():
+                try:
+                    check("something else")
+                except AssertionError:
+                    logging.getLogger("background").exception("a background check failed")
+
+            def test_ours_next_to_it():
+                try:
+                    check("something else")
+                except AssertionError:
+                    logging.getLogger("background").exception("failed talking to %r", object())
+            """
+        )
+    )
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-o", "log_level=INFO", "test_it.py"],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert "1 failed, 1 passed" in run.stdout, run.stdout[-3000:]
+    assert "FAILED test_it.py::test_ours_next_to_it" in run.stdout
+
+
+@pytest.mark.slow
 def test_asyncio_leak_reports_are_warnings_not_failures_of_whichever_test_runs_then(tmp_path: Path) -> None:
     (tmp_path / "conftest.py").write_text(CONFTEST.read_text())
     (tmp_path / "test_it.py").write_text(
