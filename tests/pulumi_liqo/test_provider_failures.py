@@ -1,5 +1,5 @@
 """What a person running `pulumi up` reads when a component's cluster fails: the dynamic providers' errors and
-warnings, against a port nothing listens on, and a wait that runs out.
+warnings, against a port nothing listens on and a server that never answers, and a wait that runs out.
 
 The providers are called as Pulumi's dynamic provider server calls them (synchronously); the
 sentences are `runtime.core.failures.explain`'s, as in the Terraform provider's diagnostics.
@@ -7,12 +7,14 @@ sentences are `runtime.core.failures.explain`'s, as in the Terraform provider's 
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
 import pytest
 import yaml
 
+from pulumi_liqo._cluster import OperationTimeoutError
 from pulumi_liqo.providers.base import LiqoError, interrupted
 from pulumi_liqo.providers.install import RuntimeProvider
 from pulumi_liqo.providers.peering import PeeringProvider
@@ -26,18 +28,23 @@ REFUSED = (
 )
 
 
-@pytest.fixture
-def gone() -> dict[str, Any]:
-    """A component's connection properties for a cluster nothing answers for (context `gone`)."""
+def _connection(server: str, **timeouts: float) -> dict[str, Any]:
+    """A component's connection properties for the cluster at `server` (context `gone`)."""
     kubeconfig = {
         "apiVersion": "v1",
         "kind": "Config",
-        "clusters": [{"name": "gone", "cluster": {"server": broken_servers.refused_url()}}],
+        "clusters": [{"name": "gone", "cluster": {"server": server}}],
         "users": [{"name": "gone", "user": {"token": "t"}}],
         "contexts": [{"name": "gone", "context": {"cluster": "gone", "user": "gone"}}],
         "current-context": "gone",
     }
-    return {"kubeconfig": yaml.safe_dump(kubeconfig), "context": None, "timeouts": {"delete": 5.0}}
+    return {"kubeconfig": yaml.safe_dump(kubeconfig), "context": None, "timeouts": timeouts}
+
+
+@pytest.fixture
+def gone() -> dict[str, Any]:
+    """A component's connection properties for a cluster nothing listens for."""
+    return _connection(broken_servers.refused_url(), delete=5.0)
 
 
 def _server(props: dict[str, Any]) -> str:
@@ -82,4 +89,16 @@ def test_a_wait_that_runs_out_quotes_what_holds_it_up_and_for_how_long() -> None
         "milan): ForeignCluster milan: ProviderUnreachable for 4m58s: the authentication service at "
         "https://10.0.0.1:443 cannot be reached. Fix what holds it up and run `pulumi up` again, or raise the "
         "component's customTimeouts if the cluster is only slow."
+    )
+
+
+async def test_an_operation_past_its_bound_names_the_cluster_and_says_what_to_do() -> None:
+    """A cluster that accepts connections and never answers: the operation's bound ends it, in words."""
+    async with broken_servers.silent_server() as url:
+        props = _connection(url, delete=1.0)
+        with pytest.raises(OperationTimeoutError) as raised:
+            await asyncio.to_thread(TokenProvider().delete, "liqo-token-abc", {**props, "namespace": "liqo"})
+    assert str(raised.value) == (
+        f"This did not finish within 1s against the cluster of context 'gone' ({url}). Check that the cluster is "
+        "reachable and healthy, or raise the component's customTimeouts if it is only slow."
     )
