@@ -17,7 +17,7 @@ INFO and above, stdout, stderr) or whose Terraform diagnostics show a Python obj
 default repr (`object at 0x...`) fails, whatever it asserts (pytest's own assertion
 explanations, which show reprs of what an assertion evaluated, do not count). One kind of record is set
 apart: asyncio's reports of a resource garbage-collected unclosed ("Unclosed client
-session", with the objects' reprs). The interpreter writes them whenever the garbage
+session", "Task was destroyed but it is pending!", with the objects' reprs). The interpreter writes them whenever the garbage
 collector runs, so they land in whichever test runs then, not in the one that leaked;
 they become a `LeakReportWarning` in the summary (first line only) instead of failing an
 unrelated test.
@@ -50,6 +50,10 @@ _unreadable_diagnostics: list[str] = []
 _leak_reports: list[str] = []
 
 
+#: how asyncio's reports written when the garbage collector finds a leaked resource begin
+_GC_REPORTS = ("Unclosed ", "Task was destroyed but it is pending")
+
+
 class LeakReportWarning(pytest.PytestWarning):
     """asyncio reported a resource garbage-collected unclosed (a leak somewhere in the suite)."""
 
@@ -59,7 +63,7 @@ class _LeakReports(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         message = record.getMessage()
-        if not message.startswith("Unclosed "):
+        if not message.startswith(_GC_REPORTS):
             return True
         _leak_reports.append(message.splitlines()[0])
         return False

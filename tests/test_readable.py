@@ -101,15 +101,25 @@ def test_pytests_own_assertion_explanations_are_not_held_against_a_test(tmp_path
 
 
 @pytest.mark.slow
-def test_asyncio_leak_reports_are_warnings_not_failures_of_whichever_test_runs_then(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("report", "first_line"),
+    [
+        ("Unclosed client session\\nclient_session: %r", "Unclosed client session"),
+        ("Task was destroyed but it is pending!\\ntask: %r", "Task was destroyed but it is pending!"),
+    ],
+    ids=["unclosed", "pending-task"],
+)
+def test_asyncio_leak_reports_are_warnings_not_failures_of_whichever_test_runs_then(
+    tmp_path: Path, report: str, first_line: str
+) -> None:
     (tmp_path / "conftest.py").write_text(CONFTEST.read_text())
     (tmp_path / "test_it.py").write_text(
         textwrap.dedent(
-            """
+            f"""
             import logging
 
             def test_it():
-                logging.getLogger("asyncio").error("Unclosed client session\\nclient_session: %r", object())
+                logging.getLogger("asyncio").error("{report}", object())
             """
         )
     )
@@ -122,4 +132,4 @@ def test_asyncio_leak_reports_are_warnings_not_failures_of_whichever_test_runs_t
         timeout=120,
     )
     assert run.returncode == 0 and "1 passed" in run.stdout, run.stdout[-2000:]
-    assert "LeakReportWarning: Unclosed client session (garbage-collected during this test" in run.stdout
+    assert f"LeakReportWarning: {first_line} (garbage-collected during this test" in run.stdout
