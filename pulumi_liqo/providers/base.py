@@ -53,7 +53,8 @@ def interrupted(exc: WaitTimeoutError | StopRequested, *, what: str) -> LiqoErro
     if isinstance(exc, StopRequested):
         return LiqoError(f"Stopped while waiting for {exc.what} ({what}). Run `pulumi up` again to finish.")
     return LiqoError(
-        f"Timed out waiting for {exc.what}: still not done after {duration(exc.seconds)} ({what}): {exc.last}. "
+        f"Timed out waiting for {exc.what}: still not done after {duration(exc.seconds)} ({what}): "
+        f"{exc.last.rstrip('.')}. "
         "Fix what holds it up and run `pulumi up` again, or raise the component's customTimeouts if the cluster "
         "is only slow."
     )
