@@ -70,7 +70,8 @@ class InstallArgs(TypedDict):
     address; the playground needs `url`, as it has no Service network)."""
     api_server_url: NotRequired[pulumi.Input[str]]
     """URL other clusters reach this cluster's API server at (consumers' credentials point there). Default:
-    the server of the kubeconfig."""
+    the server of the kubeconfig, unless it is a loopback address (a kind or playground cluster reached
+    through a port of this host): then a control-plane node's address and port 6443, as liqoctl does."""
     auth_url: NotRequired[pulumi.Input[str]]
     """URL other clusters reach the authentication service at (an Ingress in front of it, say). Default: the
     URL the service derives from its Service (see `auth_service_type`)."""

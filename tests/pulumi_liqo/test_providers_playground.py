@@ -172,7 +172,9 @@ async def test_quick_start_drift_and_teardown_with_the_provider_gone(
             await api.get(FOREIGNCLUSTERS, "milan")
     milan_label = cluster_config(milan.kubeconfig.read_text()).cluster_label
     [dropped] = [
-        record.getMessage() for record in caplog.records if record.getMessage().startswith("Generate ")
+        record.getMessage()
+        for record in caplog.records
+        if record.levelno == logging.WARNING and record.getMessage().startswith("Generate ")
     ]
     assert dropped == (
         f"Generate {c.DEFAULT_NAMESPACE}/{token.id}: {_capital(milan_label)} cannot be reached: the connection"
