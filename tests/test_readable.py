@@ -106,8 +106,9 @@ def test_pytests_own_assertion_explanations_are_not_held_against_a_test(tmp_path
     [
         ("Unclosed client session\\nclient_session: %r", "Unclosed client session"),
         ("Task was destroyed but it is pending!\\ntask: %r", "Task was destroyed but it is pending!"),
+        ("Future exception was never retrieved\\nfuture: %r", "Future exception was never retrieved"),
     ],
-    ids=["unclosed", "pending-task"],
+    ids=["unclosed", "pending-task", "unretrieved-exception"],
 )
 def test_asyncio_leak_reports_are_warnings_not_failures_of_whichever_test_runs_then(
     tmp_path: Path, report: str, first_line: str
