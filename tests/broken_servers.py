@@ -1,9 +1,9 @@
 """Real sockets that fail the way clusters do, for tests of what a person reads about them.
 
 Each helper yields an https:// URL on loopback (or a name that cannot resolve): a port
-nothing listens on, a server that accepts and never answers, a server whose certificate an
-unrelated CA signed, one whose certificate names other hosts, and one that speaks plain
-HTTP. No client code is patched: the failures are the operating system's and OpenSSL's.
+nothing listens on, a server that accepts and never answers, one that accepts and hangs up,
+one whose certificate an unrelated CA signed, one whose certificate names other hosts, and
+one that speaks plain HTTP. No client code is patched: the failures are the operating system's and OpenSSL's.
 """
 
 from __future__ import annotations
@@ -60,6 +60,22 @@ async def silent_server() -> AsyncIterator[str]:
     finally:
         for writer in held:
             writer.close()
+        server.close()
+        await server.wait_closed()
+
+
+@contextlib.asynccontextmanager
+async def hanging_up_server() -> AsyncIterator[str]:
+    """A server that accepts connections and closes them at once, before the TLS handshake: what a port
+    forwarder (kind's docker-proxy, the playground's host port) does when the API server behind it is down."""
+
+    async def hang_up(_: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.transport.abort()
+
+    server = await asyncio.start_server(hang_up, "127.0.0.1", 0)
+    try:
+        yield f"https://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+    finally:
         server.close()
         await server.wait_closed()
 

@@ -103,6 +103,8 @@ _EXPIRED: Final = 10
 _NOT_YET_VALID: Final = 9
 _NAME_MISMATCH: Final = frozenset({62, 64})
 _UNREACHABLE_ERRNOS: Final = frozenset({errno.ENETUNREACH, errno.EHOSTUNREACH, errno.EADDRNOTAVAIL})
+#: the other side accepted the connection, then closed it before answering
+_HUNG_UP: Final = (ConnectionResetError, ConnectionAbortedError, BrokenPipeError)
 #: OpenSSL's handshake failures when the other side does not speak TLS at all
 _NOT_TLS: Final = frozenset(
     {"WRONG_VERSION_NUMBER", "HTTP_REQUEST", "UNKNOWN_PROTOCOL", "RECORD_LAYER_FAILURE"}
@@ -171,13 +173,7 @@ def _classify(
             "means nothing answered at all)",
         )
     if isinstance(exc, aiohttp.ServerDisconnectedError | aiohttp.ClientPayloadError):
-        return TransportFailure(
-            Cause.DISCONNECTED,
-            "closed the connection",
-            "it hung up before it answered",
-            "Check that the address is the server's own (not a load balancer or proxy in front of a server that "
-            "is down) and that the server is healthy",
-        )
+        return _disconnected()
     if isinstance(exc, ssl.SSLError):
         return _handshake(exc)
     if isinstance(exc, OSError):
@@ -204,6 +200,8 @@ def _connect(error: OSError, *, host: str) -> TransportFailure:
         )
     if isinstance(error, TimeoutError):
         return _classify(error, host=host, server_name=host, timeout=None, certificate=None)
+    if isinstance(error, _HUNG_UP):
+        return _disconnected()
     if error.errno in _UNREACHABLE_ERRNOS:
         return TransportFailure(
             Cause.UNREACHABLE,
@@ -213,6 +211,18 @@ def _connect(error: OSError, *, host: str) -> TransportFailure:
         )
     return TransportFailure(
         Cause.OTHER, UNREACHABLE, f"the connection failed ({_os_reason(error)})", _CHECK_RUNNING
+    )
+
+
+def _disconnected() -> TransportFailure:
+    """Something accepted the connection and hung up: what a port forwarder or load balancer in front of a
+    server that is down does (kind's docker-proxy, the playground's host port, a cloud load balancer)."""
+    return TransportFailure(
+        Cause.DISCONNECTED,
+        "closed the connection",
+        "it hung up before it answered",
+        "Check that the address is the server's own (not a load balancer or proxy in front of a server that "
+        "is down) and that the server is healthy",
     )
 
 

@@ -135,6 +135,19 @@ async def test_a_server_that_never_answers_times_out_with_the_bound_in_the_messa
     )
 
 
+async def test_a_port_forwarder_in_front_of_a_server_that_is_down_hangs_up() -> None:
+    """kind's docker-proxy and the playground's host port accept, then close when the API server is down."""
+    async with broken_servers.hanging_up_server() as url:
+        error = await _failure(_kubeconfig(url))
+    assert isinstance(error, APIConnectionError) and error.failure is not None
+    assert error.failure.cause is Cause.DISCONNECTED
+    assert explain(error) == (
+        f"The cluster of context 'rome' ({url}) closed the connection: it hung up before it answered. Check that "
+        "the address is the server's own (not a load balancer or proxy in front of a server that is down) and "
+        "that the server is healthy."
+    )
+
+
 async def test_a_plain_http_port_does_not_speak_tls() -> None:
     async with broken_servers.plain_http_server() as url:
         error = await _failure(_kubeconfig(url))
