@@ -57,6 +57,11 @@ class Kube:
         return self._config.server if self._config is not None else "(not configured)"
 
     @property
+    def label(self) -> str:
+        """How messages name the cluster: its context and server URL (`ClusterConfig.cluster_label`)."""
+        return self._config.cluster_label if self._config is not None else "the cluster (not configured)"
+
+    @property
     def config(self) -> ClusterConfig | None:
         return self._config
 
@@ -78,7 +83,7 @@ class Kube:
             try:
                 asyncio.run_coroutine_threadsafe(self._client.close(), loop).result(CLOSE_TIMEOUT)
             except Exception as exc:  # the process is exiting: a failed close loses nothing
-                logger.debug("%s: closing the client failed: %r", self.host, exc)
+                logger.debug("%s: closing the client failed: %s", self.host, exc)
         loop.call_soon_threadsafe(loop.stop)
         thread.join(CLOSE_TIMEOUT)
 

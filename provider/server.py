@@ -176,7 +176,12 @@ def _certificate() -> tuple[bytes, bytes, bytes]:
 
 
 class _HclogFormatter(logging.Formatter):
-    """One JSON object per line in hclog's shape, which go-plugin parses into Terraform's log."""
+    """One JSON object per line in hclog's shape, which go-plugin parses into Terraform's log.
+
+    go-plugin reads `@timestamp` with the layout `2006-01-02T15:04:05.000000Z07:00`, so exactly
+    six fractional digits: a line it cannot parse is filed whole at DEBUG, whatever its level
+    (and `TF_LOG=INFO` would show nothing of the provider).
+    """
 
     def format(self, record: logging.LogRecord) -> str:
         entry = {
@@ -186,7 +191,7 @@ class _HclogFormatter(logging.Formatter):
             "@message": record.getMessage(),
             "@module": record.name,
             "@timestamp": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
-            + f".{int(record.msecs):03d}Z",
+            + f".{int(record.created % 1 * 1_000_000):06d}Z",
         }
         if record.exc_info:
             entry["error"] = self.formatException(record.exc_info)

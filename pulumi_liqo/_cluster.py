@@ -32,16 +32,27 @@ def cluster_config(kubeconfig: str, *, context: str | None = None) -> ClusterCon
     return load_kubeconfig_dict(parsed, context=context or None)
 
 
+class OperationTimeoutError(TimeoutError):
+    """An operation did not finish within its bound; the message names the cluster and what to do."""
+
+
 def run(props: Mapping[str, Any], operation: Callable[[Client], Awaitable[T]], *, seconds: float) -> T:
     """`operation(client)` against the cluster of a resource's `kubeconfig`/`context` properties, within
-    `seconds` (TimeoutError past them)."""
+    `seconds` (OperationTimeoutError past them)."""
     config = cluster_config(str(props.get("kubeconfig") or ""), context=props.get("context"))
 
     async def main() -> T:
         client = await Client.from_config(config, request_timeout=REQUEST_TIMEOUT)
         try:
-            async with asyncio.timeout(seconds):
+            async with asyncio.timeout(seconds) as bound:
                 return await operation(client)
+        except TimeoutError:
+            if not bound.expired():
+                raise
+            raise OperationTimeoutError(
+                f"This did not finish within {seconds:g}s against {config.cluster_label}. Check that the cluster "
+                "is reachable and healthy, or raise the component's customTimeouts if it is only slow."
+            ) from None
         finally:
             await client.close()
 

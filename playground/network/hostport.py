@@ -6,7 +6,8 @@ server runs inside the node. This is that mapping for a playground cluster: a TC
 forwarder on the host (what docker-proxy is to Docker), run until SIGTERM. NAT cannot do
 it without changing the host's sysctls (`route_localnet` to DNAT 127.0.0.1), which the
 playground leaves alone. Each connection is copied both ways, half-closes passed on;
-a connection the API server refuses is closed at once. Stdlib only, so it starts fast.
+a connection the API server refuses is closed at once, and logged in the words every client
+failure has (`runtime.core.failures`, imported only then). Stdlib only at start, so it starts fast.
 """
 
 from __future__ import annotations
@@ -51,7 +52,11 @@ async def forward(
             asyncio.open_connection(*target), CONNECT_TIMEOUT
         )
     except (OSError, TimeoutError) as exc:
-        logger.info("%s:%d unreachable (%s): connection closed", *target, exc or type(exc).__name__)
+        # the client failures' one wording (`runtime.core.failures`), imported only when one happens
+        from runtime.core.failures import transport_failure
+
+        failure = transport_failure(exc, address=f"{target[0]}:{target[1]}", timeout=CONNECT_TIMEOUT)
+        logger.info("%s; the forwarded connection is closed", failure)
         writer.close()
         return
     try:

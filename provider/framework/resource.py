@@ -24,7 +24,7 @@ from tf.utils import AttributePath, Diagnostics
 from runtime.operations.waits import StopRequested, WaitTimeoutError
 
 from . import timeouts
-from .diagnostics import api_error, interrupted, unexpected
+from .diagnostics import GONE_FOR_GOOD, api_error, interrupted, unexpected
 
 if TYPE_CHECKING:
     from runtime.core import Client
@@ -65,8 +65,13 @@ def call(
     what: str,
     seconds: float,
     path: AttributePath | None = None,
+    refresh: bool = False,
 ) -> T | None:
-    """`operation(client)` within `seconds`; on failure, None and an error diagnostic about `what`."""
+    """`operation(client)` within `seconds`; on failure, None and an error diagnostic about `what`.
+
+    `refresh`: this is a resource's read, whose failure to reach the cluster also says how to
+    destroy or forget resources of a cluster that is gone for good.
+    """
     from ..kube import KubeUnavailableError
 
     try:
@@ -78,15 +83,16 @@ def call(
     except TimeoutError:
         diagnostics.add_error(
             f"Timed out: {what}",
-            f"This did not finish within {seconds:g}s against the cluster at {kube.host}. Check that the "
-            "cluster is reachable and healthy, or raise the bound in the resource's `timeouts` block.",
+            f"This did not finish within {seconds:g}s against {kube.label}. Check that the "
+            "cluster is reachable and healthy, or raise the bound in the resource's `timeouts` block."
+            + (f"\n\n{GONE_FOR_GOOD}" if refresh else ""),
             path=path,
         )
     except Exception as exc:
         from runtime.core import APIError
 
         if isinstance(exc, APIError):
-            api_error(diagnostics, exc, what=what, host=kube.host, path=path)
+            api_error(diagnostics, exc, what=what, cluster=kube.label, path=path, refresh=refresh)
         else:
             unexpected(diagnostics, exc, where=what)
     return None

@@ -23,6 +23,7 @@ from tf.utils import Diagnostics
 from runtime.api import constants as c
 from runtime.api import validation
 
+from ..framework.diagnostics import dropped
 from ..framework.resource import ApplyContext, PlanContext, Resource, State, call
 from ..framework.schema import Attribute
 from ..framework.timeouts import block as timeouts_block
@@ -197,6 +198,7 @@ class GenerateResource(Resource):
             ),
             what=f"read the peering token Secret {namespace}/{name}",
             seconds=READ_SECONDS,
+            refresh=True,
         )
         if ctx.diagnostics.has_errors():
             return current
@@ -226,11 +228,12 @@ class GenerateResource(Resource):
             seconds=self.seconds(current, "delete"),
         )
         if unreachable:
-            ctx.diagnostics.add_warning(
-                "Cluster unreachable: token dropped from the state",
-                f"The cluster at {self.provider.kube.host} cannot be reached ({unreachable}), so the token "
-                f"Secret {namespace}/{name} was not deleted; it is removed from the state as the cluster is "
-                "gone. If the cluster comes back, delete that Secret to revoke the token.",
+            dropped(
+                ctx.diagnostics,
+                summary="Cluster unreachable: token dropped from the state",
+                error=unreachable,
+                kept=f"the token Secret {namespace}/{name}",
+                comes_back="delete that Secret to revoke the token",
             )
 
     def import_(self, ctx: ImportContext, id: str) -> State | None:

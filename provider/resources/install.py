@@ -38,6 +38,7 @@ from tf.utils import Diagnostics
 
 from runtime.api import constants as c
 
+from ..framework.diagnostics import dropped
 from ..framework.plan import is_known
 from ..framework.resource import ApplyContext, PlanContext, Resource, State, call
 from ..framework.schema import Attribute
@@ -437,6 +438,7 @@ class InstallResource(Resource):
             lambda client: observe(client, namespace),
             what=f"read the Liqo installation in namespace {namespace}",
             seconds=PLAN_SECONDS,
+            refresh=True,
         )
         if ctx.diagnostics.has_errors():
             return current
@@ -447,6 +449,7 @@ class InstallResource(Resource):
 
     def delete(self, ctx: ApplyContext, current: State) -> None:  # type: ignore[override]
         from runtime.core import APIConnectionError
+        from runtime.core.failures import explain
         from runtime.operations.install import InUseError, uninstall
 
         namespace = current.get("namespace") or c.DEFAULT_NAMESPACE
@@ -467,7 +470,7 @@ class InstallResource(Resource):
             except InUseError as exc:
                 return exc
             except APIConnectionError as exc:
-                return _Unreachable(str(exc))
+                return _Unreachable(explain(exc))
 
         outcome = call(
             ctx.diagnostics,
@@ -479,8 +482,12 @@ class InstallResource(Resource):
         if isinstance(outcome, InUseError):
             _refuse(ctx.diagnostics, outcome.found)
         elif isinstance(outcome, _Unreachable):
-            _unreachable(
-                ctx.diagnostics, host=self.provider.kube.host, namespace=namespace, error=outcome.error
+            dropped(
+                ctx.diagnostics,
+                summary="Cluster unreachable: installation dropped from the state",
+                error=outcome.error,
+                kept=f"the Liqo runtime in namespace {namespace}",
+                comes_back="uninstall it there by hand or import it again",
             )
         elif outcome is not None:
             for warning in outcome:
@@ -643,15 +650,6 @@ def _refuse(diags: Diagnostics, found: list[str]) -> None:
         + "\nDestroy the liqo_peer resources (and offloaded namespaces) first, or set force = true on the "
         "liqo_install resource and apply, then destroy: forcing deletes them.",
         path=["force"],
-    )
-
-
-def _unreachable(diags: Diagnostics, *, host: str, namespace: str, error: str) -> None:
-    diags.add_warning(
-        "Cluster unreachable: installation dropped from the state",
-        f"The cluster at {host} cannot be reached ({error}), so the Liqo runtime in namespace {namespace} was "
-        "not uninstalled; it is removed from the state as the cluster is gone. If the cluster comes back, "
-        "uninstall it there by hand or import it again.",
     )
 
 

@@ -36,6 +36,7 @@ from runtime.api import constants as c
 from runtime.api import validation
 from runtime.forge.namespaceoffloading import node_selector_terms
 
+from ..framework.diagnostics import dropped
 from ..framework.plan import is_known
 from ..framework.resource import ApplyContext, PlanContext, Resource, State, call
 from ..framework.schema import Attribute, ListNestedAttribute, Object
@@ -368,6 +369,7 @@ class OffloadResource(Resource):
             lambda client: observe(client, namespace),
             what=f"read the offloading of namespace {namespace}",
             seconds=READ_SECONDS,
+            refresh=True,
         )
         if ctx.diagnostics.has_errors():
             return current
@@ -402,11 +404,12 @@ class OffloadResource(Resource):
                 "left on the providers; check that the runtime's controller manager runs here and there.",
             )
         if outcome.unreachable:
-            ctx.diagnostics.add_warning(
-                "Cluster unreachable: offloading dropped from the state",
-                f"The cluster at {self.provider.kube.host} cannot be reached ({outcome.unreachable}), so the "
-                f"NamespaceOffloading of {namespace} was not deleted; it is removed from the state as the cluster is "
-                "gone. If the cluster comes back, delete it there.",
+            dropped(
+                ctx.diagnostics,
+                summary="Cluster unreachable: offloading dropped from the state",
+                error=outcome.unreachable,
+                kept=f"the NamespaceOffloading of namespace {namespace}",
+                comes_back="delete it there",
             )
 
     def import_(self, ctx: ImportContext, id: str) -> State | None:

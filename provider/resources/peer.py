@@ -35,6 +35,7 @@ from runtime.api import constants as c
 from runtime.api import validation
 from runtime.operations.peering import RESOURCE_ARGUMENTS, requested, same_amount
 
+from ..framework.diagnostics import dropped
 from ..framework.plan import is_known
 from ..framework.resource import ApplyContext, PlanContext, Resource, State, call
 from ..framework.schema import Attribute
@@ -325,7 +326,7 @@ class PeerResource(Resource):
             _failed(ctx.diagnostics, outcome.peering)
             return _state(planned, outcome.peering)
         if outcome is None:
-            return _state(planned, _explain_timeout(ctx.diagnostics, kube, name))
+            return _state(planned, _last_seen(kube, name))
         if outcome.resized:
             ctx.diagnostics.add_warning(
                 f"The provider {name} granted less than asked",
@@ -348,6 +349,7 @@ class PeerResource(Resource):
             lambda client: observe(client, name, namespace=namespace),
             what=f"read the peering with {name}",
             seconds=READ_SECONDS,
+            refresh=True,
         )
         if ctx.diagnostics.has_errors():
             return current
@@ -388,11 +390,12 @@ class PeerResource(Resource):
                 "cluster (the tenant namespaces liqo-tenant-*); check that the runtime's controller manager runs.",
             )
         if outcome.unreachable:
-            ctx.diagnostics.add_warning(
-                "Cluster unreachable: peering dropped from the state",
-                f"The cluster at {self.provider.kube.host} cannot be reached ({outcome.unreachable}), so the "
-                f"ForeignCluster {name} was not deleted; it is removed from the state as the cluster is gone. If "
-                "the cluster comes back, delete the ForeignCluster there.",
+            dropped(
+                ctx.diagnostics,
+                summary="Cluster unreachable: peering dropped from the state",
+                error=outcome.unreachable,
+                kept=f"the ForeignCluster {name}",
+                comes_back="delete the ForeignCluster there",
             )
 
     def import_(self, ctx: ImportContext, id: str) -> State | None:
@@ -547,20 +550,15 @@ def _failed(diags: Diagnostics, peering: Peering) -> None:
         "The runtime reports a failure that waiting will not fix:\n  "
         + "\n  ".join(peering.problems())
         + "\nFix the cause (a refused token needs a new liqo_generate token; a wrong cluster_id or auth URL needs "
-        "the provider's values) and apply again.",
+        "the provider's values; a changed auth service key needs the command its message gives, once the key is "
+        "confirmed to be the provider's) and apply again.",
     )
 
 
-def _explain_timeout(diags: Diagnostics, kube: Any, name: str) -> Peering | None:
-    """Add the ForeignCluster's conditions to a wait that failed, so the error says why the peering is stuck."""
+def _last_seen(kube: Any, name: str) -> Peering | None:
+    """The ForeignCluster after a wait that failed (its error quotes what held it up), for the state."""
     from runtime.operations.peering import get
 
-    found = call(
+    return call(
         Diagnostics(), kube, lambda client: get(client, name), what=f"read {name}", seconds=READ_SECONDS
     )
-    if found is not None and found.problems():
-        diags.add_error(
-            f"The peering with {name} is not established",
-            "The ForeignCluster reports:\n  " + "\n  ".join(found.problems()),
-        )
-    return found

@@ -11,6 +11,8 @@ import pulumi.dynamic
 from pulumi.output import Unknown
 
 from runtime.core import APIError, Client
+from runtime.core.failures import explain
+from runtime.operations.waits import StopRequested, WaitTimeoutError, duration
 
 from .. import _cluster
 
@@ -61,8 +63,31 @@ def diff(
 
 
 def api_error(exc: APIError, *, what: str, props: Mapping[str, Any]) -> LiqoError:
-    """An API failure while doing `what`, worded with the cluster it happened on."""
-    return LiqoError(f"Failed to {what} on the cluster at {_cluster.host(props) or '(unknown)'}: {exc}")
+    """An API failure while doing `what`: `failures.explain`'s sentence (which cluster, what failed, what to
+    do), as Terraform's diagnostics say it."""
+    cluster = None if exc.cluster else f"the cluster at {_cluster.host(props) or '(unknown)'}"
+    return LiqoError(f"Failed to {what}. {explain(exc, cluster=cluster)}")
+
+
+def interrupted(exc: WaitTimeoutError | StopRequested, *, what: str) -> LiqoError:
+    """A wait that ran out (or was stopped) during `what`: what held it up, for how long, and what to do."""
+    if isinstance(exc, StopRequested):
+        return LiqoError(f"Stopped while waiting for {exc.what} ({what}). Run `pulumi up` again to finish.")
+    return LiqoError(
+        f"Timed out waiting for {exc.what}: still not done after {duration(exc.seconds)} ({what}): "
+        f"{exc.last.rstrip('.')}. "
+        "Fix what holds it up and run `pulumi up` again, or raise the component's customTimeouts if the cluster "
+        "is only slow."
+    )
+
+
+def unreachable_on_delete(component: str, error: str, *, kept: str, comes_back: str) -> str:
+    """The warning of a delete that found its cluster unreachable (`error`, `explain`'s sentence): `kept`
+    stays there, the resource leaves the state, and `comes_back` says what to do if the cluster returns."""
+    return (
+        f"{component}: {error} So {kept} was not deleted; it is removed from the state, as the cluster is gone. "
+        f"If the cluster comes back, {comes_back}."
+    )
 
 
 def connection(props: Mapping[str, Any]) -> dict[str, Any]:

@@ -12,12 +12,13 @@ import pulumi.dynamic
 
 from runtime.api import constants as c
 from runtime.core import APIConnectionError, APIError
+from runtime.core.failures import explain
 from runtime.forge.install import InstallOptions
 from runtime.operations import install
 from runtime.operations.waits import StopRequested, WaitTimeoutError
 
 from .. import _cluster
-from .base import LiqoError, api_error, connection, diff, seconds
+from .base import LiqoError, api_error, connection, diff, interrupted, seconds, unreachable_on_delete
 
 logger = logging.getLogger(__name__)
 
@@ -161,7 +162,13 @@ class RuntimeProvider(pulumi.dynamic.ResourceProvider):
             ) from None
         except APIConnectionError as exc:
             logger.warning(
-                "Install %s: the cluster cannot be reached (%s); dropping it from the state", id_, exc
+                "%s",
+                unreachable_on_delete(
+                    f"Install {id_}",
+                    explain(exc),
+                    kept=f"the Liqo runtime in namespace {id_}",
+                    comes_back="uninstall it there by hand",
+                ),
             )
             return
         except APIError as exc:
@@ -179,9 +186,8 @@ class RuntimeProvider(pulumi.dynamic.ResourceProvider):
                 props, lambda client: install.wait_ready(client, options, seconds=bound), seconds=bound + 10
             )
         except (WaitTimeoutError, StopRequested) as exc:
-            raise LiqoError(
-                f"Timed out waiting for the Liqo runtime in namespace {options.namespace}: {exc}. Raise the "
-                "Install's customTimeouts if the cluster is slow, or look at the runtime's pods and events."
+            raise interrupted(
+                exc, what=f"the {operation} of the Liqo runtime in namespace {options.namespace}"
             ) from None
         except APIError as exc:
             raise api_error(

@@ -30,7 +30,16 @@ from runtime.operations.peering import RESOURCE_ARGUMENTS
 from runtime.operations.waits import StopRequested, WaitTimeoutError
 
 from .. import _cluster
-from .base import LiqoError, api_error, connection, diff, roll_back, seconds
+from .base import (
+    LiqoError,
+    api_error,
+    connection,
+    diff,
+    interrupted,
+    roll_back,
+    seconds,
+    unreachable_on_delete,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -155,10 +164,13 @@ class PeeringProvider(pulumi.dynamic.ResourceProvider):
             )
         if outcome.unreachable:
             logger.warning(
-                "Peer %s: the cluster cannot be reached (%s); the ForeignCluster was not deleted. If the cluster "
-                "comes back, delete the ForeignCluster there.",
-                id_,
-                outcome.unreachable,
+                "%s",
+                unreachable_on_delete(
+                    f"Peer {id_}",
+                    outcome.unreachable,
+                    kept=f"the ForeignCluster {id_}",
+                    comes_back="delete the ForeignCluster there",
+                ),
             )
 
     def _write(self, props: dict[str, Any], operation: str) -> dict[str, Any]:
@@ -191,7 +203,7 @@ class PeeringProvider(pulumi.dynamic.ResourceProvider):
                 "the provider's values) and run `pulumi up` again."
             ) from None
         except (WaitTimeoutError, StopRequested) as exc:
-            raise LiqoError(f"The peering with {name} is not established: {exc}.") from None
+            raise interrupted(exc, what=f"the {operation} of the peering with {name}") from None
         except APIError as exc:
             raise api_error(exc, what=f"write the ForeignCluster {name}", props=props) from None
         if established.resized:

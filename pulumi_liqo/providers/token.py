@@ -21,7 +21,7 @@ from runtime.operations.identity import NotInstalledError
 from runtime.operations.waits import StopRequested, WaitTimeoutError
 
 from .. import _cluster
-from .base import LiqoError, api_error, connection, diff, seconds
+from .base import LiqoError, api_error, connection, diff, interrupted, seconds, unreachable_on_delete
 
 logger = logging.getLogger(__name__)
 
@@ -57,7 +57,7 @@ class TokenProvider(pulumi.dynamic.ResourceProvider):
                 "depend on it."
             ) from None
         except (WaitTimeoutError, StopRequested) as exc:
-            raise LiqoError(f"Timed out issuing a peering token in namespace {namespace}: {exc}.") from None
+            raise interrupted(exc, what=f"issuing a peering token in namespace {namespace}") from None
         except APIError as exc:
             raise api_error(
                 exc, what=f"issue a peering token in namespace {namespace}", props=props
@@ -122,11 +122,13 @@ class TokenProvider(pulumi.dynamic.ResourceProvider):
             ) from None
         if unreachable:
             logger.warning(
-                "Generate %s/%s: the cluster cannot be reached (%s); the token Secret was not deleted. If the "
-                "cluster comes back, delete that Secret to revoke the token.",
-                namespace,
-                id_,
-                unreachable,
+                "%s",
+                unreachable_on_delete(
+                    f"Generate {namespace}/{id_}",
+                    unreachable,
+                    kept=f"the token Secret {namespace}/{id_}",
+                    comes_back="delete that Secret to revoke the token",
+                ),
             )
 
 

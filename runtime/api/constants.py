@@ -69,6 +69,9 @@ ANNOTATION_SKIP_REFLECTION: Final = "liqo.io/skip-reflection"
 ANNOTATION_TOKEN_EXPIRES_AT: Final = "liqo.io/token-expires-at"
 #: on a Tenant: the timestamp of the last signed request (renew, revoke) accepted from its consumer (replay guard)
 ANNOTATION_LAST_SIGNED_REQUEST: Final = "authentication.liqo.io/last-signed-request"
+#: on a ForeignCluster: the key fingerprint (`sha256:<hex>`) of the provider's auth service key a user trusts,
+#: overriding the one pinned on the first contact (re-trusting a provider whose serving key was replaced)
+ANNOTATION_TRUST_AUTH_SERVICE_KEY: Final = "liqo.io/trust-auth-service-key"
 #: on a ResourceSlice: its tenant is cordoned (tenantCondition Cordoned), so no new resources are granted
 ANNOTATION_CORDON_TENANT: Final = "liqo.io/cordon-tenant"
 #: on a consumer's Identity: the provider's cluster labels (JSON) its auth service advertised, for the virtual node

@@ -11,8 +11,11 @@ transport is a plain aiohttp session whose every request carries the loader's TL
 context, Authorization header, `tls-server-name` and proxy. A 401 drops cached
 credentials and the request is sent once more when fresh ones differ (a rotated token
 file, an exec plugin's new token). Every error `Status` becomes a typed exception from
-`errors.py`, and transport failures become `APIConnectionError`. Credentials and
-kubeconfig contents are never logged.
+`errors.py`, and transport failures become `APIConnectionError` with their cause in words
+(`failures.transport_failure`; for a certificate that is not trusted, the client reads it
+once more without verifying it, so the message can name its subject and issuer). Every
+error carries the cluster's name (context and server URL) and whose credentials were
+used, for `failures.explain`. Credentials and kubeconfig contents are never logged.
 """
 
 from __future__ import annotations
@@ -27,13 +30,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, TypedDict
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urlsplit
 
 import aiohttp
 
 from runtime.api.resource import Resource as Resource
 
 from .errors import APIConnectionError, APIStatusError, GoneError, NotFoundError, status_error
+from .failures import Certificate, address_of, transport_failure
 from .kubeconfig import (
     SERVICE_ACCOUNT_DIR,
     Authenticator,
@@ -55,6 +59,8 @@ USER_AGENT = "liqo-runtime"
 CONNECTION_LIMIT = 100
 #: a watch event is one line; objects up to etcd's 1.5 MiB request limit must fit in the read buffer
 READ_BUFFER = 2**21
+#: how long reading an untrusted server certificate (for the error message) may take
+CERTIFICATE_PROBE_SECONDS = 5.0
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 APPLY_CONTENT_TYPE = "application/apply-patch+yaml"
 _PATCH_CONTENT_TYPES: dict[str, str] = {
@@ -261,12 +267,12 @@ class Client:
         response = await self._send("GET", path, query=query, limits=limits)
         async with response:
             if response.status >= 400:
-                raise _error(response.status, await self._read(response, "GET", path))
+                raise self._status_error(response.status, await self._read(response, "GET", path))
             while True:
                 try:
                     line = await response.content.readline()
                 except (aiohttp.ClientError, TimeoutError) as exc:
-                    raise APIConnectionError(f"watch {path}: {exc!r}") from exc
+                    raise await self._connection_error(exc, f"watch {path}", bound=client_timeout) from exc
                 if not line:
                     return
                 if line.strip():
@@ -436,7 +442,7 @@ class Client:
                 try:
                     chunk = await response.content.readany()
                 except (aiohttp.ClientError, TimeoutError) as exc:
-                    raise APIConnectionError(f"GET {path}: {exc!r}") from exc
+                    raise await self._connection_error(exc, f"GET {path}", bound=None) from exc
                 if not chunk:
                     return
                 yield chunk
@@ -484,12 +490,14 @@ class Client:
         async with response:
             data = await self._read(response, method, path)
         if response.status >= 400:
-            raise _error(response.status, data)
+            raise self._status_error(response.status, data)
         if not data:
             return {}
         decoded = json.loads(data)
         if not isinstance(decoded, dict):
-            raise APIConnectionError(f"{method} {path}: the answer is not a JSON object")
+            raise APIConnectionError(
+                f"{method} {path}: the answer is not a JSON object", cluster=self._config.cluster_label
+            )
         return decoded
 
     async def _send(
@@ -547,12 +555,66 @@ class Client:
                 proxy=self._config.proxy_url,
             )
         except (aiohttp.ClientError, TimeoutError) as exc:
-            raise APIConnectionError(f"{method} {path}: {exc!r}") from exc
+            raise await self._connection_error(
+                exc, f"{method} {path}", bound=limits.total or limits.sock_connect
+            ) from exc
+
+    def _status_error(self, code: int, data: bytes) -> APIStatusError:
+        error = _error(code, data)
+        error.cluster = self._config.cluster_label
+        error.user = self._config.credentials_label
+        return error
+
+    async def _connection_error(
+        self, exc: BaseException, request: str, *, bound: float | None
+    ) -> APIConnectionError:
+        """A transport failure of `request` ("GET /api/v1/..."), in words (`failures.transport_failure`)."""
+        certificate = (
+            await self._server_certificate()
+            if isinstance(exc, aiohttp.ClientConnectorCertificateError)
+            else None
+        )
+        failure = transport_failure(
+            exc,
+            address=address_of(self.host),
+            timeout=bound or None,
+            certificate=certificate,
+            server_name=self._config.tls_server_name,
+        )
+        return APIConnectionError(
+            f"{request}: {failure}", failure=failure, cluster=self._config.cluster_label
+        )
+
+    async def _server_certificate(self) -> Certificate | None:
+        """The server's certificate read without verifying it, to say which one was not trusted (None if it
+        cannot be read: behind a proxy, or the server went away)."""
+        if self._config.proxy_url:
+            return None
+        parts = urlsplit(self.host)
+        context = ssl.create_default_context()
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+        try:
+            async with asyncio.timeout(CERTIFICATE_PROBE_SECONDS):
+                _, writer = await asyncio.open_connection(
+                    parts.hostname,
+                    parts.port or 443,
+                    ssl=context,
+                    server_hostname=self._config.tls_server_name or parts.hostname,
+                )
+        except (OSError, TimeoutError):
+            return None
+        try:
+            ssl_object = writer.get_extra_info("ssl_object")
+            der = ssl_object.getpeercert(binary_form=True) if ssl_object is not None else None
+        finally:
+            writer.close()
+        return Certificate.of(der) if der else None
 
     def _http(self) -> aiohttp.ClientSession:
         """The session, made on first use (inside the loop); proxies from the environment apply as in client-go."""
         if self._closed:
-            raise APIConnectionError(f"{self.host}: the client is closed")
+            raise APIConnectionError(f"{self.host}: the client is closed", cluster=self._config.cluster_label)
         if self._session is None:
             self._session = aiohttp.ClientSession(
                 connector=aiohttp.TCPConnector(limit=CONNECTION_LIMIT),
@@ -561,12 +623,11 @@ class Client:
             )
         return self._session
 
-    @staticmethod
-    async def _read(response: aiohttp.ClientResponse, method: str, path: str) -> bytes:
+    async def _read(self, response: aiohttp.ClientResponse, method: str, path: str) -> bytes:
         try:
             return await response.read()
         except (aiohttp.ClientError, TimeoutError) as exc:
-            raise APIConnectionError(f"{method} {path}: {exc!r}") from exc
+            raise await self._connection_error(exc, f"{method} {path}", bound=self._timeout) from exc
 
 
 def group_version_path(api_version: str) -> str:

@@ -11,17 +11,38 @@ the whole `Status` on the exception for anyone who needs its details.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .failures import TransportFailure
 
 Status = dict[str, Any]
 
 
 class APIError(Exception):
-    """Anything that went wrong talking to the Kubernetes API."""
+    """Anything that went wrong talking to the Kubernetes API.
+
+    The client that raises it fills in `cluster` (how a person knows the cluster: its context and
+    server URL) and `user` (whose credentials were used), so `failures.explain` can say both.
+    """
+
+    cluster: str = ""
+    user: str = ""
 
 
 class APIConnectionError(APIError):
-    """The API server could not be reached, or a connection broke mid-request."""
+    """The API server could not be reached, or a connection broke mid-request.
+
+    `failure` says why in words (refused, name not resolved, certificate not trusted, no answer
+    in time, ...) when the cause was a transport failure.
+    """
+
+    failure: TransportFailure | None = None
+
+    def __init__(self, message: str, *, failure: TransportFailure | None = None, cluster: str = "") -> None:
+        super().__init__(message)
+        self.failure = failure
+        self.cluster = cluster
 
 
 class APIStatusError(APIError):

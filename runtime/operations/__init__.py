@@ -4,7 +4,9 @@ each back for drift.
 
 Async functions over a `runtime.core.Client`, with object shapes from `runtime.forge`;
 outcomes are values and typed errors that the Terraform provider turns into diagnostics
-and the Pulumi components into their own errors and logs. Nothing here knows Terraform
+and the Pulumi components into their own errors and logs; a client failure (an
+`APIError` out of an operation) is worded with `runtime.core.failures.explain`, the
+sentence every front end shows (which cluster, what failed, what to do). Nothing here knows Terraform
 or Pulumi: a front end passes its field manager, its bounds and, where it has one, its
 stop signal (`waits.Stop`). Modules are imported by path (`runtime.operations.peering`).
 """

@@ -24,9 +24,19 @@ from runtime.api import constants as c
 from runtime.api.crds import NAMESPACEOFFLOADINGS
 from runtime.api.kinds import NAMESPACES
 from runtime.core import APIConnectionError, Client, NotFoundError
+from runtime.core.failures import explain
 from runtime.forge.namespaceoffloading import ClusterStatus, cluster_statuses, namespace_offloading
 
-from .waits import NEVER, POLL_INTERVAL, POLL_MAX_INTERVAL, Stop, WaitTimeoutError, wait_until
+from .waits import (
+    NEVER,
+    POLL_INTERVAL,
+    POLL_MAX_INTERVAL,
+    Blocking,
+    Seen,
+    Stop,
+    WaitTimeoutError,
+    wait_until,
+)
 
 JSON = dict[str, Any]
 
@@ -87,6 +97,14 @@ class Offloading:
     def summary(self) -> str:
         problems = self.problems()
         return f"phase {self.phase or 'unknown'}" + (": " + "; ".join(problems) if problems else "")
+
+    def blocking(self) -> Blocking:
+        """What holds a wait on it up: its phase, and the selected clusters without their twin namespace."""
+        return Blocking(_subject(self.namespace), self.phase or "NoPhase", "; ".join(self.problems()))
+
+
+def _subject(namespace: str) -> str:
+    return f"NamespaceOffloading {namespace}/{c.NAMESPACE_OFFLOADING_NAME}"
 
 
 async def get(client: Client, namespace: str) -> Offloading | None:
@@ -193,13 +211,18 @@ async def wait_offloaded(
     loop = asyncio.get_running_loop()
     failing_since: float | None = None
 
-    async def check() -> tuple[Offloading | None, str]:
+    async def check() -> tuple[Offloading | None, Seen]:
         nonlocal failing_since
         found = await get(client, namespace)
         if found is None:
-            return None, f"namespace {namespace} has no NamespaceOffloading"
+            return None, Blocking(_subject(namespace), "NotFound", "it does not exist")
         if not found.current:
-            return None, f"namespace {namespace}: the controller has not reported on this spec yet"
+            return None, Blocking(
+                _subject(namespace),
+                "NotObserved",
+                "the runtime has not reported on this spec yet (is liqo-controller-manager running on this "
+                "cluster?)",
+            )
         if found.phase in SETTLED:
             return found, found.phase
         if found.phase == c.PHASE_ALL_FAILED:
@@ -208,7 +231,7 @@ async def wait_offloaded(
                 raise OffloadingFailedError(found)
         else:
             failing_since = None
-        return None, f"namespace {namespace}: {found.summary()}"
+        return None, found.blocking()
 
     return await wait_until(
         check,
@@ -223,11 +246,11 @@ async def wait_offloaded(
 async def wait_gone(client: Client, namespace: str, *, seconds: float, stop: Stop = NEVER) -> None:
     """Until the namespace's NamespaceOffloading is gone (the controller reported its twin namespaces gone)."""
 
-    async def check() -> tuple[bool | None, str]:
+    async def check() -> tuple[bool | None, Seen]:
         found = await get(client, namespace)
         if found is None:
             return True, "gone"
-        return None, f"namespace {namespace}: {found.summary()}"
+        return None, found.blocking()
 
     await wait_until(
         check,
@@ -248,7 +271,7 @@ class Unoffloaded:
 
     #: the wait ran out (what was last seen) and the finalizer was removed: twin namespaces may be left behind
     orphaned: str = ""
-    #: the cluster could not be reached (the error): nothing was deleted, the offloading counts as gone
+    #: the cluster could not be reached (why, in words): nothing was deleted, the offloading counts as gone
     unreachable: str = ""
 
 
@@ -276,5 +299,5 @@ async def unoffload(
                 )
             await wait_gone(client, namespace, seconds=ORPHAN_SECONDS, stop=stop)
     except APIConnectionError as exc:
-        return Unoffloaded(orphaned=orphaned, unreachable=str(exc))
+        return Unoffloaded(orphaned=orphaned, unreachable=explain(exc))
     return Unoffloaded(orphaned=orphaned)

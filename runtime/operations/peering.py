@@ -26,12 +26,22 @@ from runtime.api import constants as c
 from runtime.api.crds import FOREIGNCLUSTERS
 from runtime.api.kinds import NODES, SECRETS
 from runtime.core import APIConnectionError, Client, NotFoundError
+from runtime.core.failures import explain
 from runtime.forge import conditions
 from runtime.forge.peering import token_of, token_secret_name
 from runtime.forge.virtualnode import node_name_for
 
 from .identity import NotInstalledError, cluster_identity
-from .waits import NEVER, POLL_INTERVAL, POLL_MAX_INTERVAL, Stop, WaitTimeoutError, wait_until
+from .waits import (
+    NEVER,
+    POLL_INTERVAL,
+    POLL_MAX_INTERVAL,
+    Blocking,
+    Seen,
+    Stop,
+    WaitTimeoutError,
+    wait_until,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -44,6 +54,7 @@ DEFINITIVE: Final = frozenset(
         c.REASON_AUTHENTICATION_FAILED,
         c.REASON_CLUSTER_ID_MISMATCH,
         c.REASON_RESOURCES_DENIED,
+        c.REASON_AUTH_SERVICE_KEY_CHANGED,
     }
 )
 #: how long a definitive failure must persist before a wait gives up (the controller may still be retrying a
@@ -303,14 +314,20 @@ async def wait_established(
     loop = asyncio.get_running_loop()
     failing_since: float | None = None
 
-    async def check() -> tuple[Established | None, str]:
+    subject = f"ForeignCluster {name}"
+
+    async def check() -> tuple[Established | None, Seen]:
         nonlocal failing_since
         peering = await get(client, name)
         if peering is None:
-            return None, f"ForeignCluster {name} does not exist"
+            return None, Blocking(subject, "NotFound", "it does not exist")
         ready = peering.ready
         if not peering.current or ready is None:
-            return None, f"ForeignCluster {name}: the controller has not reported on it yet"
+            return None, Blocking(
+                subject,
+                "NotObserved",
+                "the runtime has not reported on it yet (is liqo-controller-manager running on this cluster?)",
+            )
         if ready.status != "True":
             if ready.reason in DEFINITIVE:
                 failing_since = failing_since if failing_since is not None else loop.time()
@@ -318,13 +335,14 @@ async def wait_established(
                     raise PeeringFailedError(peering)
             else:
                 failing_since = None
-            return None, f"ForeignCluster {name}: {peering.summary()}"
+            return None, Blocking(subject, ready.reason, ready.message)
         failing_since = None
         node = await _node(client, peering.virtual_node)
         if node is None or not conditions.is_true((node.get("status") or {}).get("conditions"), "Ready"):
-            return (
-                None,
-                f"ForeignCluster {name} is established, but node {peering.virtual_node} is not Ready yet",
+            return None, Blocking(
+                f"node {peering.virtual_node}",
+                "NotReady" if node is not None else "NotFound",
+                f"ForeignCluster {name} is established; its virtual node is not Ready yet",
             )
         granted = peering.condition(c.CONDITION_RESOURCES_GRANTED, "offloading")
         if granted is not None and granted.reason == c.REASON_RESOURCES_RESIZED:
@@ -336,7 +354,9 @@ async def wait_established(
             if key not in capacity or parse_quantity(capacity[key]).value != parse_quantity(amount).value
         ]
         if differ:
-            return None, f"node {peering.virtual_node} advertises {', '.join(differ)}"
+            return None, Blocking(
+                f"node {peering.virtual_node}", "CapacityDiffers", f"it advertises {', '.join(differ)}"
+            )
         return Established(peering), "established"
 
     return await wait_until(
@@ -359,13 +379,15 @@ async def _node(client: Client, name: str) -> JSON | None:
 async def wait_gone(client: Client, name: str, *, seconds: float, stop: Stop = NEVER) -> None:
     """Until the ForeignCluster `name` is gone (the controller's unpeer is done)."""
 
-    async def check() -> tuple[bool | None, str]:
+    async def check() -> tuple[bool | None, Seen]:
         peering = await get(client, name)
         if peering is None:
             return True, "gone"
-        return (
-            None,
-            f"ForeignCluster {name}: outgoing peering {peering.status.get('outgoingPeering') or 'None'}",
+        ready = peering.ready
+        return None, Blocking(
+            f"ForeignCluster {name}",
+            f"outgoingPeering {peering.status.get('outgoingPeering') or 'None'}",
+            ready.message if ready is not None and ready.status != "True" else "",
         )
 
     await wait_until(
@@ -427,7 +449,7 @@ class Unpeered:
 
     #: the wait ran out (what was last seen) and the finalizer was removed: objects may be left behind
     orphaned: str = ""
-    #: the cluster could not be reached (the error): nothing was deleted, the peering counts as gone
+    #: the cluster could not be reached (why, in words): nothing was deleted, the peering counts as gone
     unreachable: str = ""
 
 
@@ -455,5 +477,5 @@ async def unpeer(
         with contextlib.suppress(NotFoundError):
             await client.delete(SECRETS, token_secret_name(name), namespace=namespace)
     except APIConnectionError as exc:
-        return Unpeered(orphaned=orphaned, unreachable=str(exc))
+        return Unpeered(orphaned=orphaned, unreachable=explain(exc))
     return Unpeered(orphaned=orphaned)

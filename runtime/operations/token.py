@@ -17,6 +17,7 @@ from datetime import UTC, datetime, timedelta
 from runtime.api import constants as c
 from runtime.api.kinds import SECRETS
 from runtime.core import APIConnectionError, Client, NotFoundError
+from runtime.core.failures import explain
 from runtime.forge.credential import rfc3339
 from runtime.forge.tokens import (
     generate_token,
@@ -112,11 +113,11 @@ async def observe(client: Client, *, namespace: str, name: str, token: str) -> d
 
 
 async def revoke(client: Client, *, namespace: str, name: str) -> str:
-    """Delete the token Secret `name`; the error when the cluster cannot be reached ("" otherwise)."""
+    """Delete the token Secret `name`; why the cluster cannot be reached, in words ("" when it was reached)."""
     try:
         await client.delete(SECRETS, name, namespace=namespace)
     except NotFoundError:
         pass
     except APIConnectionError as exc:
-        return str(exc)
+        return explain(exc)
     return ""

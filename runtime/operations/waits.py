@@ -6,18 +6,29 @@ front end asks an operation to stop is its own business (Terraform's StopProvide
 the `Stop` it is given and ends with `StopRequested`, so the caller can still record what
 exists, instead of being cancelled in the middle of a write. Asyncio cancellation ends a
 wait too, at its next await, like any other coroutine.
+
+Waiting goes on while waiting can help, but the person is never left in the dark: each
+check says what it saw (a `Blocking`: subject, reason, message), a wait logs it at INFO
+every few seconds with how long it has held, and a timeout quotes it
+(`ForeignCluster milan: ProviderUnreachable for 4m58s: <message>`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Final, Protocol, TypeVar
 
 #: how often the operations' waits look again (at most): a few reads a second, so an apply ends within a
 #: second of readiness
 POLL_INTERVAL: Final = 0.25
 POLL_MAX_INTERVAL: Final = 1.0
+#: how often a wait says at INFO what holds it up
+LOG_EVERY: Final = 5.0
+
+logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
@@ -37,11 +48,33 @@ class _Never:
 NEVER: Final[Stop] = _Never()
 
 
+@dataclass(frozen=True)
+class Blocking:
+    """What holds a wait up: who (`ForeignCluster milan`), a short reason that stays the same while the
+    cause does (`ProviderUnreachable`, a condition's reason), and the detail (the condition's message).
+
+    A wait measures how long the same subject and reason have held, whatever the message says meanwhile.
+    """
+
+    subject: str
+    reason: str
+    message: str = ""
+
+    def describe(self, held: float | None = None) -> str:
+        """`ForeignCluster milan: ProviderUnreachable for 4m58s: <message>`."""
+        since = f" for {duration(held)}" if held is not None else ""
+        return f"{self.subject}: {self.reason}{since}" + (f": {self.message}" if self.message else "")
+
+
+#: what a check says it saw: a `Blocking`, or a phrase (`0/1 pods ready`) that counts as held while unchanged
+Seen = Blocking | str
+
+
 class WaitTimeoutError(TimeoutError):
-    """The condition did not hold within the bound; `last` says what was last seen."""
+    """The condition did not hold within the bound; `last` says what held it up, and for how long."""
 
     def __init__(self, what: str, *, seconds: float, last: str) -> None:
-        super().__init__(f"{what} did not happen within {seconds:g}s (last seen: {last})")
+        super().__init__(f"gave up waiting for {what} after {duration(seconds)}: {last}")
         self.what = what
         self.seconds = seconds
         self.last = last
@@ -56,7 +89,7 @@ class StopRequested(Exception):
 
 
 async def wait_until(
-    check: Callable[[], Awaitable[tuple[T | None, str]]],
+    check: Callable[[], Awaitable[tuple[T | None, Seen]]],
     *,
     what: str,
     seconds: float,
@@ -64,25 +97,58 @@ async def wait_until(
     interval: float = 0.5,
     max_interval: float = 5.0,
 ) -> T:
-    """Await `check()` until it returns a value (not None) with a note on what it saw.
+    """Await `check()` until it returns a value (not None) with what it saw.
 
-    Polls with a growing interval (capped at `max_interval`), and raises
-    `WaitTimeoutError` after `seconds` or `StopRequested` once `stop` is set.
+    Polls with a growing interval (capped at `max_interval`); every `LOG_EVERY` seconds it
+    logs at INFO what holds the wait up and for how long (the Terraform provider's INFO
+    logs reach `TF_LOG=INFO`). Raises `WaitTimeoutError` after `seconds`, quoting that, or
+    `StopRequested` once `stop` is set.
     """
     loop = asyncio.get_running_loop()
-    deadline = loop.time() + seconds
+    started = loop.time()
+    deadline = started + seconds
+    next_log = started + LOG_EVERY
     delay = interval
+    held_key: object = None
+    held_since = started
     while True:
         if stop.is_set():
             raise StopRequested(what)
-        result, last = await check()
+        result, seen = await check()
         if result is not None:
             return result
-        remaining = deadline - loop.time()
-        if remaining <= 0:
-            raise WaitTimeoutError(what, seconds=seconds, last=last)
-        await _sleep(min(delay, remaining), stop)
+        now = loop.time()
+        key = (seen.subject, seen.reason) if isinstance(seen, Blocking) else seen
+        if key != held_key:
+            held_key, held_since = key, now
+        if now >= deadline:
+            raise WaitTimeoutError(what, seconds=seconds, last=_describe(seen, now - held_since))
+        if now >= next_log:
+            logger.info(
+                "waiting for %s (%s left): %s",
+                what,
+                duration(deadline - now),
+                _describe(seen, now - held_since),
+            )
+            next_log = now + LOG_EVERY
+        await _sleep(min(delay, deadline - now), stop)
         delay = min(delay * 2, max_interval)
+
+
+def duration(seconds: float) -> str:
+    """Go's way of writing a duration, to the second: `45s`, `4m58s`, `1h0m5s` (`0s` under half a second)."""
+    total = round(seconds)
+    hours, rest = divmod(total, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}h{minutes}m{secs}s"
+    return f"{minutes}m{secs}s" if minutes else f"{secs}s"
+
+
+def _describe(seen: Seen, held: float) -> str:
+    if isinstance(seen, Blocking):
+        return seen.describe(held)
+    return f"{seen} (for {duration(held)})"
 
 
 async def _sleep(seconds: float, stop: Stop) -> None:

@@ -61,6 +61,7 @@ from runtime.core import (
     Store,
     WatchingSettings,
 )
+from runtime.core.failures import explain
 from runtime.core.health import HealthServer
 from runtime.forge import virtualnode as forge
 from runtime.forge.pods import PodOptions
@@ -346,10 +347,8 @@ class VirtualKubelet:
             try:
                 async for chunk in chunks:
                     yield chunk
-            except APIStatusError as exc:
-                raise LogsError(exc.code or 500, exc.message or str(exc)) from None
-            except APIConnectionError as exc:
-                raise LogsError(503, f"provider {provider} cannot be reached: {exc}") from None
+            except (APIStatusError, APIConnectionError) as exc:
+                raise logs_error(exc, provider=provider, host=remote.client.host) from None
             finally:
                 await chunks.aclose()
 
@@ -393,3 +392,13 @@ class VirtualKubelet:
             self._client, node_name=node_name, settings=self._settings.lease, node_uid=lambda: node.uid
         )
         await heartbeat.run()
+
+
+def logs_error(exc: APIStatusError | APIConnectionError, *, provider: str, host: str) -> LogsError:
+    """What `kubectl logs` shows when the provider's API server (at `host`) failed to stream a pod's log: its
+    own answer (as kubelet passes on the runtime's), or why it cannot be reached in `failures.explain`'s words."""
+    if isinstance(exc, APIStatusError):
+        return LogsError(exc.code or 500, exc.message or str(exc))
+    return LogsError(
+        503, explain(exc, cluster=f"the API server of provider {provider} ({host})", advice=False)
+    )

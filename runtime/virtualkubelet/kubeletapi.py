@@ -32,6 +32,7 @@ from aiohttp import web
 
 from runtime.api.kinds import SUBJECTACCESSREVIEWS
 from runtime.core import APIConnectionError, APIStatusError, Client
+from runtime.core.failures import explain
 from runtime.core.kubeconfig.tls import load_cert_chain
 from runtime.forge import certificates
 
@@ -197,7 +198,7 @@ class KubeletAPI:
         try:
             allowed = await self._authorizer.allowed(user, groups)
         except (APIConnectionError, APIStatusError) as exc:
-            logger.warning("%s: cannot authorize %s: %s", self._node_name, user, exc)
+            logger.warning("%s: cannot authorize %s: %s", self._node_name, user, explain(exc, advice=False))
             return _text(500, "the authorization check failed")
         if allowed:
             return None

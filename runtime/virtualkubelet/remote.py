@@ -23,7 +23,8 @@ import logging
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from runtime.core import APIConnectionError, APIError, Client, UnauthorizedError
+from runtime.core import APIError, Client
+from runtime.core.failures import explain
 from runtime.core.kubeconfig import load_kubeconfig_dict
 
 logger = logging.getLogger(__name__)
@@ -103,14 +104,6 @@ class CredentialRemote:
 async def _server_version(client: Client, *, provider: str) -> JSON:
     try:
         return await client.get_path(VERSION_PATH)
-    except UnauthorizedError as exc:
-        raise RemoteError(
-            f"the API server of provider {provider} at {client.host} rejected the credential "
-            f"(expired or revoked?): {exc.message or exc}"
-        ) from None
-    except APIConnectionError as exc:
-        raise RemoteError(
-            f"cannot reach the API server of provider {provider} at {client.host}: {exc}"
-        ) from None
     except APIError as exc:
-        raise RemoteError(f"the API server of provider {provider} at {client.host} failed: {exc}") from None
+        where = f"the API server of provider {provider} ({client.host})"
+        raise RemoteError(explain(exc, cluster=where, advice=False)) from None

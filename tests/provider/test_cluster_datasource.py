@@ -14,7 +14,9 @@ from tf.utils import Diagnostics
 from provider.datasources.cluster import ClusterDataSource
 from provider.kube import Kube
 from runtime.api import constants
-from runtime.core import APIConnectionError, NotFoundError
+from runtime.core import NotFoundError
+
+from .harness import Provider
 
 HOST = "https://10.0.0.1:6443"
 
@@ -119,13 +121,16 @@ def test_a_malformed_identity_is_an_error_that_says_what_is_wrong(data: dict[str
     assert problem in str(error.detail)
 
 
-def test_an_unreachable_cluster_is_a_diagnostic_naming_the_host() -> None:
-    state, diagnostics = read(FakeKube(FakeClient({}, error=APIConnectionError("connection refused"))), {})
+def test_an_unreachable_cluster_is_a_diagnostic_naming_the_context_and_what_failed(gone: Provider) -> None:
+    state, diagnostics = read(gone.kube, {})
 
     assert state is None
     [error] = diagnostics.diagnostics
     assert error.summary == "Failed to read the Liqo cluster identity in namespace liqo"
-    assert f"The Kubernetes API server at {HOST} could not be reached" in str(error.detail)
+    assert error.detail == (
+        f"The cluster of context 'gone' ({gone.kube.host}) cannot be reached: the connection was refused (nothing "
+        "listens there). Check that it is running and that its address (host and port) is right."
+    )
 
 
 def test_an_unconfigured_provider_is_a_diagnostic() -> None:

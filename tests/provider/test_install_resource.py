@@ -454,7 +454,7 @@ async def test_an_apply_waits_until_the_published_url_follows_the_service(
         },
     )
     element, planned, cfg = await asyncio.to_thread(
-        plan_create, provider, pod_cidr=POD_CIDR, timeouts={"create": "3s", "update": None, "delete": None}
+        plan_create, provider, pod_cidr=POD_CIDR, timeouts={"create": "8s", "update": None, "delete": None}
     )
 
     async with installed_runtime(api, "liqo"):  # it publishes AUTH_URL, not the node's address
@@ -622,4 +622,24 @@ def test_a_destroy_on_a_cluster_that_is_gone_drops_it_with_a_warning(gone: Provi
     assert outcome.errors == []
     [(summary, detail)] = outcome.warnings
     assert summary == "Cluster unreachable: installation dropped from the state"
-    assert f"The cluster at {gone.kube.host} cannot be reached" in detail
+    assert detail == (
+        f"The cluster of context 'gone' ({gone.kube.host}) cannot be reached: the connection was refused (nothing "
+        "listens there). Check that it is running and that its address (host and port) is right. So the Liqo "
+        "runtime in namespace liqo was not deleted; it is removed from the state, as the cluster is gone. If the "
+        "cluster comes back, uninstall it there by hand or import it again."
+    )
+
+
+def test_a_refresh_of_a_cluster_that_is_gone_says_how_to_destroy_or_forget_it(gone: Provider) -> None:
+    outcome = harness.read(resource(gone), applied_state())
+
+    [(summary, detail, _)] = outcome.errors
+    assert summary == "Failed to read the Liqo installation in namespace liqo"
+    assert detail == (
+        f"The cluster of context 'gone' ({gone.kube.host}) cannot be reached: the connection was refused (nothing "
+        "listens there). Check that it is running and that its address (host and port) is right.\n\n"
+        "If this cluster is gone for good, skip the refresh: `terraform destroy -refresh=false` (or `terraform "
+        "apply -refresh=false`) deletes what the state holds without reading it first, and the liqo resources' "
+        "deletes count an unreachable cluster as gone; or forget this resource with `terraform state rm "
+        "<address>` (its address is named above)."
+    )

@@ -42,8 +42,12 @@ def test_an_operation_past_its_bound_is_cancelled(kube: Kube) -> None:
             cancelled.set()
             raise
 
+    async def nothing(client: Any) -> None:
+        return None
+
+    kube.run(nothing, seconds=30)  # the client is made first: the bound below is the operation's alone
     with pytest.raises(TimeoutError):
-        kube.run(forever, seconds=0.01)
+        kube.run(forever, seconds=0.5)
     assert cancelled.is_set()
 
 

@@ -4,6 +4,8 @@ emulator where a stand-in for the consumer's NamespaceOffloading controller answ
 from __future__ import annotations
 
 import asyncio
+import logging
+import re
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -15,6 +17,7 @@ from provider.resources.offload import OffloadResource
 from runtime.api.crds import NAMESPACEOFFLOADINGS
 from runtime.api.kinds import NAMESPACES
 from runtime.core import Client
+from runtime.operations import waits
 
 from . import harness
 from .harness import Provider
@@ -283,9 +286,48 @@ async def test_destroy_never_hangs(
     state = {**outcome.state, "timeouts": {"delete": "1s"}}
     deleted = await asyncio.to_thread(harness.delete, resource(provider), state)
     assert deleted.errors == []
-    [(summary, _)] = deleted.warnings
+    [(summary, detail)] = deleted.warnings
     assert summary == "Namespace liqo-demo was unoffloaded without its clean-up"
+    # what held the wait up, and for how long
+    assert re.search(r"\(last seen: NamespaceOffloading liqo-demo/offloading: \w+ for \d+s", detail), detail
     assert (await consumer.list(NAMESPACEOFFLOADINGS, namespace="liqo-demo")).items == []
+
+
+@pytest.mark.slow
+async def test_a_create_that_times_out_quotes_what_holds_it_up_and_for_how_long(
+    provider: Provider,
+    consumer: Client,
+    controller: OffloadingBehaviour,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    monkeypatch.setattr(waits, "LOG_EVERY", 0.5)
+    controller.failing = {"milan"}
+    outcome = await offload(
+        provider,
+        namespace_mapping_strategy="EnforceSameName",
+        timeouts={"create": "2s", "update": None, "delete": None},
+    )
+    (summary, detail, _), *_ = outcome.errors
+    assert summary == "Timed out waiting for the offloading of namespace liqo-demo (its twin namespaces)"
+    assert re.fullmatch(
+        r"Still not done after 2s \(the create of the offloading of namespace liqo-demo\): NamespaceOffloading "
+        r"liqo-demo/offloading: SomeFailed for \ds: milan: not ready \(CreationLoopBackOff\): .*namespace "
+        r"liqo-demo already exists on milan\n\nFix what holds it up and apply again, or raise the bound in the "
+        r"resource's `timeouts` block if the cluster is only slow. With TF_LOG=INFO, Terraform's log shows what the "
+        r"wait sees every few seconds.",
+        detail,
+    ), detail
+    # meanwhile, TF_LOG=INFO showed it every LOG_EVERY seconds
+    logged = [
+        r.getMessage() for r in caplog.records if r.name == waits.__name__ and r.levelno == logging.INFO
+    ]
+    assert logged, caplog.text
+    assert re.fullmatch(
+        r"waiting for the offloading of namespace liqo-demo \(its twin namespaces\) \(\ds left\): "
+        r"NamespaceOffloading liqo-demo/offloading: SomeFailed for \ds: milan: not ready .*",
+        logged[-1],
+    ), logged
 
 
 async def test_a_cluster_without_the_runtime_is_told_so(provider: Provider, api: Client) -> None:
@@ -297,5 +339,27 @@ async def test_a_cluster_without_the_runtime_is_told_so(provider: Provider, api:
 async def test_an_unreachable_cluster_drops_the_offloading_from_the_state(gone: Provider) -> None:
     deleted = await asyncio.to_thread(harness.delete, resource(gone), applied_state())
     assert deleted.errors == []
-    [(summary, _)] = deleted.warnings
+    [(summary, detail)] = deleted.warnings
     assert summary == "Cluster unreachable: offloading dropped from the state"
+    assert detail == (
+        f"The cluster of context 'gone' ({gone.kube.host}) cannot be reached: the connection was refused (nothing "
+        "listens there). Check that it is running and that its address (host and port) is right. So the "
+        "NamespaceOffloading of namespace liqo-demo was not deleted; it is removed from the state, as the cluster "
+        "is gone. If the cluster comes back, delete it there."
+    )
+
+
+def test_a_refresh_of_a_cluster_that_is_gone_says_how_to_destroy_or_forget_it(gone: Provider) -> None:
+    outcome = harness.read(resource(gone), applied_state())
+
+    [(summary, detail, _)] = outcome.errors
+    assert summary == "Failed to read the offloading of namespace liqo-demo"
+    assert detail.startswith(
+        f"The cluster of context 'gone' ({gone.kube.host}) cannot be reached: the connection "
+    )
+    assert detail.endswith(
+        "If this cluster is gone for good, skip the refresh: `terraform destroy -refresh=false` (or `terraform "
+        "apply -refresh=false`) deletes what the state holds without reading it first, and the liqo resources' "
+        "deletes count an unreachable cluster as gone; or forget this resource with `terraform state rm "
+        "<address>` (its address is named above)."
+    )

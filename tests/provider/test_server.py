@@ -7,7 +7,10 @@ Each test starts `provider.server.serve` in a subprocess (the fake provider of
 from __future__ import annotations
 
 import base64
+import json
+import logging
 import os
+import re
 import signal
 import ssl
 import subprocess
@@ -28,7 +31,7 @@ from tf.gen import tfplugin_pb2_grpc as provider_rpc
 from tf.types import Unknown
 from tf.utils import read_dynamic_value, to_dynamic_value
 
-from provider.server import MAGIC_COOKIE_KEY, MAGIC_COOKIE_VALUE, NOT_A_PLUGIN
+from provider.server import MAGIC_COOKIE_KEY, MAGIC_COOKIE_VALUE, NOT_A_PLUGIN, _HclogFormatter
 
 REPO = Path(__file__).resolve().parents[2]
 FAKE = [sys.executable, "-c", "from tests.provider.fake import main; main()"]
@@ -182,3 +185,14 @@ def test_sigint_does_not_interrupt_the_provider(plugin: Plugin, tmp_path: Path) 
     (response,) = result
     assert read_dynamic_value(response.new_state)["outcome"].startswith("stopped=False")
     assert plugin.process.poll() is None
+
+
+def test_log_lines_have_the_timestamp_layout_go_plugin_parses() -> None:
+    """go-plugin files a line whose `@timestamp` is not `2006-01-02T15:04:05.000000Z07:00` whole at DEBUG."""
+    record = logging.LogRecord(
+        "runtime.operations.waits", logging.INFO, __file__, 1, "waiting for %s", ("x",), None
+    )
+    entry = json.loads(_HclogFormatter().format(record))
+
+    assert entry["@level"] == "info" and entry["@message"] == "waiting for x"
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z", entry["@timestamp"]), entry["@timestamp"]

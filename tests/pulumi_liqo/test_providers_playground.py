@@ -21,6 +21,7 @@ import pytest
 from playground.cluster import Cluster
 from playground.testing import Playground
 from pulumi_liqo import _cluster
+from pulumi_liqo._cluster import cluster_config
 from pulumi_liqo.providers.base import LiqoError
 from pulumi_liqo.providers.install import DiscoveryProvider, RuntimeProvider
 from pulumi_liqo.providers.offload import OffloadingProvider
@@ -334,5 +335,20 @@ async def test_quick_start_drift_and_teardown_with_the_provider_gone(
     async with rome.client() as api:
         with pytest.raises(NotFoundError):
             await api.get(FOREIGNCLUSTERS, "milan")
-    assert "the cluster cannot be reached" in caplog.text
+    milan_label = cluster_config(milan.kubeconfig.read_text()).cluster_label
+    [dropped] = [
+        record.getMessage()
+        for record in caplog.records
+        if record.levelno == logging.WARNING and record.getMessage().startswith("Generate ")
+    ]
+    assert dropped == (
+        f"Generate {c.DEFAULT_NAMESPACE}/{token.id}: {_capital(milan_label)} cannot be reached: the connection"
+        " was refused (nothing listens there). Check that it is running and that its address (host and "
+        f"port) is right. So the token Secret {c.DEFAULT_NAMESPACE}/{token.id} was not deleted; it is removed from "
+        "the state, as the cluster is gone. If the cluster comes back, delete that Secret to revoke the token."
+    )
     await call(runtimes.delete, c.DEFAULT_NAMESPACE, rome_runtime)
+
+
+def _capital(text: str) -> str:
+    return text[:1].upper() + text[1:]

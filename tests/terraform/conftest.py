@@ -28,6 +28,7 @@ from provider import mirror
 from runtime.api.kinds import CONFIGMAPS, NAMESPACES
 from runtime.core import AlreadyExistsError, Client
 from tests.apiserver.conftest import start_emulator, stop_emulator
+from tests.readable import assert_readable
 
 #: the bound of one Terraform command
 COMMAND_TIMEOUT = 120
@@ -71,6 +72,7 @@ class Terraform:
             timeout=COMMAND_TIMEOUT,
         )
         result = Result(completed.returncode, completed.stdout, completed.stderr)
+        assert_readable(result.output, where=f"terraform {' '.join(args)}")
         if check and result.returncode != 0:
             raise TerraformError(f"terraform {' '.join(args)} exited {result.returncode}:\n{result.output}")
         return result

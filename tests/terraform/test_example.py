@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import shutil
 import signal
 import sys
@@ -213,12 +214,29 @@ async def test_an_unreachable_auth_url_times_out_with_the_runtime_s_reason(
         '  timeouts {\n    create = "15s"\n  }\n}\n',
     )
 
-    result = await run(terraform, "apply", check=False)
+    log = terraform.workdir / "terraform.log"
+    result = await asyncio.to_thread(
+        terraform.apply, check=False, env={"TF_LOG": "INFO", "TF_LOG_PATH": str(log)}
+    )
 
     assert result.returncode == 1
     text = flat(result.output)
     assert "Error: Timed out waiting for the peering with milan (a Ready virtual node)" in text
-    assert "ProviderUnreachable" in text
+    # the error quotes the condition that held the wait up, and for how long
+    assert "Still not done after 15s (the create of the peering with milan): ForeignCluster milan:" in text
+    assert re.search(
+        r"ProviderUnreachable for \d+s: the authentication service at https://127\.0\.0\.1:9 cannot be reached: "
+        r"the connection was refused \(nothing listens there\)",
+        text,
+    ), text
+    # and while it waited, Terraform's INFO log said so every few seconds
+    waiting = [
+        line
+        for line in log.read_text().splitlines()
+        if "[INFO]" in line and "waiting for the peering with milan (a Ready virtual node)" in line
+    ]
+    assert len(waiting) >= 2, log.read_text()[-4000:]
+    assert "ProviderUnreachable for" in waiting[-1]
 
 
 async def test_bad_kubeconfig_settings_are_plan_errors_on_the_attribute(
@@ -256,7 +274,24 @@ async def test_destroy_with_the_provider_cluster_gone_finishes(
     await run(terraform, "apply")
     await clusters["milan"].stop_apiserver()
 
-    # a refresh cannot read what lives in milan: skip it, as for any cluster that is gone
+    # a refresh cannot read what lives in milan, and says how past a cluster that is gone for good
+    refreshed = await run(terraform, "destroy", check=False)
+    assert refreshed.returncode == 1
+    text = flat(refreshed.output)
+    assert "Error: Failed to read the Liqo installation in namespace liqo" in text
+    assert "with liqo_install.milan," in text
+    # the host port's forwarder (docker-proxy's part in kind) accepts the connection and hangs up, as the API
+    # server behind it is down
+    assert re.search(
+        r"The cluster of context '[\w-]+' \(https://127\.0\.0\.1:\d+\) closed the connection: it hung up before it "
+        r"answered\. Check that the address is the server's own \(not a load balancer or proxy in front of a server "
+        r"that is down\)",
+        text,
+    ), text
+    assert "If this cluster is gone for good, skip the refresh: `terraform destroy -refresh=false`" in text
+    assert "`terraform state rm <address>`" in text
+
+    # which is what a person does next
     result = await run(terraform, "destroy", "-refresh=false")
 
     text = flat(result.output)

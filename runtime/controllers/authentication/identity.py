@@ -8,15 +8,21 @@ this controller asks the provider's auth service for a fresh one (`POST
 stores it in the same Secret, which the virtual kubelet and the peering read through the
 API, so the renewal reaches them without restarts.
 
-A failed renewal is reported in the Identity's `CredentialRenewed` condition and retried
-with growing delays, at most a tenth of the time left (at least every second, at most
-every minute); if the credential expires anyway, the ForeignCluster controller
-authenticates again with the peering token. Identities whose ForeignCluster is gone or
-being deleted are left to the unpeer.
+The auth service's key is checked against the one the peering trusts (`authclient.trusted_key`:
+the ForeignCluster's `liqo.io/trust-auth-service-key` annotation, else the key pinned on the
+first contact), and the Identity keeps the key the renewal was made with, so a key a user
+trusted anew replaces the old pin at the next renewal. A failed renewal is reported in the
+Identity's `CredentialRenewed` condition (the failure's reason, worded as the ForeignCluster's
+condition would be; the ForeignCluster shows a changed key from there) and retried with
+delays growing with how long it has been failing, at most a tenth of the time left (at least
+every second, at most every minute); if the credential expires anyway, the ForeignCluster
+controller authenticates again with the peering token. Identities whose ForeignCluster is
+gone or being deleted are left to the unpeer.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from datetime import UTC, datetime
 from typing import Any
@@ -28,6 +34,7 @@ from runtime.core import Client, Informer, Manager, MapFunc, Request, Result, Te
 from runtime.forge import conditions
 
 from ..core import authclient, keys, objects
+from ..core.authenticate import messages
 from ..core.credentials import store_credential
 from ..core.foreigncluster import PEERING_SECRETS
 from ..core.peering import LocalCluster
@@ -41,6 +48,8 @@ NAME = "identity"
 #: bounds of the delay between failed renewals
 RETRY_MIN = 1.0
 RETRY_MAX = 60.0
+#: the CredentialRenewed reason when something here is missing (a failed call gives its own reason)
+REASON_RENEWAL_FAILED = "RenewalFailed"
 
 
 class IdentityReconciler:
@@ -91,14 +100,14 @@ class IdentityReconciler:
             )
             await self._failed(identity, f"{missing} is missing; the peering will authenticate again")
             return None
-        service = authclient.AuthClient(
-            auth_url, timeout=self._options.auth_timeout, pinned=authclient.pinned_key(foreign_cluster)
-        )
+        pinned = authclient.trusted_key(foreign_cluster, identity)
+        service = authclient.AuthClient(auth_url, timeout=self._options.auth_timeout, pinned=pinned)
         issued_at = datetime.now(UTC)
         try:
             credential = await service.renew(cluster_id=local.cluster_id, sign=key.sign)
         except authclient.AuthServiceError as exc:
-            await self._failed(identity, f"renewing with {auth_url} failed ({exc.reason}): {exc.detail}")
+            step = messages(exc, provider=provider)
+            await self._failed(identity, f"renewal failed: {step.message}", reason=step.reason)
             raise TemporaryError(
                 f"{request}: renewal failed: {exc}", delay=self._retry_delay(identity)
             ) from None
@@ -108,7 +117,7 @@ class IdentityReconciler:
             namespace=request.namespace,
             credential=credential,
             cluster_labels=objects.cluster_labels_of(identity),
-            key_fingerprint=str((identity.get("spec") or {}).get(c.AUTH_KEY_FINGERPRINT_FIELD) or ""),
+            key_fingerprint=service.key_fingerprint or pinned or "",
             issued_at=issued_at,
             renew_fraction=self._options.credential_renew_fraction,
             condition=conditions.condition(
@@ -124,16 +133,26 @@ class IdentityReconciler:
         return Result(requeue_after=max((renew - datetime.now(UTC)).total_seconds(), RETRY_MIN))
 
     def _retry_delay(self, identity: JSON) -> float:
+        """As long as the renewal has been failing (from its condition), within [RETRY_MIN, a tenth of the time
+        left, RETRY_MAX]: a provider restarting is retried within seconds, one that stays away every minute."""
+        now = datetime.now(UTC)
         expires = objects.expires_at(identity)
-        left = (expires - datetime.now(UTC)).total_seconds() if expires is not None else 0.0
-        return min(max(left / 10, RETRY_MIN), RETRY_MAX)
+        left = (expires - now).total_seconds() if expires is not None else 0.0
+        renewal = conditions.find(
+            (identity.get("status") or {}).get("conditions"), c.CONDITION_CREDENTIAL_RENEWED
+        )
+        failing_for = 0.0
+        if renewal is not None and renewal.get("status") == "False":
+            with contextlib.suppress(TypeError, ValueError):
+                failing_for = (
+                    now - datetime.fromisoformat(str(renewal.get("lastTransitionTime")))
+                ).total_seconds()
+        return max(RETRY_MIN, min(failing_for, left / 10, RETRY_MAX))
 
-    async def _failed(self, identity: JSON, message: str) -> None:
+    async def _failed(self, identity: JSON, message: str, *, reason: str = REASON_RENEWAL_FAILED) -> None:
         meta = identity["metadata"]
         current = (identity.get("status") or {}).get("conditions")
-        wanted = conditions.condition(
-            c.CONDITION_CREDENTIAL_RENEWED, False, reason="RenewalFailed", message=message
-        )
+        wanted = conditions.condition(c.CONDITION_CREDENTIAL_RENEWED, False, reason=reason, message=message)
         if not conditions.differs(current, [wanted]):
             return
         merged = conditions.merged(current, [wanted], at=conditions.now())

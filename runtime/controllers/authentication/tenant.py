@@ -52,6 +52,7 @@ from runtime.core import (
     Result,
     TemporaryError,
 )
+from runtime.core.failures import explain
 from runtime.forge import conditions
 from runtime.forge.credential import parse_rfc3339, rfc3339
 from runtime.forge.tenant import (
@@ -288,7 +289,7 @@ class TenantReconciler:
                 type="Warning",
                 reason="TenantNamespaceLeft",
                 message=f"could not clean up the tenant namespace {request.namespace} "
-                f"({exc.__class__.__name__}); delete it by hand",
+                f"({explain(exc, advice=False)}); delete it by hand",
             )
         finalizers.remove(c.FINALIZER_TENANT)
         try:

@@ -24,9 +24,10 @@ routing hijacked, a man in the middle) cannot take the renewal and unpeer calls 
 re-authentication, nor be handed a peering token. What it does not: the first contact itself
 is unauthenticated (an attacker in the path then is trusted; the peering token, being
 single-purpose and revocable, limits the damage), a stolen provider key defeats it, and a
-provider that legitimately replaced its key is refused until a user re-trusts it (clear the
-status field or re-create the ForeignCluster). The issued credential is then used against the
-provider's API server with the CA bundle the service returned, verified as usual. Each call
+provider that legitimately replaced its key is refused until a user re-trusts it (the
+ForeignCluster's `liqo.io/trust-auth-service-key` annotation names the new key, see
+`trusted_key`). The issued credential is then used against the provider's API server with
+the CA bundle the service returned, verified as usual. Each call
 opens its own short-lived HTTP session with bounded timeouts: calls are rare (peering, renewal,
 unpeer), and nothing is left open when a controller stops.
 """
@@ -37,6 +38,7 @@ import asyncio
 import hashlib
 import json
 import logging
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -48,6 +50,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
 from runtime.api import constants as c
+from runtime.core.failures import UNREACHABLE, address_of, transport_failure
 from runtime.forge import credential as contract
 
 logger = logging.getLogger(__name__)
@@ -85,6 +88,11 @@ class ProviderUnreachableError(AuthServiceError):
     """Nothing answered (refused, timed out, name not found), or the service failed (5xx)."""
 
     default_reason = c.REASON_PROVIDER_UNREACHABLE
+
+    def __init__(self, url: str, detail: str, *, headline: str = UNREACHABLE) -> None:
+        super().__init__(url, detail)
+        #: how the failure follows the service's name: "cannot be reached", "did not answer"
+        self.headline = headline
 
 
 class RuntimeNotInstalledError(AuthServiceError):
@@ -166,12 +174,29 @@ def check_url(url: str) -> None:
         raise InvalidAuthURLError(url, "the authentication URL must be https://<host>[:port]")
 
 
-#: the ForeignCluster status field keeping the pinned key fingerprint
+_FINGERPRINT = re.compile(r"^sha256:[0-9a-f]{64}$")
 
 
-def pinned_key(foreign_cluster: Mapping[str, Any]) -> str | None:
-    """The key fingerprint a ForeignCluster trusts (None before the first contact, or once a user cleared it)."""
-    return str((foreign_cluster.get("status") or {}).get(c.AUTH_KEY_FINGERPRINT_FIELD) or "") or None
+def is_key_fingerprint(value: str) -> bool:
+    """Whether `value` reads as a key fingerprint: `sha256:` and 64 lowercase hexadecimal digits."""
+    return bool(_FINGERPRINT.match(value))
+
+
+def trusted_key(foreign_cluster: Mapping[str, Any], identity: Mapping[str, Any] | None = None) -> str | None:
+    """The auth service key fingerprint a peering trusts; None before the first contact.
+
+    A user's explicit trust (the ForeignCluster's `liqo.io/trust-auth-service-key` annotation)
+    comes first; then the key pinned on the first contact, as the Identity keeps it (the status
+    is only a report of it, and a stale cache may lag behind), then as the status reports it.
+    """
+    annotations = (foreign_cluster.get("metadata") or {}).get("annotations") or {}
+    explicit = str(annotations.get(c.ANNOTATION_TRUST_AUTH_SERVICE_KEY) or "").strip()
+    if explicit:
+        return explicit
+    pinned = str(((identity or {}).get("spec") or {}).get(c.AUTH_KEY_FINGERPRINT_FIELD) or "")
+    return (
+        pinned or str((foreign_cluster.get("status") or {}).get(c.AUTH_KEY_FINGERPRINT_FIELD) or "") or None
+    )
 
 
 def key_fingerprint(certificate: bytes) -> str:
@@ -326,17 +351,15 @@ class AuthClient:
                 found=pin.seen,
             ) from None
         except aiohttp.ClientSSLError as exc:
+            failure = transport_failure(exc, address=address_of(self.url))
             raise RuntimeNotInstalledError(
-                self.url, f"it does not speak TLS as the runtime's service does ({exc})"
+                self.url, f"it does not speak TLS as the runtime's service does ({failure.detail})"
             ) from None
-        except aiohttp.ClientConnectorError as exc:
-            raise ProviderUnreachableError(self.url, f"cannot connect ({exc.os_error or exc})") from None
-        except TimeoutError:
-            raise ProviderUnreachableError(self.url, f"no answer within {self._timeout:g} s") from None
         except aiohttp.InvalidURL as exc:
             raise InvalidAuthURLError(self.url, f"not a URL: {exc}") from None
-        except aiohttp.ClientError as exc:
-            raise ProviderUnreachableError(self.url, f"the connection failed ({exc!r})") from None
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            failure = transport_failure(exc, address=address_of(self.url), timeout=self._timeout)
+            raise ProviderUnreachableError(self.url, failure.detail, headline=failure.headline) from None
         self.key_fingerprint = pin.seen
         text = data.decode(errors="replace")
         try:

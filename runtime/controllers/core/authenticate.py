@@ -16,11 +16,15 @@ Failures are remembered per ForeignCluster with what was tried (authURL, cluster
 of the token), so a status update or a resync does not call the service again before the
 backoff has passed: a refused token is not retried until it changes or minutes pass (the
 service rate-limits failures), an unreachable provider is retried from 1 s up to 30 s.
-Changing the token, the URL or the cluster id, or clearing the pinned key, retries at once.
+Changing the token, the URL or the cluster id, or trusting another key, retries at once.
 
 The authentication service's key is trusted on first use (`authclient`): the first
 successful `GET /v1/cluster` records its fingerprint in the status, and later calls refuse
-a service with another key (reason AuthServiceKeyChanged, saying how to trust the new one).
+a service with another key (reason AuthServiceKeyChanged, saying how to trust the new one:
+the ForeignCluster's `liqo.io/trust-auth-service-key` annotation, which wins over the pin).
+A renewal that meets another key while the credential is still held is reported the same
+way: the Identity controller records it in the Identity's `CredentialRenewed` condition,
+and the step shows it, so the person sees it before the credential expires.
 """
 
 from __future__ import annotations
@@ -90,9 +94,9 @@ class _Failure:
     step: Step
 
 
-def messages(error: authclient.AuthServiceError, *, spec: PeeringSpec) -> Step:
-    """The condition for a failed call, with what the user should do about it."""
-    url, provider = error.url, spec.name
+def messages(error: authclient.AuthServiceError, *, provider: str) -> Step:
+    """The condition for a failed call to the auth service of `provider`, with what the user should do about it."""
+    url = error.url
     if isinstance(error, authclient.AuthenticationFailedError):
         return failed(
             c.REASON_AUTHENTICATION_FAILED,
@@ -102,7 +106,7 @@ def messages(error: authclient.AuthServiceError, *, spec: PeeringSpec) -> Step:
     if isinstance(error, authclient.ProviderUnreachableError):
         return failed(
             c.REASON_PROVIDER_UNREACHABLE,
-            f"the authentication service at {url} cannot be reached: {error.detail} — check that {provider} is"
+            f"the authentication service at {url} {error.headline}: {error.detail} — check that {provider} is"
             " up and that its auth_url is reachable from this cluster; retrying",
         )
     if isinstance(error, authclient.RuntimeNotInstalledError):
@@ -121,10 +125,10 @@ def messages(error: authclient.AuthServiceError, *, spec: PeeringSpec) -> Step:
         return failed(
             c.REASON_AUTH_SERVICE_KEY_CHANGED,
             f"refusing the authentication service at {url}: it presents the key {error.found}, not the key"
-            f" {error.pinned} trusted on the first contact with {provider} — someone may be impersonating it,"
-            f" or {provider}'s serving key was replaced (its Secret {c.AUTH_SERVING_KEY_SECRET} re-created). If"
-            f" the new key is {provider}'s own, trust it: clear status.{c.AUTH_KEY_FINGERPRINT_FIELD} of this"
-            " ForeignCluster (or delete and re-create the ForeignCluster)",
+            f" {error.pinned} trusted until now for {provider} — someone may be impersonating it, or"
+            f" {provider}'s serving key was replaced (its Secret {c.AUTH_SERVING_KEY_SECRET} re-created). Ask"
+            f" {provider}'s administrator for the key's fingerprint; if it is {error.found}, trust it with:"
+            f" {retrust_command(provider, error.found)}",
         )
     if isinstance(error, authclient.RateLimitedError):
         return failed(
@@ -135,6 +139,14 @@ def messages(error: authclient.AuthServiceError, *, spec: PeeringSpec) -> Step:
     if isinstance(error, authclient.InvalidAuthURLError):
         return failed(c.REASON_INVALID_SPEC, f"spec.authURL: {error.detail}")
     return failed(error.reason, f"the authentication service at {url} refused the request: {error.detail}")
+
+
+def retrust_command(provider: str, fingerprint: str) -> str:
+    """What a person types to trust the auth service key `fingerprint` for the peering with `provider`."""
+    return (
+        f"kubectl annotate foreignclusters.core.liqo.io {provider}"
+        f" {c.ANNOTATION_TRUST_AUTH_SERVICE_KEY}={fingerprint} --overwrite"
+    )
 
 
 def authenticated(spec: PeeringSpec, *, namespace: str) -> Step:
@@ -183,7 +195,7 @@ class Authentication:
         return Session(
             kubeconfig=kubeconfig,
             expires_at=expiry,
-            step=authenticated(spec, namespace=_context_namespace(kubeconfig)),
+            step=_renewal_refused(identity) or authenticated(spec, namespace=_context_namespace(kubeconfig)),
             cluster_labels=objects.cluster_labels_of(identity),
             remote_version=str(identity_spec.get("remoteVersion") or ""),
             api_server_url=str(identity_spec.get("apiServerURL") or ""),
@@ -199,7 +211,8 @@ class Authentication:
         await self._ensure_namespace(spec)
         key = await self._ensure_keys(spec)
         token = await self._token(spec)
-        pinned = authclient.pinned_key(foreign_cluster) or ""
+        identity = self._caches.identities.get(spec.name, namespace=spec.tenant_namespace)
+        pinned = authclient.trusted_key(foreign_cluster, identity) or ""
         fingerprint = (spec.auth_url, spec.cluster_id, token_fingerprint(token), pinned)
         loop_time = _loop_time()
         previous = self._failures.get(spec.name)
@@ -211,7 +224,7 @@ class Authentication:
             )
         except authclient.AuthServiceError as error:
             count = previous.count + 1 if previous is not None and previous.fingerprint == fingerprint else 1
-            step = messages(error, spec=spec)
+            step = messages(error, provider=spec.name)
             delay = _delay(error, count)
             self._failures[spec.name] = _Failure(fingerprint, count, loop_time + delay, step)
             logger.warning("%s: authentication failed (%s); retrying in %.3g s", spec.name, error, delay)
@@ -348,6 +361,18 @@ class Authentication:
                 delay=30.0,
             )
         return token
+
+
+def _renewal_refused(identity: JSON) -> Step | None:
+    """A held credential whose renewal met another auth service key: the step says so (and how to trust it)."""
+    found = conditions.find((identity.get("status") or {}).get("conditions"), c.CONDITION_CREDENTIAL_RENEWED)
+    if (
+        found is None
+        or found.get("status") != "False"
+        or found.get("reason") != c.REASON_AUTH_SERVICE_KEY_CHANGED
+    ):
+        return None
+    return failed(c.REASON_AUTH_SERVICE_KEY_CHANGED, str(found.get("message") or ""))
 
 
 def _delay(error: authclient.AuthServiceError, count: int) -> float:

@@ -130,7 +130,7 @@ class ForeignClusterReconciler:
             await self._drop_credential(spec, reason=str(exc))
             step = waiting(
                 c.REASON_AUTHENTICATION_PENDING,
-                f"{spec.name} no longer accepts this cluster's credential ({exc}); authenticating again",
+                f"{spec.name} no longer accepts this cluster's credential ({exc}) — authenticating again",
             )
             await self._write_status(foreign_cluster, self._observed(foreign_cluster, spec, auth=step))
             raise TemporaryError(step.message, delay=1.0) from None
@@ -249,7 +249,8 @@ class ForeignClusterReconciler:
             or str(current.get("remoteVersion") or ""),
             api_server_url=(session.api_server_url if session else "")
             or str(current.get("apiServerURL") or ""),
-            auth_service_key_fingerprint=(session.key_fingerprint if session else "")
+            auth_service_key_fingerprint=(spec.trusted_key if spec is not None else "")
+            or (session.key_fingerprint if session else "")
             or str(current.get(c.AUTH_KEY_FINGERPRINT_FIELD) or ""),
             virtual_nodes=[node] if has_vn or (virtual_node is not None and virtual_node.done) else [],
         )

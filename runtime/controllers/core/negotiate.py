@@ -24,6 +24,7 @@ from typing import Any
 from runtime.api import constants as c
 from runtime.api.crds import RESOURCESLICES
 from runtime.core import APIConnectionError, Client, ForbiddenError, NotFoundError, UnauthorizedError
+from runtime.core.failures import explain
 from runtime.core.kubeconfig import KubeconfigError, load_kubeconfig_dict
 from runtime.forge import conditions
 from runtime.forge.resourceslice import resource_slice
@@ -136,7 +137,8 @@ async def negotiate(remote: Client, spec: PeeringSpec, local: LocalCluster) -> G
             )
             logger.info("%s: applied the ResourceSlice %s/%s on the provider", spec.name, namespace, name)
     except UnauthorizedError as exc:
-        raise CredentialRejectedError(str(exc)) from None
+        where = f"the API server of {spec.name} ({remote.host})"
+        raise CredentialRejectedError(explain(exc, cluster=where, advice=False)) from None
     except ForbiddenError as exc:
         raise Blocked(
             failed(
@@ -146,11 +148,9 @@ async def negotiate(remote: Client, spec: PeeringSpec, local: LocalCluster) -> G
             delay=30.0,
         ) from None
     except APIConnectionError as exc:
+        where = f"the API server of {spec.name} ({remote.host})"
         raise Blocked(
-            failed(
-                c.REASON_PROVIDER_UNREACHABLE,
-                f"the API server of {spec.name} at {remote.host} cannot be reached: {exc} — retrying",
-            ),
+            failed(c.REASON_PROVIDER_UNREACHABLE, f"{explain(exc, cluster=where)} Retrying."),
             delay=UNREACHABLE_RETRY,
         ) from None
     return answer(current, provider=spec.name)

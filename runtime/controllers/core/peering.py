@@ -17,7 +17,7 @@ from runtime.api import constants as c
 from runtime.core import Store
 from runtime.forge.tenant import tenant_namespace_name
 
-from .authclient import InvalidAuthURLError, check_url
+from .authclient import InvalidAuthURLError, check_url, is_key_fingerprint
 from .status import Step
 
 JSON = dict[str, Any]
@@ -50,6 +50,8 @@ class PeeringSpec:
     resources: dict[str, str] = field(default_factory=dict)
     node_labels: dict[str, str] = field(default_factory=dict)
     outgoing: bool = True
+    #: the auth service key a user trusts explicitly (the ForeignCluster's annotation), "" if none
+    trusted_key: str = ""
 
     @property
     def tenant_namespace(self) -> str:
@@ -94,6 +96,13 @@ class PeeringSpec:
             raise SpecError(
                 f"spec.tokenSecretRef is required: the Secret (key {c.TOKEN_SECRET_KEY!r}) with the peering token"
             )
+        annotations = foreign_cluster["metadata"].get("annotations") or {}
+        trusted = str(annotations.get(c.ANNOTATION_TRUST_AUTH_SERVICE_KEY) or "").strip()
+        if trusted and not is_key_fingerprint(trusted):
+            raise SpecError(
+                f"the annotation {c.ANNOTATION_TRUST_AUTH_SERVICE_KEY}={trusted!r} is not a key fingerprint"
+                " (sha256: and 64 lowercase hexadecimal digits): copy it from the AuthServiceKeyChanged message"
+            )
         return cls(
             name=name,
             cluster_id=cluster_id,
@@ -103,6 +112,7 @@ class PeeringSpec:
             resources={str(k): str(v) for k, v in (spec.get("resources") or {}).items()},
             node_labels={str(k): str(v) for k, v in (spec.get("nodeLabels") or {}).items()},
             outgoing=spec.get("outgoingPeeringEnabled", True) is not False,
+            trusted_key=trusted,
         )
 
 

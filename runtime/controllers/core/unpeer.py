@@ -36,6 +36,7 @@ from runtime.api.crds import FOREIGNCLUSTERS, IDENTITIES, VIRTUALNODES
 from runtime.api.kinds import NAMESPACES, SECRETS
 from runtime.controllers.options import ControllerOptions
 from runtime.core import APIError, Client, EventRecorder, NotFoundError, Result, TemporaryError
+from runtime.core.failures import explain
 from runtime.forge.credential import parse_rfc3339
 from runtime.forge.tenant import tenant_namespace_name
 
@@ -164,14 +165,18 @@ class Unpeering:
         except negotiate.CredentialRejectedError as exc:
             logger.info("%s: the provider no longer accepts the credential (%s); only revoking", name, exc)
         except APIError as exc:
-            problems.append(f"the ResourceSlice could not be deleted ({exc})")
+            problems.append(
+                f"the ResourceSlice could not be deleted: {explain(exc, cluster=f'the API server of {name}', advice=False)}"
+            )
         if key is None:
             problems.append("the key pair is gone, so the identity cannot be revoked")
         else:
             service = authclient.AuthClient(
                 spec.auth_url,
                 timeout=min(timeout, self._options.auth_timeout),
-                pinned=authclient.pinned_key(foreign_cluster),
+                pinned=authclient.trusted_key(
+                    foreign_cluster, self._caches.identities.get(name, namespace=spec.tenant_namespace)
+                ),
             )
             try:
                 await service.revoke(cluster_id=local.cluster_id, sign=key.sign)

@@ -23,6 +23,7 @@ from runtime.api.crds import NAMESPACEMAPS, VIRTUALNODES
 from runtime.api.kinds import CONFIGMAPS, SECRETS
 from runtime.core import (
     APIConnectionError,
+    APIError,
     Client,
     ForbiddenError,
     Informer,
@@ -33,6 +34,7 @@ from runtime.core import (
     TemporaryError,
     UnauthorizedError,
 )
+from runtime.core.failures import explain
 from runtime.forge import namespaces as forge
 from runtime.forge import virtualnode as forge_vn
 
@@ -128,11 +130,11 @@ class NamespaceMapReconciler:
             raise TemporaryError(f"{request}: {exc}", delay=MISSING_RETRY) from None
         except (UnauthorizedError, ForbiddenError) as exc:
             raise TemporaryError(
-                f"{request}: the provider refuses this cluster's credential ({exc}); waiting for a renewed one",
+                f"{request}: {_provider_failure(exc, virtual_node)}; waiting for a renewed credential",
                 delay=MISSING_RETRY,
             ) from None
         except APIConnectionError as exc:
-            raise TemporaryError(f"{request}: the provider cannot be reached: {exc}") from None
+            raise TemporaryError(f"{request}: {_provider_failure(exc, virtual_node)}") from None
         namespace_map = await self._write_status(namespace_map, status)
         poll = self._options.namespace_map_poll
         return Result(requeue_after=self._options.namespace_map_resync if settled(namespace_map) else poll)
@@ -209,4 +211,11 @@ def setup(manager: Manager, options: ControllerOptions) -> None:
             Request.of(nm)
             for nm in namespace_maps.store.items(namespace=str(secret["metadata"]["namespace"]))
         ],
+    )
+
+
+def _provider_failure(exc: APIError, virtual_node: JSON) -> str:
+    """What failed on the provider of `virtual_node`, in `failures.explain`'s words."""
+    return explain(
+        exc, cluster=f"the API server of provider {forge_vn.provider_name(virtual_node)}", advice=False
     )

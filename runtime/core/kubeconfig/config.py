@@ -114,6 +114,32 @@ class ClusterConfig:
             return f"user '{self.user_name}' in {self.source}"
         return self.source or "the cluster config"
 
+    @property
+    def cluster_label(self) -> str:
+        """How messages name the cluster: "the cluster of context 'c' (https://...)", else by its server URL."""
+        if self.context_name:
+            return f"the cluster of context '{self.context_name}' ({self.server})"
+        return f"the cluster at {self.server}"
+
+    @property
+    def credentials_label(self) -> str:
+        """Whose credentials these are, and of which kind: "user 'u' in /path, client certificate CN=admin", or
+        without a user name, "a bearer token from the given attributes"."""
+        kinds = []
+        if self.client_certificate:
+            kinds.append(_certificate_subject(self.client_certificate))
+        if self.token_file is not None:
+            kinds.append(f"the token in {self.token_file}")
+        elif self.token:
+            kinds.append("a bearer token")
+        if self.exec is not None:
+            kinds.append(f"the exec plugin {self.exec.command}")
+        if self.username:
+            kinds.append(f"basic auth as {self.username}")
+        if self.user_name:
+            return ", ".join([self.user_label, *kinds])
+        return f"{' and '.join(kinds) or 'no credentials'} from {self.source or 'the cluster config'}"
+
 
 @dataclass(frozen=True, repr=False)
 class ConfigOverrides:
@@ -144,6 +170,17 @@ class ConfigOverrides:
     def sets_bearer(self) -> bool:
         """Whether these attributes bring their own token, basic auth or exec plugin."""
         return bool(self.token or self.username or self.password or self.exec)
+
+
+def _certificate_subject(pem: bytes) -> str:
+    """ "client certificate CN=..., O=..." (the user and groups the API server sees), from its PEM."""
+    from cryptography import x509
+
+    try:
+        subject = x509.load_pem_x509_certificate(pem).subject.rfc4514_string()
+    except ValueError:
+        return "a client certificate"
+    return f"client certificate {subject}"
 
 
 def _redacted(obj: ClusterConfig | ConfigOverrides) -> str:

@@ -21,11 +21,10 @@ from runtime.api import constants as c
 from runtime.auth.servingkey import serving_certificate
 from runtime.controllers.core import authclient, keys, objects
 from runtime.controllers.core.authenticate import messages
-from runtime.controllers.core.peering import PeeringSpec
+from runtime.controllers.core.peering import PeeringSpec, SpecError
 from runtime.core.kubeconfig.tls import load_cert_chain
 from runtime.forge import credential as contract
-
-from .harness import free_port
+from tests import broken_servers
 
 JSON = dict[str, Any]
 PROVIDER_ID = "0b7c3b5e-2f0a-4c1e-9a51-3c0d6f0f5a10"
@@ -248,10 +247,24 @@ async def test_another_key_is_refused_before_the_token_is_sent(service: Scripted
     assert service.received == []
 
 
-async def test_nothing_listening_is_unreachable() -> None:
-    url = f"https://127.0.0.1:{free_port()}"
-    with pytest.raises(authclient.ProviderUnreachableError, match="cannot connect"):
+async def test_nothing_listening_is_unreachable_and_the_condition_says_the_connection_was_refused() -> None:
+    url = broken_servers.refused_url()
+    with pytest.raises(authclient.ProviderUnreachableError) as failed:
         await authclient.AuthClient(url, timeout=5).cluster()
+    assert messages(failed.value, provider="milan").message == (
+        f"the authentication service at {url} cannot be reached: the connection was refused (nothing listens "
+        "there) — check that milan is up and that its auth_url is reachable from this cluster; retrying"
+    )
+
+
+async def test_a_name_that_does_not_resolve_is_unreachable_and_the_condition_names_it() -> None:
+    with pytest.raises(authclient.ProviderUnreachableError) as failed:
+        await authclient.AuthClient(broken_servers.UNRESOLVABLE_URL, timeout=5).cluster()
+    message = messages(failed.value, provider="milan").message
+    assert message.startswith(
+        f"the authentication service at {broken_servers.UNRESOLVABLE_URL} cannot be reached: the name "
+        "no-such-cluster.invalid does not resolve ("
+    ), message
 
 
 async def test_a_server_without_tls_is_not_the_runtime() -> None:
@@ -269,8 +282,12 @@ async def test_a_server_that_never_answers_is_unreachable_after_the_timeout() ->
     app = web.Application()
     app.router.add_get("/v1/cluster", stall)
     async for url in _serve(app, _tls()):
-        with pytest.raises(authclient.ProviderUnreachableError, match=r"no answer within 0\.3 s"):
+        with pytest.raises(authclient.ProviderUnreachableError) as failed:
             await authclient.AuthClient(url, timeout=0.3).cluster()
+    assert messages(failed.value, provider="milan").message == (
+        f"the authentication service at {url} did not answer: nothing came back within 0.3 s — check that milan "
+        "is up and that its auth_url is reachable from this cluster; retrying"
+    )
 
 
 @pytest.mark.parametrize("url", ["http://10.0.0.1", "https://", "10.0.0.1:8443", "https://[::1"])
@@ -280,13 +297,6 @@ def test_urls_that_cannot_be_called_are_spec_errors(url: str) -> None:
 
 
 def test_each_failure_message_says_what_to_do() -> None:
-    spec = PeeringSpec.parse(
-        {
-            "metadata": {"name": "milan"},
-            "spec": {"clusterID": PROVIDER_ID, "authURL": "https://a:1", "tokenSecretRef": {"name": "t"}},
-        },
-        default_namespace="liqo",
-    )
     cases = {
         authclient.AuthenticationFailedError("https://a:1", "bad token", service_reason="InvalidToken"): (
             c.REASON_AUTHENTICATION_FAILED,
@@ -306,13 +316,51 @@ def test_each_failure_message_says_what_to_do() -> None:
         ),
         authclient.KeyPinMismatchError("https://a:1", "other key", pinned="sha256:aa", found="sha256:bb"): (
             c.REASON_AUTH_SERVICE_KEY_CHANGED,
-            "clear status.authServiceKeyFingerprint of this ForeignCluster (or delete and re-create",
+            "trust it with: kubectl annotate foreignclusters.core.liqo.io milan"
+            " liqo.io/trust-auth-service-key=sha256:bb --overwrite",
         ),
     }
     for error, (reason, words) in cases.items():
-        step = messages(error, spec=spec)
+        step = messages(error, provider="milan")
         assert step.reason == reason and step.failed and words in step.message
         assert "https://a:1" in step.message
+
+
+FINGERPRINT_A = "sha256:" + "a" * 64
+FINGERPRINT_B = "sha256:" + "b" * 64
+FINGERPRINT_C = "sha256:" + "c" * 64
+
+
+@pytest.mark.parametrize(
+    ("annotation", "identity", "status", "trusted"),
+    [
+        (None, None, None, None),
+        (None, None, FINGERPRINT_C, FINGERPRINT_C),
+        (None, FINGERPRINT_B, FINGERPRINT_C, FINGERPRINT_B),
+        (FINGERPRINT_A, FINGERPRINT_B, FINGERPRINT_C, FINGERPRINT_A),
+    ],
+    ids=["first-contact", "status", "identity-over-status", "annotation-over-all"],
+)
+def test_the_trusted_key_is_the_annotation_then_the_identitys_pin_then_the_status(
+    annotation: str | None, identity: str | None, status: str | None, trusted: str | None
+) -> None:
+    foreign_cluster = {
+        "metadata": {"name": "milan", "annotations": {c.ANNOTATION_TRUST_AUTH_SERVICE_KEY: annotation}},
+        "status": {c.AUTH_KEY_FINGERPRINT_FIELD: status},
+    }
+    held = {"spec": {c.AUTH_KEY_FINGERPRINT_FIELD: identity}} if identity else None
+    assert authclient.trusted_key(foreign_cluster, held) == trusted
+
+
+def test_a_trust_annotation_that_is_no_fingerprint_is_a_spec_error() -> None:
+    foreign_cluster = {
+        "metadata": {"name": "milan", "annotations": {c.ANNOTATION_TRUST_AUTH_SERVICE_KEY: "sha256:AB"}},
+        "spec": {"clusterID": PROVIDER_ID, "authURL": "https://a:1", "tokenSecretRef": {"name": "t"}},
+    }
+    with pytest.raises(SpecError, match="is not a key fingerprint"):
+        PeeringSpec.parse(foreign_cluster, default_namespace="liqo")
+    foreign_cluster["metadata"]["annotations"] = {c.ANNOTATION_TRUST_AUTH_SERVICE_KEY: FINGERPRINT_A}
+    assert PeeringSpec.parse(foreign_cluster, default_namespace="liqo").trusted_key == FINGERPRINT_A
 
 
 def test_key_pairs_and_credentials_round_trip_through_their_secrets() -> None:

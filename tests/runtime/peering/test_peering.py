@@ -30,6 +30,7 @@ from runtime.controllers.core import unpeer
 from runtime.controllers.core.objects import kubeconfig_of
 from runtime.core import Client, ForbiddenError, NotFoundError
 from runtime.forge import conditions
+from tests import broken_servers
 from tests.runtime.liqo_docs import FOREIGNCLUSTERS_HEADER, MILAN_ESTABLISHED
 
 from .harness import CONTROLLER_OPTIONS, Cluster, Clusters, free_port
@@ -306,6 +307,14 @@ async def test_each_failure_gives_a_condition_that_says_what_to_fix(clusters: Cl
     )
     # a cluster without the runtime: its URL answers, but not as an authentication service
     await clusters.peer(rome, turin, token="22" * 32, auth_url=turin.api_server_url)
+    # a name that resolves nowhere
+    await clusters.foreign_cluster(
+        rome,
+        "genoa",
+        cluster_id="5a4b3c2d-1e0f-4a9b-8c7d-6e5f4a3b2c1d",
+        auth_url=broken_servers.UNRESOLVABLE_URL,
+        token="33" * 32,
+    )
 
     expected = {
         "milan": (
@@ -313,7 +322,18 @@ async def test_each_failure_gives_a_condition_that_says_what_to_fix(clusters: Cl
             ["rejected the peering token", "liqo_generate", "cluster_token"],
         ),
         "florence": (c.REASON_CLUSTER_ID_MISMATCH, [milan.cluster_id, florence.cluster_id]),
-        "naples": (c.REASON_PROVIDER_UNREACHABLE, [closed, "cannot be reached"]),
+        "naples": (
+            c.REASON_PROVIDER_UNREACHABLE,
+            [
+                f"the authentication service at {closed} cannot be reached: the connection was refused (nothing"
+                " listens there) — check that naples is up and that its auth_url is reachable from this cluster;"
+                " retrying"
+            ],
+        ),
+        "genoa": (
+            c.REASON_PROVIDER_UNREACHABLE,
+            ["cannot be reached: the name no-such-cluster.invalid does not resolve ("],
+        ),
         "turin": (
             c.REASON_RUNTIME_NOT_INSTALLED,
             ["is not a Liqo authentication service", "installed on turin"],
@@ -435,24 +455,88 @@ async def test_an_auth_service_with_another_key_is_refused_until_a_user_trusts_i
         lambda: _condition_reason(rome, "milan", c.REASON_AUTH_SERVICE_KEY_CHANGED), within=20
     )
     message = _ready_condition(refused)["message"]
-    for words in (
-        replaced,
-        trusted,
-        "clear status.authServiceKeyFingerprint",
-        "re-create the ForeignCluster",
-    ):
+    for words in (replaced, trusted, f"{c.ANNOTATION_TRUST_AUTH_SERVICE_KEY}={replaced}"):
         assert words in message, message
     assert refused["authServiceKeyFingerprint"] == trusted
     assert refused["authentication"] == "Error"
 
-    # the user trusts the new key: clearing the field makes the next contact the first one again
-    await rome.admin.patch_status(FOREIGNCLUSTERS, "milan", {"status": {"authServiceKeyFingerprint": None}})
+    # the user trusts the new key by its fingerprint; the next contact checks that one
+    await rome.admin.patch(
+        FOREIGNCLUSTERS,
+        "milan",
+        {"metadata": {"annotations": {c.ANNOTATION_TRUST_AUTH_SERVICE_KEY: replaced}}},
+    )
 
     async def trusting_the_new_key() -> JSON | None:
         status = await _established(rome, "milan")
         return status if status is not None and status["authServiceKeyFingerprint"] == replaced else None
 
     await clusters.eventually(trusting_the_new_key)
+
+
+@pytest.mark.slow
+@pytest.mark.kubectl
+async def test_a_replaced_auth_service_key_is_trusted_again_by_the_annotation_while_the_identity_is_held(
+    tmp_path: Path,
+) -> None:
+    # renewals every ~2 s: the consumer keeps its Identity and meets the new key when it renews
+    options = dataclasses.replace(CONTROLLER_OPTIONS, credential_renew_fraction=0.003)
+    async with Clusters(tmp_path, options=options) as clusters:
+        rome, milan = await asyncio.gather(clusters.cluster("rome"), clusters.cluster("milan"))
+        await clusters.peer(rome, milan)
+        await clusters.eventually(lambda: _established(rome, "milan"))
+        assert milan.auth_certificate is not None
+        trusted = _key_fingerprint(milan.auth_certificate)
+
+        await milan.admin.delete(SECRETS, c.AUTH_SERVING_KEY_SECRET, namespace=c.DEFAULT_NAMESPACE)
+        await clusters.eventually(
+            lambda: _get(milan.admin, SECRETS, c.AUTH_SERVING_KEY_SECRET, namespace=c.DEFAULT_NAMESPACE)
+        )
+        await clusters.restart_auth_service(milan)
+        replaced = _key_fingerprint(milan.auth_certificate)
+        assert replaced != trusted
+
+        # the renewal meets the new key: the ForeignCluster says so, with the command that trusts it
+        refused = await clusters.eventually(
+            lambda: _condition_reason(rome, "milan", c.REASON_AUTH_SERVICE_KEY_CHANGED), within=30
+        )
+        message = _ready_condition(refused)["message"]
+        assert trusted in message, message
+        command = message.rpartition("trust it with: ")[2]
+        assert command == (
+            f"kubectl annotate foreignclusters.core.liqo.io milan liqo.io/trust-auth-service-key={replaced}"
+            " --overwrite"
+        ), message
+        assert refused["authServiceKeyFingerprint"] == trusted
+        assert refused["authentication"] == "Error"
+        identity = await rome.admin.get(IDENTITIES, "milan", namespace="liqo-tenant-milan")
+        assert identity["spec"]["authServiceKeyFingerprint"] == trusted
+
+        # the person types what the message says; the Identity is not deleted
+        await _kubectl(rome, *command.split()[1:])
+
+        async def trusting_the_new_key() -> JSON | None:
+            status = await _established(rome, "milan")
+            return status if status is not None and status["authServiceKeyFingerprint"] == replaced else None
+
+        await clusters.eventually(trusting_the_new_key, within=30)
+
+        async def renewed_with_the_new_key() -> JSON | None:
+            found = await _get(rome.admin, IDENTITIES, "milan", namespace="liqo-tenant-milan")
+            renewal = conditions.find(
+                ((found or {}).get("status") or {}).get("conditions"), c.CONDITION_CREDENTIAL_RENEWED
+            )
+            pinned = ((found or {}).get("spec") or {}).get("authServiceKeyFingerprint")
+            return (
+                found if renewal is not None and renewal["status"] == "True" and pinned == replaced else None
+            )
+
+        await clusters.eventually(renewed_with_the_new_key, within=30)
+        renewed_token = await _credential_token(rome, "milan")
+        # a later renewal and reconcile write nothing old back
+        await clusters.eventually(lambda: _renewed(rome, "milan", renewed_token), within=30)
+        status = await _established(rome, "milan")
+        assert status is not None and status["authServiceKeyFingerprint"] == replaced
 
 
 @pytest.mark.slow

@@ -26,7 +26,7 @@ class FakeRemote:
         await asyncio.sleep(self.delay)
         if not self.up:
             raise RemoteError(
-                "cannot reach the API server of provider milan at https://10.0.0.1:6443: refused"
+                "the API server of provider milan (https://10.0.0.1:6443) cannot be reached: the connection was refused"
             )
 
     async def version(self) -> str:
@@ -67,7 +67,7 @@ async def test_not_ready_after_the_threshold_and_ready_again_on_recovery() -> No
     assert health.health.reason == "ProviderUnreachable"
     assert health.health.message == (
         "3 or more consecutive health checks of provider milan failed, the last with: "
-        "cannot reach the API server of provider milan at https://10.0.0.1:6443: refused"
+        "the API server of provider milan (https://10.0.0.1:6443) cannot be reached: the connection was refused"
     )
     await health.check()
     assert len(changes) == 2, "a failure with the same error changes nothing"

@@ -13,7 +13,11 @@ import aiohttp
 import pytest
 
 from playground.apiserver.pki import CertificateAuthority
+from runtime.core import APIConnectionError, Client
+from runtime.core.kubeconfig import load_kubeconfig_dict
+from runtime.virtualkubelet.kubelet import logs_error
 from runtime.virtualkubelet.kubeletapi import KubeletAPI, LogsError
+from tests import broken_servers
 
 
 class Verdicts:
@@ -130,4 +134,26 @@ async def test_a_pod_not_offloaded_here_is_the_providers_error(
     assert await get(api, "/containerLogs/demo/web/app", context) == (
         404,
         'pod "web" in namespace "demo" is not offloaded through liqo-milan',
+    )
+
+
+async def test_logs_of_a_provider_that_cannot_be_reached_say_which_and_why() -> None:
+    """What `kubectl logs` shows of an offloaded pod whose provider is down: `failures.explain`'s words."""
+    url = broken_servers.refused_url()
+    config = load_kubeconfig_dict(
+        {
+            "clusters": [{"name": "milan", "cluster": {"server": url}}],
+            "users": [{"name": "rome", "user": {"token": "t"}}],
+            "contexts": [{"name": "milan", "context": {"cluster": "milan", "user": "rome"}}],
+            "current-context": "milan",
+        }
+    )
+    async with await Client.from_config(config, request_timeout=10) as client:
+        with pytest.raises(APIConnectionError) as failed:
+            await client.get_path("/version")
+    error = logs_error(failed.value, provider="milan", host=url)
+    assert error.status == 503
+    assert str(error) == (
+        f"the API server of provider milan ({url}) cannot be reached: the connection was refused (nothing "
+        "listens there)"
     )
