@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 
 from prometheus_client import CollectorRegistry
 
@@ -67,11 +68,17 @@ class Manager:
         )
 
     def controller(
-        self, name: str, reconciler: Reconciler, *, primary: Informer, settings: Settings | None = None
+        self,
+        name: str,
+        reconciler: Reconciler,
+        *,
+        primary: Informer | None,
+        settings: Settings | None = None,
+        latency: Callable[[float], None] | None = None,
     ) -> Controller:
         """A controller run by this manager, with its metrics and its settings (else the manager's).
 
-        Add its watches before `run()`.
+        Add its watches before `run()`; `latency` is told each reconciled change's seconds since its first add.
         """
         controller = Controller(
             name,
@@ -79,6 +86,7 @@ class Manager:
             primary=primary,
             settings=settings or self.settings,
             metrics=self.controller_metrics,
+            latency=latency,
         )
         self._controllers.append(controller)
         return controller
