@@ -23,6 +23,7 @@ from runtime.api.image import package_version, runtime_image
 
 from .meta import labels, metadata
 from .rbac import cluster_roles, component_bindings
+from .reflection import ReflectionOptions, ReflectionOptionsError
 
 JSON = dict[str, Any]
 
@@ -74,6 +75,8 @@ class InstallOptions:
     auth_service_type: ServiceType = "NodePort"
     #: the authentication service's URL as other clusters reach it (empty: derived from its Service)
     auth_url: str = ""
+    #: what the virtual kubelets of this cluster (as a consumer) reflect to providers, with how many workers
+    reflection: ReflectionOptions = field(default_factory=ReflectionOptions)
 
     def validate(self) -> None:
         """Raise InstallOptionsError naming the first invalid option."""
@@ -110,6 +113,10 @@ class InstallOptions:
                 raise InstallOptionsError(
                     "cluster_labels", f"value {value!r} of {key!r} is not a valid label value"
                 )
+        try:
+            self.reflection.validate()
+        except ReflectionOptionsError as error:
+            raise InstallOptionsError(f"reflection.{error.option}", str(error).partition(": ")[2]) from None
 
 
 def install_manifests(options: InstallOptions) -> list[JSON]:
@@ -250,6 +257,7 @@ def _controller_manager_args(options: InstallOptions) -> list[str]:
         f"--api-server-url={options.api_server_url}",
         "--leader-elect",
         f"--image={options.image}",
+        *options.reflection.args(),
     ]
 
 
