@@ -113,7 +113,10 @@ def test_the_deployment_runs_the_virtual_kubelet_from_the_runtime_image() -> Non
     assert {"name": "kubelet", "containerPort": 10250, "protocol": "TCP"} in container["ports"]
     reflection = ReflectionOptions(secret_workers=0, ingress_classes={"nginx": "haproxy"})
     with_options = vn.deployment(
-        virtual_node(), home_cluster_id=HOME, home_api_server="https://rome.example:6443", reflection=reflection
+        virtual_node(),
+        home_cluster_id=HOME,
+        home_api_server="https://rome.example:6443",
+        reflection=reflection,
     )
     args = with_options["spec"]["template"]["spec"]["containers"][0]["args"]
     assert "--home-api-server-url=https://rome.example:6443" in args
