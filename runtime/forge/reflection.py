@@ -145,3 +145,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def from_arguments(args: argparse.Namespace) -> ReflectionOptions:
     """The options `add_arguments` parsed; ReflectionOptionsError when one is invalid."""
     return from_flags({kind: getattr(args, kind + _WORKERS_SUFFIX) for kind in KINDS}, args.ingress_classes)
+
+
+def from_command_line(argv: Sequence[str]) -> ReflectionOptions:
+    """The reflection options a component's command line holds (other flags ignored; missing ones: defaults).
+
+    How an installation's options are read back from its controller manager's arguments.
+    """
+    parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False, exit_on_error=False)
+    add_arguments(parser)
+    try:
+        known, _ = parser.parse_known_args(list(argv))
+    except argparse.ArgumentError as exc:
+        raise ReflectionOptionsError(exc.argument_name or "reflection", exc.message) from None
+    return from_arguments(known)
