@@ -22,11 +22,11 @@ import functools
 import json
 import logging
 import ssl
-from collections.abc import AsyncGenerator, Iterable, Mapping
+from collections.abc import AsyncGenerator, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal, TypedDict
+from typing import Any, Final, Literal, TypedDict
 from urllib.parse import urlencode
 
 import aiohttp
@@ -80,6 +80,11 @@ class ObjectList:
     continue_token: str | None = None
 
 
+#: told the verb (the API's: get, list, watch, create, update, patch, delete) and the status code of each request
+RequestObserver = Callable[[str, int], None]
+_VERBS: Final = {"GET": "get", "POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
+
+
 class Client:
     """An async client for one cluster. `__init__` does no I/O; the `from_*` constructors load credentials."""
 
@@ -89,6 +94,8 @@ class Client:
         self._timeout = timeout
         self._session: aiohttp.ClientSession | None = None
         self._closed = False
+        #: told of every request this client sends (its owner's metrics); None: nobody
+        self.on_request: RequestObserver | None = None
         #: discovery results by apiVersion: stable for a server's life, refreshed on a miss (new CRDs)
         self._discovery: dict[str, JSONList] = {}
 
@@ -213,7 +220,7 @@ class Client:
         _add(query, "limit", str(limit) if limit else None)
         _add(query, "continue", continue_token)
         _add(query, "resourceVersion", resource_version)
-        body = await self._json("GET", resource.path(namespace=namespace), query=query)
+        body = await self._json("GET", resource.path(namespace=namespace), query=query, verb="list")
         meta = body.get("metadata") or {}
         kind = resource.kind or str(body.get("kind", "")).removesuffix("List")
         api_version = body.get("apiVersion") or resource.api_version
@@ -258,7 +265,7 @@ class Client:
             total=None, sock_connect=connect_timeout or self._timeout, sock_read=client_timeout
         )
         path = resource.path(namespace=namespace)
-        response = await self._send("GET", path, query=query, limits=limits)
+        response = await self._send("GET", path, query=query, limits=limits, verb="watch")
         async with response:
             if response.status >= 400:
                 raise _error(response.status, await self._read(response, "GET", path))
@@ -476,10 +483,11 @@ class Client:
         query: Query | None = None,
         body: Any = None,
         content_type: str = "application/json",
+        verb: str | None = None,
     ) -> JSON:
         limits = aiohttp.ClientTimeout(total=self._timeout)
         response = await self._send(
-            method, path, query=query or [], body=body, content_type=content_type, limits=limits
+            method, path, query=query or [], body=body, content_type=content_type, limits=limits, verb=verb
         )
         async with response:
             data = await self._read(response, method, path)
@@ -501,7 +509,9 @@ class Client:
         limits: aiohttp.ClientTimeout,
         body: Any = None,
         content_type: str = "application/json",
+        verb: str | None = None,
     ) -> aiohttp.ClientResponse:
+        """One request (retried once after a 401 with fresh credentials); `verb` names it for `on_request`."""
         url = self.host + path
         if query:
             url += "?" + urlencode(query)
@@ -516,6 +526,8 @@ class Client:
             response = await self._request(
                 method, url, path, data, content_type, auth.headers, auth.ssl, limits
             )
+        if self.on_request is not None:
+            self.on_request(verb or _VERBS.get(method, method.lower()), response.status)
         return response
 
     async def _request(

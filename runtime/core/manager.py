@@ -25,6 +25,7 @@ from .health import HealthServer
 from .informer import Informer, InformerFactory, InformerMetrics
 from .leader import LeaderElector
 from .reconcile import Controller, ControllerMetrics, Reconciler
+from .requests import RequestMetrics
 from .settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -42,6 +43,10 @@ class Manager:
             client, settings=settings.watching, metrics=InformerMetrics(self.registry)
         )
         self.controller_metrics = ControllerMetrics(self.registry)
+        #: the requests of this manager's client (`client="local"`), and of any other client a component adds
+        self.request_metrics = RequestMetrics(self.registry)
+        if client.on_request is None:
+            client.on_request = self.request_metrics.observer("local")
         self.elector = (
             LeaderElector(client, settings=settings.leader_election)
             if settings.leader_election is not None

@@ -242,7 +242,11 @@ class VirtualKubelet:
             registry=self._registry,
         )
         secrets = manager.informer(SECRETS, namespace=ref.namespace, field_selector=_named(secret))
-        remote = CredentialRemote(provider=provider, request_timeout=self._settings.health.timeout)
+        remote = CredentialRemote(
+            provider=provider,
+            request_timeout=self._settings.health.timeout,
+            on_request=manager.request_metrics.observer("provider"),
+        )
         node_request = Request("", node_name)
         node_controller: Controller | None = None
         checker = HealthChecker(

@@ -436,6 +436,9 @@ async def test_the_virtual_kubelet_serves_its_reflection_metrics(clusters: Clust
     )
     assert sample(scraped, 'workqueue_depth{name="configmap-reflection"}') is not None
     assert sample(scraped, 'workqueue_depth{name="pod-reflection"}') is not None
+    # what it asked of each cluster: creates on the provider, no list beyond the informers' first ones
+    assert sample(scraped, 'rest_client_requests_total{client="provider",code="201",verb="create"}')
+    assert sample(scraped, 'rest_client_requests_total{client="local",code="200",verb="list"}')
     # the webhook's metrics, for the record: its informers
     async with (
         aiohttp.ClientSession() as session,

@@ -133,6 +133,7 @@ async def test_the_controller_manager_leads_serves_health_and_stops_on_cancel(
             name = sys.modules[setup.__module__].NAME
             assert f'workqueue_depth{{name="{name}"}}' in scraped, name
         assert 'informer_lists_total{resource="shadowendpointslices.offloading.liqo.io"}' in scraped
+        assert 'rest_client_requests_total{client="local",code="200",verb="watch"}' in scraped
     finally:
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
