@@ -254,3 +254,32 @@ async def test_every_request_is_told_with_its_verb_and_status(client: Client, na
         ("delete", 200),
         ("get", 404),
     ]
+
+
+async def test_the_environments_proxy_is_used_unless_no_proxy_covers_the_server(
+    emulator: Emulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from runtime.core.errors import APIConnectionError
+
+    seen: list[bytes] = []
+
+    async def proxy(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        seen.append(await reader.readline())
+        writer.close()
+
+    server = await asyncio.start_server(proxy, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    monkeypatch.setenv("HTTPS_PROXY", f"http://127.0.0.1:{port}")
+    try:
+        async with await Client.from_kubeconfig(emulator.kubeconfig) as proxied:
+            with pytest.raises(APIConnectionError):
+                await proxied.get(NAMESPACES, "default")
+        assert seen and seen[0].startswith(b"CONNECT 127.0.0.1:")
+        proxied_requests = len(seen)
+        monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+        async with await Client.from_kubeconfig(emulator.kubeconfig) as direct:
+            assert (await direct.get(NAMESPACES, "default"))["metadata"]["name"] == "default"
+        assert len(seen) == proxied_requests
+    finally:
+        server.close()
+        await server.wait_closed()
