@@ -1,11 +1,15 @@
 """What the virtual kubelets reflect, and how many objects of each kind at once: `ReflectionOptions`.
 
-One options object travels the whole way: `liqo_install` (and the Pulumi `Install`) put it in
-`InstallOptions.reflection`, the install writes it as flags of the controller manager, the
-controller manager hands the same flags to every virtual kubelet it deploys
+One options object travels the whole way: `liqo_install` (and the Pulumi `Install`) put it
+in `InstallOptions.reflection`, the install writes it as flags of the controller manager,
+the controller manager hands the same flags to every virtual kubelet it deploys
 (`runtime.forge.virtualnode.deployment`), and the virtual kubelet builds one reflector per
 kind with its worker count. The flags are Liqo's (`--<kind>-reflection-workers`); 0 workers
 turn a kind's reflection off (Liqo's `reflection.<kind>.workers=0`).
+
+The defaults are higher than Liqo's (3 to 10): a worker here is a coroutine waiting on two
+API servers, and a burst of a thousand edits is reflected within a second or two only with
+about twenty in flight (bench/reflection.py).
 
 `ingress_classes` maps a consumer's ingress class to the provider's: a reflected Ingress
 keeps no class (the provider's default serves it, as Liqo does) unless its class is mapped.
@@ -42,18 +46,18 @@ class ReflectionOptions:
     #: pods offloaded at once (their ShadowPods, token Secrets and status); 0: no pod is offloaded
     pod_workers: int = 20
     #: ConfigMaps reflected at once (`kube-root-ca.crt` under a name of its own); 0: none
-    configmap_workers: int = 5
+    configmap_workers: int = 20
     #: Secrets reflected at once (ServiceAccount token Secrets as Opaque); 0: none (the pods' own token Secrets
     #: still go with their pods)
-    secret_workers: int = 5
+    secret_workers: int = 20
     #: Services reflected at once; 0: none
-    service_workers: int = 5
+    service_workers: int = 10
     #: EndpointSlices reflected at once (as ShadowEndpointSlices); 0: none
-    endpointslice_workers: int = 10
+    endpointslice_workers: int = 20
     #: Ingresses reflected at once; 0: none
-    ingress_workers: int = 3
+    ingress_workers: int = 5
     #: provider Events brought back at once, onto the objects they speak of; 0: none
-    event_workers: int = 3
+    event_workers: int = 10
     #: consumer ingress class -> the provider's (an Ingress of another class is reflected without a class)
     ingress_classes: Mapping[str, str] = field(default_factory=dict)
 

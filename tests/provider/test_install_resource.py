@@ -43,12 +43,12 @@ POD_CIDR = "10.244.0.0/16"
 #: `reflection` as planned when the configuration leaves it out
 DEFAULT_REFLECTION = {
     "pod_workers": 20,
-    "configmap_workers": 5,
-    "secret_workers": 5,
-    "service_workers": 5,
-    "endpointslice_workers": 10,
-    "ingress_workers": 3,
-    "event_workers": 3,
+    "configmap_workers": 20,
+    "secret_workers": 20,
+    "service_workers": 10,
+    "endpointslice_workers": 20,
+    "ingress_workers": 5,
+    "event_workers": 10,
     "ingress_classes": {},
 }
 

@@ -12,13 +12,17 @@ checks, in Liqo's fixed order (`reflection/configuration/configmap.go`):
    never deleted by a stale cache);
 4. otherwise forge the copy and write it: created when missing, replaced when it differs
    (edits made on the provider are reverted), deleted first when it cannot be changed
-   (immutable), nothing at all when it is in line. Each write is an Event on the local
-   object (`SuccessfulReflection`); a write the provider refuses (quota, validation,
-   admission) is a `FailedReflection` Warning with the provider's reason, and retried with
-   backoff.
+   (immutable), nothing at all when it is in line. A write the provider refuses (quota,
+   validation, admission) is a `FailedReflection` Warning Event on the local object with
+   the provider's reason, and retried with backoff; the copy's creation, and the first
+   write that succeeds after a refusal, are a `SuccessfulReflection` Event.
 
 Everything is read from the caches; the only requests are the writes, so a change costs
-one request to the provider and one Event, and an unchanged object none.
+one request to the provider, and an unchanged object none. (Liqo records an Event for
+every write; that doubles the requests per change, one of them to the consumer's API
+server, which is busy with the change itself, for an Event that repeats "reflected"
+with a count. `kubectl describe` still shows when an object was first reflected and
+whether its reflection is failing or recovered.)
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ import logging
 from abc import abstractmethod
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from runtime.api import constants as c
 from runtime.core import (
@@ -54,6 +58,8 @@ from .metrics import ReflectionMetrics
 logger = logging.getLogger(__name__)
 
 JSON = dict[str, Any]
+#: what a handle wrote to the provider: its copy created, updated, or nothing
+Written = Literal["created", "updated", ""]
 
 
 @dataclass(frozen=True)
@@ -86,6 +92,8 @@ class OutgoingReflector(Reflector):
     def __init__(self, manager: Manager, *, context: ReflectionContext, workers: int) -> None:
         super().__init__(manager, workers=workers, metrics=context.metrics)
         self.context = context
+        #: keys whose last write the provider refused (their next success is worth an Event)
+        self._failing: set[Request] = set()
 
     # what a kind says (names, forging, comparing); the defaults suit most kinds
 
@@ -166,6 +174,7 @@ class OutgoingReflector(Reflector):
             if remote is not None and not remote["metadata"].get("deletionTimestamp"):
                 await self._delete(remote, pair)
                 logger.info("%s: %s copy %s deleted", request, self.kind, where)
+            self._failing.discard(request)
             self.reflected(request, False)
             return None
         desired = self.desired(local, pair)
@@ -174,6 +183,7 @@ class OutgoingReflector(Reflector):
         except (ConflictError, AlreadyExistsError):
             raise  # the cache is behind: its next event (or the retry) brings the key back
         except APIStatusError as exc:
+            self._failing.add(request)
             await self._event(
                 local,
                 "Warning",
@@ -182,33 +192,38 @@ class OutgoingReflector(Reflector):
             )
             raise
         if written:
-            logger.info("%s: %s reflected to %s", request, self.kind, where)
+            (logger.info if written == "created" else logger.debug)(
+                "%s: %s %s %s", request, self.kind, written, where
+            )
+        if written == "created" or (written and request in self._failing):
             await self._event(
                 local,
                 "Normal",
                 c.REASON_SUCCESSFUL_REFLECTION,
                 f"successfully reflected to cluster {self.context.provider!r}",
             )
+        if written:
+            self._failing.discard(request)
         self.reflected(request, True)
         return None
 
-    async def _write(self, remote: JSON | None, desired: JSON, pair: NamespacePair) -> bool:
-        """Create, replace or recreate the copy as needed; whether anything was written."""
+    async def _write(self, remote: JSON | None, desired: JSON, pair: NamespacePair) -> Written:
+        """Create, replace or recreate the copy as needed; what was written ("": nothing)."""
         client = self.context.remote_client
         if remote is None or remote["metadata"].get("deletionTimestamp"):
             if remote is not None:
-                return False  # still going: its deletion event brings the key back
+                return ""  # still going: its deletion event brings the key back
             await client.create(self.remote_resource, desired, field_manager=c.FIELD_MANAGER_VIRTUAL_KUBELET)
-            return True
+            return "created"
         if not self.differs(remote, desired):
-            return False
+            return ""
         if self.must_recreate(remote, desired):
             await self._delete(remote, pair)
-            return False  # created again once the deletion is seen
+            return ""  # created again once the deletion is seen
         await client.replace(
             self.remote_resource, self.update(remote, desired), field_manager=c.FIELD_MANAGER_VIRTUAL_KUBELET
         )
-        return True
+        return "updated"
 
     async def _delete(self, remote: JSON, pair: NamespacePair) -> None:
         meta = remote["metadata"]
