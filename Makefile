@@ -3,10 +3,21 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+# program:Debian package, for what the playground network runs (playground/network/requirements.py)
+HOST_TOOLS := ip:iproute2 nft:nftables nsenter:util-linux
 
-.PHONY: venv test lint demo bench clean mirror
+.PHONY: venv test test-emulator test-real real-k8s lint demo bench clean mirror host-tools pulumi-engine
 
-venv: $(STAMP)
+venv: $(STAMP) host-tools
+
+# The Debian tools playground clusters need, installed when missing (as root, through apt-get).
+host-tools:
+	@missing=$$(for tool in $(HOST_TOOLS); do \
+	  PATH="$$PATH:/usr/sbin:/sbin" command -v $${tool%%:*} >/dev/null 2>&1 || echo $${tool##*:}; done); \
+	if [ -n "$$missing" ]; then \
+	  echo "installing $$missing (the playground network needs them)"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	fi
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -14,8 +25,24 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
-test: venv
+# The emulator suite, then the real leg (or one line saying why it is skipped).
+test: test-emulator test-real
+
+test-emulator: venv
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# The real control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler) built from the
+# Go modules pinned in tools/realk8s into ~/.cache/liqo-iac/kubernetes/<version>/: minutes once, nothing after.
+real-k8s:
+	$(PYTHON) tools/realk8s/build.py
+
+# The real leg: the API behaviour suite against a real-binary cluster, then every test marked `cluster`
+# (conftest marks each test that starts playground clusters) in real-binary mode. Without Go, one line says
+# it is skipped.
+test-real: venv
+	@assets="$$($(PYTHON) tools/realk8s/build.py --skip-without-go)" || exit 1; \
+	[ -n "$$assets" ] || exit 0; \
+	KUBEBUILDER_ASSETS="$$assets" $(BIN)/python -m tests.realleg $(PYTEST_ARGS)
 
 lint: venv
 	$(BIN)/ruff check .
@@ -30,6 +57,11 @@ demo: venv
 # The filesystem mirror Terraform installs the `liqo-iac/liqo` provider from (MIRROR=dir to choose where).
 mirror: venv
 	$(BIN)/python -m provider.mirror $(if $(MIRROR),--dir $(MIRROR))
+
+# The Pulumi CLI and pulumi-kubernetes' provider plugin, built from their Go modules (tools/pulumi-engine/) into
+# ~/.cache/liqo-iac/pulumi/<version>/ for the end-to-end test of examples/pulumi (docs/pulumi/engine.md).
+pulumi-engine: venv
+	$(BIN)/python tools/pulumi_engine.py
 
 bench: venv
 	$(BIN)/python bench/apiserver.py

@@ -9,7 +9,11 @@ certificate (aiohttp over HTTPS):
 - gets/s, and the time of a full list of 10,000 objects and of one page of 500;
 - watch: 100 watchers on one namespace, then a run of writes; the delay from each
   write's response to the event reaching every watcher, and the events delivered;
-- memory: the server's VmRSS before and after 10,000 small ConfigMaps.
+- memory: the server's VmRSS before and after 10,000 small ConfigMaps;
+- authorization: gets/s of Secrets and creates/s of Events as a kubelet
+  (`system:node:<node>`, decided by the Node authorizer: each Secret get walks the pods
+  bound to the node that reference it, NODE_PODS of them in the namespace) against the
+  same requests as the admin (`system:masters`, allowed before any authorizer runs).
 
 Wall-clock figures on a shared two-core machine are noisy, so each phase also records
 the server's CPU time per operation (from /proc/<pid>/stat), which other load hardly
@@ -51,6 +55,12 @@ import aiohttp
 import yaml
 from aiohttp import web
 
+# `python bench/apiserver.py` puts bench/ first on sys.path, where bench/playground.py would shadow the package.
+if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
+    sys.path.pop(0)
+
+from playground.apiserver.pki import CertificateAuthority
+
 REPO = Path(__file__).resolve().parent.parent
 PYTHON = sys.executable
 NAMESPACE = "bench"
@@ -60,6 +70,10 @@ CONCURRENCY = 16
 WATCHERS = 100
 WATCH_WRITES = 200
 PAGE = 500
+NODE = "bench-node"
+NODE_NAMESPACE = "bench-node"
+#: pods bound to the kubelet's node in its namespace, each referencing a Secret of its own
+NODE_PODS = 100
 FULL_LISTS = 5
 STARTS = 3
 RATE_SECONDS = 2.0
@@ -100,15 +114,23 @@ def load_credentials(kubeconfig: Path, workdir: Path) -> Credentials:
     config = yaml.safe_load(kubeconfig.read_text())
     cluster = config["clusters"][0]["cluster"]
     user = config["users"][0]["user"]
-    cert, key = workdir / "client.crt", workdir / "client.key"
-    cert.write_bytes(base64.b64decode(user["client-certificate-data"]))
-    key.write_bytes(base64.b64decode(user["client-key-data"]))
-    os.chmod(key, 0o600)
-    context = ssl.create_default_context(
-        cadata=base64.b64decode(cluster["certificate-authority-data"]).decode()
+    return _credentials(
+        cluster["server"],
+        base64.b64decode(cluster["certificate-authority-data"]),
+        base64.b64decode(user["client-certificate-data"]),
+        base64.b64decode(user["client-key-data"]),
+        workdir / "client",
     )
+
+
+def _credentials(url: str, ca_pem: bytes, cert_pem: bytes, key_pem: bytes, stem: Path) -> Credentials:
+    cert, key = stem.with_suffix(".crt"), stem.with_suffix(".key")
+    cert.write_bytes(cert_pem)
+    key.write_bytes(key_pem)
+    os.chmod(key, 0o600)
+    context = ssl.create_default_context(cadata=ca_pem.decode())
     context.load_cert_chain(cert, key)
-    return Credentials(url=cluster["server"], ssl=context)
+    return Credentials(url=url, ssl=context)
 
 
 def cpu_seconds(pid: int) -> float:
@@ -183,6 +205,13 @@ class ServerProcess:
                 return int(line.split()[1]) / 1024
         raise RuntimeError("no VmRSS in /proc status")
 
+    def user_credentials(self, user: str, *groups: str) -> Credentials:
+        """A client certificate for `user` in `groups`, signed by the server's CA."""
+        ca = CertificateAuthority.load(self.state_dir / "pki")
+        cert, key = ca.issue_client(user, organizations=list(groups))
+        stem = self.state_dir / user.replace(":", "-")
+        return _credentials(self.credentials.url, ca.cert_pem, cert, key, stem)
+
     def cpu_s(self) -> float:
         return cpu_seconds(self.pid)
 
@@ -205,7 +234,6 @@ def serve_echo(state_dir: Path) -> None:
     Prints its port once it listens.
     """
     sys.path.insert(0, str(REPO))
-    from playground.apiserver.pki import CertificateAuthority
 
     ca = CertificateAuthority.load(state_dir / "pki")
     cert, key = ca.issue_server(hosts=["127.0.0.1"])
@@ -443,6 +471,71 @@ async def gets(server: ServerProcess) -> dict[str, Any]:
     return figures
 
 
+async def node_requests(server: ServerProcess) -> dict[str, Any]:
+    """Secret gets and Event creates as the kubelet of NODE, and the same as the admin."""
+    namespace = f"/api/v1/namespaces/{NODE_NAMESPACE}"
+    async with session(server.credentials) as admin:
+        await create_namespace(admin, NODE_NAMESPACE)
+        account = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"}}
+        async with admin.post(
+            f"{namespace}/serviceaccounts", data=json.dumps(account), headers=JSON
+        ) as answer:
+            await expect(answer, 201)
+        for i in range(NODE_PODS):
+            secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": f"s-{i:03d}"}}
+            async with admin.post(f"{namespace}/secrets", data=json.dumps(secret), headers=JSON) as answer:
+                await expect(answer, 201)
+            env = [{"name": "S", "valueFrom": {"secretKeyRef": {"name": f"s-{i:03d}", "key": "k"}}}]
+            pod = {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": f"p-{i:03d}"},
+                "spec": {"nodeName": NODE, "containers": [{"name": "c", "image": "x:1", "env": env}]},
+            }
+            async with admin.post(f"{namespace}/pods", data=json.dumps(pod), headers=JSON) as answer:
+                await expect(answer, 201)
+    who = {
+        "admin": server.credentials,
+        "node": server.user_credentials(f"system:node:{NODE}", "system:nodes"),
+    }
+    return {
+        label: await _secret_gets_and_event_creates(server, credentials, label)
+        for label, credentials in who.items()
+    }
+
+
+async def _secret_gets_and_event_creates(
+    server: ServerProcess, credentials: Credentials, label: str
+) -> dict[str, Any]:
+    namespace = f"/api/v1/namespaces/{NODE_NAMESPACE}"
+    rng = random.Random(2)
+    async with session(credentials) as client:
+
+        async def get() -> None:
+            async with client.get(f"{namespace}/secrets/s-{rng.randrange(NODE_PODS):03d}") as response:
+                await expect(response, 200)
+
+        async def create(i: int) -> None:
+            event = {
+                "apiVersion": "v1",
+                "kind": "Event",
+                "metadata": {"name": f"{label}-{i:05d}"},
+                "involvedObject": {"kind": "Pod", "name": "p-000", "namespace": NODE_NAMESPACE},
+                "reason": "Bench",
+                "message": "bench",
+                "type": "Normal",
+            }
+            async with client.post(f"{namespace}/events", data=json.dumps(event), headers=JSON) as response:
+                await expect(response, 201)
+
+        return {
+            "get": (await run_for(RATE_SECONDS, CONCURRENCY, get, server.cpu_s)).figures("get"),
+            "create": (await run_count(SEQUENTIAL_CREATES, CONCURRENCY, create, server.cpu_s)).figures(
+                "create"
+            ),
+        }
+
+
 async def lists(server: ServerProcess) -> dict[str, Any]:
     path = f"/api/v1/namespaces/{NAMESPACE}/configmaps"
     full: list[float] = []
@@ -604,6 +697,11 @@ async def measure(workdir: Path, log: Callable[[str], None]) -> dict[str, Any]:
         results["memory"] = created.pop("memory")
         results["create"] = created
         results["get"] = await phase("gets", log, gets(server))
+        results["node"] = await phase(
+            f"a kubelet's Secret gets and Event creates ({NODE_PODS} pods on its node)",
+            log,
+            node_requests(server),
+        )
         results["list"] = await phase("lists", log, lists(server))
         results["watch"] = await phase(
             f"watch ({WATCHERS} watchers, {WATCH_WRITES} writes)", log, watches(server)
@@ -669,6 +767,12 @@ def ratios(results: dict[str, Any]) -> dict[str, float]:
         "get_vs_healthz_cpu": ratio(
             "get.concurrent.cpu_us_per_get", f"{healthz}.concurrent.cpu_us_per_request"
         ),
+        "node_get_vs_admin_per_s": ratio("node.node.get.per_s", "node.admin.get.per_s"),
+        "node_get_vs_admin_cpu": ratio("node.node.get.cpu_us_per_get", "node.admin.get.cpu_us_per_get"),
+        "node_create_vs_admin_per_s": ratio("node.node.create.per_s", "node.admin.create.per_s"),
+        "node_create_vs_admin_cpu": ratio(
+            "node.node.create.cpu_us_per_create", "node.admin.create.cpu_us_per_create"
+        ),
         "full_list_vs_healthz_latency": ratio("list.full_list_ms.p50", f"{healthz}.latency_ms.p50"),
         "page_vs_healthz_latency": ratio("list.page_ms.p50", f"{healthz}.latency_ms.p50"),
         "watch_p99_vs_healthz_latency": ratio("watch.latency_ms.p99", f"{healthz}.latency_ms.p50"),
@@ -696,6 +800,7 @@ def table(results: dict[str, Any], report: dict[str, Any]) -> str:
     base, r, s, w = results["baseline"], report["ratios"], results["startup"], results["watch"]
     echo, healthz = base["echo_healthz"], base["healthz"]
     create, get, lst, mem = results["create"], results["get"], results["list"], results["memory"]
+    node = results["node"]
     bare = results["no_persist"]
     stored = OBJECTS + SEQUENTIAL_CREATES + WATCH_WRITES
     rows = [
@@ -753,6 +858,20 @@ def table(results: dict[str, Any], report: dict[str, Any]) -> str:
             f"{get['concurrent']['per_s']:.0f}/s",
             f"{get['concurrent']['cpu_us_per_get']:.0f} us",
             f"{r['get_concurrent_vs_healthz_per_s']:.2f}x healthz/s, {r['get_vs_healthz_cpu']:.1f}x its CPU",
+        ),
+        (
+            f"get Secret as the kubelet, {CONCURRENCY} in flight",
+            f"{node['node']['get']['per_s']:.0f}/s",
+            f"{node['node']['get']['cpu_us_per_get']:.0f} us",
+            f"Node authorizer over {NODE_PODS} pods: {r['node_get_vs_admin_per_s']:.2f}x admin/s "
+            f"({node['admin']['get']['per_s']:.0f}/s), {r['node_get_vs_admin_cpu']:.2f}x its CPU",
+        ),
+        (
+            f"create Event as the kubelet, {CONCURRENCY} in flight",
+            f"{node['node']['create']['per_s']:.0f}/s",
+            f"{node['node']['create']['cpu_us_per_create']:.0f} us",
+            f"{r['node_create_vs_admin_per_s']:.2f}x admin/s ({node['admin']['create']['per_s']:.0f}/s), "
+            f"{r['node_create_vs_admin_cpu']:.2f}x its CPU",
         ),
         (
             f"full list of {OBJECTS}",

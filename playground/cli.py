@@ -1,9 +1,9 @@
 """The `playground` command: local Kubernetes clusters, as `kind` makes them, for this project.
 
-    playground up NAME [NAME...] [--nodes N] [--pod-cidr CIDR] [--service-cidr CIDR]
+    playground up NAME [NAME...] [--nodes N] [--pod-cidr CIDR] [--service-cidr CIDR] [--network loopback]
     playground status [-o json]
     playground down [NAME...] [--keep]
-    playground kubeconfig NAME [--raw]
+    playground kubeconfig NAME [--raw] [--internal]
 
 Every command takes `--state-dir` (default `$PLAYGROUND_STATE_DIR`, else `.playground`).
 `up` prints one kubeconfig path per cluster on stdout once every cluster is ready;
@@ -35,7 +35,7 @@ from playground.cluster import (
     resolve,
     up,
 )
-from playground.spec import DEFAULT_POD_CIDR, DEFAULT_SERVICE_CIDR, SpecError
+from playground.spec import DEFAULT_POD_CIDR, DEFAULT_SERVICE_CIDR, NETWORKS, SpecError
 
 STATUS_COLUMNS = ("NAME", "STATE", "API SERVER", "NODES", "KUBECONFIG")
 
@@ -82,6 +82,12 @@ def argument_parser() -> argparse.ArgumentParser:
         help="the API server's port on 127.0.0.1 (one cluster only; default: a free port)",
     )
     start.add_argument(
+        "--network",
+        choices=NETWORKS,
+        help="netns (default): nodes and pods in network namespaces, as kind's; loopback: the emulator-only "
+        "fallback without CAP_NET_ADMIN (no Services; see docs/playground.md)",
+    )
+    start.add_argument(
         "--wait",
         type=_positive_seconds,
         default=READY_TIMEOUT,
@@ -105,6 +111,11 @@ def argument_parser() -> argparse.ArgumentParser:
     )
     config.add_argument("name", metavar="NAME")
     config.add_argument("--raw", action="store_true", help="print the kubeconfig itself")
+    config.add_argument(
+        "--internal",
+        action="store_true",
+        help="the one at the control-plane node's address, for the cluster's nodes and pods (kind's --internal)",
+    )
     return parser
 
 
@@ -122,6 +133,7 @@ def _up(args: argparse.Namespace, state_dir: Path) -> int:
         pod_cidr=args.pod_cidr,
         service_cidr=args.service_cidr,
         api_server_port=args.api_server_port,
+        network=args.network,
     )
     for spec in specs:
         existing = Cluster(spec, state_dir=state_dir).exists
@@ -173,14 +185,15 @@ def _down(args: argparse.Namespace, state_dir: Path) -> int:
 
 def _kubeconfig(args: argparse.Namespace, state_dir: Path) -> int:
     cluster = Cluster.load(args.name, state_dir=state_dir)
-    if not cluster.kubeconfig.exists():
+    path = cluster.paths.internal_kubeconfig if args.internal else cluster.kubeconfig
+    if not path.exists():
         raise ClusterError(
             f"cluster {args.name} has no kubeconfig yet: start it with `playground up {args.name}`"
         )
     if args.raw:
-        sys.stdout.write(cluster.kubeconfig.read_text())
+        sys.stdout.write(path.read_text())
     else:
-        print(display_path(cluster.kubeconfig))
+        print(display_path(path))
     return 0
 
 

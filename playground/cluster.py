@@ -1,23 +1,38 @@
 """One playground cluster's life: create or restart it, wait until it is ready, stop it.
 
-A cluster is a handful of detached processes (`spec.commands`): the API server (the
-emulator, or etcd and kube-apiserver from `KUBEBUILDER_ASSETS`), the control plane
-(`python -m playground.controlplane`, and kube-controller-manager / kube-scheduler
-when the assets have them) and one node agent per node, all on the loopback interface
-(each node agent on an address of its own, its node's InternalIP; see nodeagent/loopback.py). Its state
-lives in `<state-dir>/<name>/` (see `spec.ClusterPaths`): the stored spec, the
-processes started (`processes.py` records), logs, certificates, the admin kubeconfig
-and the API server's objects, so a stopped cluster comes back with what it held.
+A cluster is a handful of processes (`spec.commands`): the API server (the emulator, or
+etcd and kube-apiserver from `KUBEBUILDER_ASSETS`), the control plane (`python -m
+playground.controlplane`, and kube-controller-manager / kube-scheduler when the assets
+have them), one node agent and one kube-proxy per node, and the host port forwarder,
+each in its node's network namespace as on kind (`spec.role_netns`; the network itself
+is `playground.network.fabric`'s, made before the supervisor starts and removed after it
+stopped). In the `loopback` fallback everything runs on the host's loopback addresses
+instead (each node agent on an address of its own, its node's InternalIP; see
+nodeagent/loopback.py), without kube-proxies. They are run by the cluster's supervisor
+(`playground.supervisor`), one detached process that starts each in its namespace in
+kubeadm's order, restarts one that exits, and stops them one at a time in reverse order.
+Its state lives in `<state-dir>/<name>/` (see `spec.ClusterPaths`): the stored spec, the
+supervisor's plan and state (`processes.json`: what runs now), logs, certificates, the
+admin kubeconfig and the API server's objects, so a stopped cluster comes back with
+what it held.
 
 Credentials are made here before anything starts: the cluster CA (the emulator loads
 the one it finds in its state dir), an admin client certificate (`kubernetes-admin`
 in `system:masters`) in a kubeconfig whose context, cluster and user are all
-`playground-<name>`, and in real-binary mode the rest of the PKI. So every process can
-start at once; the clients among them retry until the API server answers.
+`playground-<name>`, a kubeconfig for each component's identity (`system:kube-
+controller-manager`, `system:kube-scheduler`, `system:kube-proxy`, and
+`system:node:<name>` in `system:nodes` for each node agent), and in real-binary mode
+the rest of the PKI. So every process can start at once; the clients among them retry
+until the API server answers.
 
 Ready means what `kind create cluster --wait` waits for, and a little more: `/readyz`
-answers ok, every Node is Ready with a Lease renewed since this start, the `default`
-ServiceAccount exists in `default`, and each control-plane process reports healthy.
+answers ok, every Node is Ready with a Lease renewed since this start and no longer
+tainted not-ready (after a restart the node lifecycle controller removes that taint a
+moment after Ready), the control-plane
+node carries kubeadm's `node-role.kubernetes.io/control-plane` label (set here with
+admin rights once it registers, as kubeadm's mark-control-plane phase does: NodeRestriction
+refuses a kubelet that label), the `default` ServiceAccount exists in `default`, and
+each control-plane process reports healthy.
 """
 
 from __future__ import annotations
@@ -33,8 +48,10 @@ import json
 import logging
 import os
 import shutil
+import signal
 import socket
 import ssl
+import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -49,6 +66,7 @@ from playground.apiserver.kubeconfig import write_kubeconfig
 from playground.apiserver.pki import CA_CERT_FILE, CertificateAuthority
 from playground.controlplane.__main__ import HEALTH_PORT_FILE
 from playground.controlplane.components import COMPONENTS
+from playground.network import fabric, requirements, subnets
 from playground.nodeagent import podrun
 from playground.processes import ProcessRecord
 from playground.realbinary import (
@@ -62,19 +80,36 @@ from playground.realbinary import (
 )
 from playground.spec import (
     APISERVER,
+    CONTROLLER_MANAGER_PORT,
     CONTROLPLANE,
     KUBE_CONTROLLER_MANAGER,
     KUBE_SCHEDULER,
+    NETNS,
     NODE_ROLE_PREFIX,
+    SCHEDULER_PORT,
     ClusterPaths,
     ClusterSpec,
     SpecError,
+    api_server_cert_hosts,
     check_specs,
     client_identities,
+    cluster_network,
     commands,
     node_plans,
     ports_of,
+    supervisor_plan,
     unassigned_ports,
+)
+from playground.supervisor import (
+    BACKOFF,
+    HELD,
+    SUPERVISOR,
+    RoleState,
+    SupervisorState,
+    read_held,
+    read_state,
+    write_held,
+    write_state,
 )
 from runtime.api.kinds import LEASES, NODES, SERVICEACCOUNTS
 from runtime.core import AlreadyExistsError, APIError, Client, NotFoundError
@@ -85,9 +120,19 @@ logger = logging.getLogger(__name__)
 STATE_DIR_ENV = "PLAYGROUND_STATE_DIR"
 DEFAULT_STATE_DIR = Path(".playground")
 READY_TIMEOUT = 60.0
+#: what kubeadm's mark-control-plane phase puts on the control-plane node
+CONTROL_PLANE_LABELS = {
+    "node-role.kubernetes.io/control-plane": "",
+    "node.kubernetes.io/exclude-from-external-load-balancers": "",
+}
 NODE_LEASE_NAMESPACE = "kube-node-lease"
 _POLL = 0.1
 _LOG_TAIL = 15
+#: a process that exited this many times since the supervisor started, and is waiting to be
+#: restarted once more, is crash-looping: a readiness wait fails at once with its log
+CRASH_LOOP_EXITS = 2
+#: the node lifecycle controller's taints for a node that is not Ready
+_NODE_LIFECYCLE_TAINTS = ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable")
 
 
 #: what a readiness wait still waits for, given a client ("": nothing, ready)
@@ -113,8 +158,10 @@ class ClusterStatus:
     nodes: str
     kubeconfig: str
     mode: str
+    #: what the supervisor says of each process (empty when it never ran)
+    processes: tuple[RoleState, ...] = ()
 
-    def as_json(self) -> dict[str, str]:
+    def as_json(self) -> dict[str, Any]:
         return {
             "name": self.name,
             "state": self.state,
@@ -122,11 +169,21 @@ class ClusterStatus:
             "nodes": self.nodes,
             "kubeconfig": self.kubeconfig,
             "mode": self.mode,
+            "processes": [
+                {
+                    "role": role.role,
+                    "state": role.state,
+                    "pid": role.record.pid if role.record else None,
+                    "exits": role.exits,
+                    "lastExit": role.last_exit,
+                }
+                for role in self.processes
+            ],
         }
 
 
 def _kubeconfig(
-    spec: ClusterSpec, *, user: str, ca_pem: bytes, cert_pem: bytes, key_pem: bytes
+    spec: ClusterSpec, *, server: str, user: str, ca_pem: bytes, cert_pem: bytes, key_pem: bytes
 ) -> dict[str, Any]:
     """A kubeconfig like kind's: context, cluster and (for the admin) user named `playground-<name>`."""
 
@@ -140,7 +197,7 @@ def _kubeconfig(
         "clusters": [
             {
                 "name": spec.context,
-                "cluster": {"server": spec.api_server_url, "certificate-authority-data": b64(ca_pem)},
+                "cluster": {"server": server, "certificate-authority-data": b64(ca_pem)},
             }
         ],
         "users": [
@@ -178,6 +235,29 @@ def free_ports(count: int) -> list[int]:
         return ports
 
 
+def assign_addresses(specs: Sequence[ClusterSpec], *, state_dir: Path) -> list[ClusterSpec]:
+    """The specs with the netns network's node addresses filled in where they are missing.
+
+    The state dir's /24 is claimed (see playground.network.subnets), and each new node gets
+    the lowest address no stored cluster of the state dir holds.
+    """
+    if all(spec.network != NETNS or spec.node_addresses for spec in specs):
+        return list(specs)
+    with subnets.lock(state_dir):
+        subnet = subnets.subnet_for(state_dir)
+        used = {address for cluster in clusters(state_dir) for address in cluster.spec.node_addresses}
+        used |= {address for spec in specs for address in spec.node_addresses}
+        assigned = []
+        for spec in specs:
+            if spec.network == NETNS and not spec.node_addresses:
+                addresses = subnets.node_addresses(subnet, spec.nodes, used=used)
+                used |= set(addresses)
+                spec = dataclasses.replace(spec, node_network=subnet, node_addresses=tuple(addresses))
+            assigned.append(spec)
+    check_specs(assigned)
+    return assigned
+
+
 def assign_ports(specs: Sequence[ClusterSpec]) -> list[ClusterSpec]:
     """The specs with every port they need and lack filled in with distinct free ports."""
     wanted = [unassigned_ports(spec) for spec in specs]
@@ -206,8 +286,13 @@ def _renewed_since(lease: Mapping[str, Any], since: dt.datetime) -> bool:
 
 
 def _is_ready(node: Mapping[str, Any]) -> bool:
+    """Ready, and no longer tainted not-ready or unreachable (the node lifecycle controller removes those
+    a moment after Ready: until then no pod is scheduled there)."""
     conditions = (node.get("status") or {}).get("conditions") or []
-    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+    taints = (node.get("spec") or {}).get("taints") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions) and not any(
+        taint.get("key") in _NODE_LIFECYCLE_TAINTS for taint in taints
+    )
 
 
 class Cluster:
@@ -254,13 +339,16 @@ class Cluster:
         except AssetsError as exc:
             raise ClusterError(f"cluster {self.name} runs real binaries, but {exc}") from None
 
-    # records
+    # what runs
+
+    def supervisor_state(self) -> SupervisorState | None:
+        """What the cluster's supervisor last wrote (None when it never ran)."""
+        return read_state(self.paths.processes)
 
     def records(self) -> dict[str, ProcessRecord]:
-        return {record.role: record for record in processes.read_records(self.paths.processes)}
-
-    def _save_records(self, records: Mapping[str, ProcessRecord]) -> None:
-        processes.write_records(self.paths.processes, records.values())
+        """The supervisor's record and the record of each process it runs, by role."""
+        state = self.supervisor_state()
+        return {record.role: record for record in state.records()} if state else {}
 
     def running(self) -> dict[str, bool]:
         """Each recorded process by role: whether it is still the one that was started."""
@@ -275,42 +363,69 @@ class Cluster:
         return podrun.container_pid(self.paths.node(node), uid, container)
 
     def status(self) -> ClusterStatus:
-        running = self.running()
-        up = sum(running.values())
+        state = self.supervisor_state()
+        supervised = state is not None and processes.is_running(state.supervisor)
+        running = {role: up for role, up in self.running().items() if role != SUPERVISOR}
         try:
             expected = len(self._commands())
         except ClusterError:
             expected = len(running)
-        state = "stopped" if up == 0 else "running" if up == expected else "degraded"
+        up = sum(running.values())
+        if not supervised and up == 0:
+            phase = "stopped"
+        elif supervised and up == expected:
+            phase = "running"
+        else:
+            phase = "degraded"
         agents = sum(running.get(NODE_ROLE_PREFIX + node, False) for node in self.node_names)
         return ClusterStatus(
             name=self.name,
-            state=state,
+            state=phase,
             api_server=self.spec.api_server_url,
             nodes=f"{agents}/{self.spec.nodes}",
             kubeconfig=str(self.kubeconfig),
             mode="real binaries" if self.spec.assets else "emulator",
+            processes=state.roles if supervised and state else (),
         )
 
     def _commands(self) -> dict[str, list[str]]:
         return commands(self.spec, self.paths, assets=self.assets(), all_components=list(COMPONENTS))
 
+    @property
+    def uses_netns(self) -> bool:
+        return self.spec.network == NETNS
+
     # preparation: files and credentials
 
     def _prepare(self) -> None:
-        """Create the state dir, store the spec, and make every credential that is missing."""
+        """Create the state dir, store the spec, make every credential that is missing, write the plan."""
         self.paths.logs.mkdir(parents=True, exist_ok=True)
         self.paths.spec.write_text(json.dumps(self.spec.as_json(), indent=2) + "\n")
+        self.paths.supervisor.mkdir(exist_ok=True)
+        plan = supervisor_plan(self.spec, self.paths, assets=self.assets(), all_components=list(COMPONENTS))
+        self.paths.plan.write_text(json.dumps(plan.as_json(), indent=2) + "\n")
+        write_held(self.paths.held, [])
+        self.paths.processes.unlink(missing_ok=True)
+        (self.paths.controlplane / HEALTH_PORT_FILE).unlink(missing_ok=True)
+        internal = self.spec.internal_api_server_url
         if self.spec.assets is None:
             ca = self._emulator_ca()
         else:
             ca = generate_pki(
-                self.paths.pki, service_cidr=self.spec.service_cidr, identities=client_identities(self.spec)
+                self.paths.pki,
+                service_cidr=self.spec.service_cidr,
+                identities=client_identities(self.spec),
+                hosts=api_server_cert_hosts(self.spec),
             )
-            for identity in client_identities(self.spec):
-                if identity != ADMIN:
-                    self._write_kubeconfig(self.paths.component_kubeconfig(identity), ca, identity)
+        for identity in client_identities(self.spec):
+            if identity != ADMIN:
+                self._write_kubeconfig(
+                    self.paths.component_kubeconfig(identity), ca, identity, server=internal
+                )
         self._write_kubeconfig(self.kubeconfig, ca, ADMIN, user=self.spec.context)
+        self._write_kubeconfig(
+            self.paths.internal_kubeconfig, ca, ADMIN, user=self.spec.context, server=internal
+        )
 
     def _emulator_ca(self) -> CertificateAuthority:
         """The emulator's CA, made here first so the admin kubeconfig exists before the emulator runs."""
@@ -322,11 +437,23 @@ class Cluster:
         return ca
 
     def _write_kubeconfig(
-        self, path: Path, ca: CertificateAuthority, identity: ClientIdentity, *, user: str | None = None
+        self,
+        path: Path,
+        ca: CertificateAuthority,
+        identity: ClientIdentity,
+        *,
+        user: str | None = None,
+        server: str | None = None,
     ) -> None:
+        """A kubeconfig for `identity` at `server` (default: the host's port, the user's)."""
         cert, key = ca.issue_client(identity.user, organizations=identity.groups)
         config = _kubeconfig(
-            self.spec, user=user or identity.user, ca_pem=ca.cert_pem, cert_pem=cert, key_pem=key
+            self.spec,
+            server=server or self.spec.api_server_url,
+            user=user or identity.user,
+            ca_pem=ca.cert_pem,
+            cert_pem=cert,
+            key_pem=key,
         )
         write_kubeconfig(path, config)
 
@@ -348,25 +475,33 @@ class Cluster:
             )
 
     async def start(self, *, wait: float = READY_TIMEOUT) -> None:
-        """Start every process (creating the cluster when it does not exist) and wait until it is ready.
+        """Start the cluster's supervisor (creating the cluster when it does not exist) and wait until
+        the cluster is ready.
 
         On failure every process started is stopped again and ClusterError says why, with
-        the tail of the log of a process that exited.
+        the tail of the log of a process that kept exiting.
         """
         await asyncio.to_thread(self._check_startable)
         since = dt.datetime.now(dt.UTC)
         created = not await asyncio.to_thread(self.paths.spec.exists)
         await asyncio.to_thread(self._prepare)
         try:
-            await self._spawn(None)
+            if self.uses_netns:
+                await asyncio.to_thread(fabric.create, cluster_network(self.spec, self.paths))
+            await asyncio.to_thread(self._start_supervisor)
             if created:
                 await self._wait(_nothing_pending, wait=wait, what="the API server")
                 await self._create_addons()
             await self.wait_ready(wait=wait, since=since)
         except BaseException:
-            await self._stop_roles(None)
+            await self.stop()
             raise
         logger.info("%s: ready at %s", self.name, self.spec.api_server_url)
+
+    async def _remove_network(self) -> None:
+        """Remove the cluster's namespaces and links (whatever a run or a crash left), after its processes."""
+        if self.uses_netns:
+            await _uncancellable(asyncio.to_thread(fabric.remove, self.state_dir, self.name))
 
     async def _create_addons(self) -> None:
         async with self.client() as api:
@@ -376,76 +511,73 @@ class Cluster:
                 with contextlib.suppress(AlreadyExistsError):
                     await api.create(resource, body, namespace=body["metadata"]["namespace"])
 
-    async def _spawn(self, roles: Sequence[str] | None) -> None:
-        """Start the processes of `roles` (None: all of them) and record them."""
-
-        def spawn_all() -> None:
-            all_commands = self._commands()
-            records = self.records()
-            chosen = list(all_commands) if roles is None else roles
-            if CONTROLPLANE in chosen:
-                (self.paths.controlplane / HEALTH_PORT_FILE).unlink(missing_ok=True)
-            try:
-                for role in chosen:
-                    log = self.paths.log(role)
-                    with log.open("a") as out:
-                        out.write(f"--- started {dt.datetime.now(dt.UTC).isoformat()}\n")
-                    records[role] = processes.spawn(
-                        role, all_commands[role], log=log, env=self._environment()
-                    )
-            finally:
-                self._save_records(records)
-
-        await asyncio.to_thread(spawn_all)
-
-    @staticmethod
-    def _environment() -> dict[str, str]:
-        return {**os.environ, "PYTHONUNBUFFERED": "1"}
+    def _start_supervisor(self) -> None:
+        log = self.paths.log(SUPERVISOR)
+        with log.open("a") as out:
+            out.write(f"--- started {dt.datetime.now(dt.UTC).isoformat()}\n")
+        command = [
+            sys.executable,
+            "-m",
+            "playground.supervisor",
+            "--plan",
+            str(self.paths.plan),
+            "--state",
+            str(self.paths.processes),
+            "--held",
+            str(self.paths.held),
+            "--log",
+            str(log),
+        ]
+        record = processes.spawn(SUPERVISOR, command, log=log, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        # Until the supervisor writes its state, this is how `stop` finds it.
+        write_state(self.paths.processes, SupervisorState(supervisor=record), only_if_absent=True)
 
     async def stop(self, *, remove: bool = False, grace: float = processes.STOP_TIMEOUT) -> None:
-        """Stop every recorded process (never one whose pid was recycled); with `remove`, delete the state."""
-        await self._stop_roles(None, grace=grace)
+        """Stop every process, last started first (never one whose pid was recycled), then remove the
+        cluster's network; with `remove`, delete the state."""
+        await _uncancellable(asyncio.to_thread(self._stop_all, grace))
+        await self._remove_network()
         if remove:
             await asyncio.to_thread(shutil.rmtree, self.paths.root, True)
 
-    async def _stop_roles(
-        self, roles: Sequence[str] | None, *, grace: float = processes.STOP_TIMEOUT
-    ) -> None:
-        """Stop the recorded processes of `roles` (None: all) and forget them."""
-
-        def stop_all() -> None:
-            records = self.records()
-            chosen = [record for role, record in records.items() if roles is None or role in roles]
-            processes.stop(chosen, timeout=grace)
-            for record in chosen:
-                del records[record.role]
-            if self.paths.root.exists():
-                self._save_records(records)
-
-        await _uncancellable(asyncio.to_thread(stop_all))
+    def _stop_all(self, grace: float) -> None:
+        """Ask the supervisor to stop everything; stop by hand, in reverse start order, what it left."""
+        state = self.supervisor_state()
+        if state is None:
+            return
+        if processes.is_running(state.supervisor):
+            # it stops each process within `grace`, one at a time
+            budget = grace * (len(state.records()) + 1)
+            processes.stop([state.supervisor], timeout=budget)
+            state = self.supervisor_state() or state
+        for record in reversed(state.records()[1:]):
+            if processes.owned_processes(record):
+                logger.warning("%s: %s outlived the supervisor; stopping it", self.name, record.role)
+                processes.stop([record], timeout=grace)
 
     # operations tests need
 
     async def stop_node(self, name: str) -> None:
         """Stop the node agent of `name` (SIGTERM): its Lease stops renewing, its pods' processes stop."""
-        await self._stop_roles([self._node_role(name)])
+        await self._hold(self._node_role(name))
 
     async def start_node(self, name: str, *, wait: float = READY_TIMEOUT) -> None:
         """Start the node agent of `name` again and wait until its Node is Ready with a fresh Lease."""
         role = self._node_role(name)
         since = dt.datetime.now(dt.UTC)
-        await self._spawn([role])
+        await self._release(role)
         await self._wait(lambda api: self._nodes_pending(api, [name], since), wait=wait, what=f"node {name}")
 
     async def stop_apiserver(self) -> None:
         """Stop the API server only; its objects stay (in the emulator's state dir, or in etcd)."""
-        await self._stop_roles([APISERVER])
+        await self._hold(APISERVER)
 
     async def start_apiserver(self, *, wait: float = READY_TIMEOUT) -> None:
         """Start the API server again on its port and wait until `/readyz` answers ok."""
-        if await asyncio.to_thread(port_in_use, self.spec.api_server_port):
+        # (in the netns network the host's port stays with the forwarder, 6443 is the node's own)
+        if not self.uses_netns and await asyncio.to_thread(port_in_use, self.spec.api_server_port):
             raise ClusterError(f"cluster {self.name}: API server port {self.spec.api_server_port} is in use")
-        await self._spawn([APISERVER])
+        await self._release(APISERVER)
         await self._wait(_nothing_pending, wait=wait, what="the API server")
 
     def _node_role(self, name: str) -> str:
@@ -454,6 +586,37 @@ class Cluster:
                 f"cluster {self.name} has no node {name!r} (nodes: {', '.join(self.node_names)})"
             )
         return NODE_ROLE_PREFIX + name
+
+    async def _hold(self, role: str) -> None:
+        """Have the supervisor stop `role` and keep it stopped; return once it is."""
+        await asyncio.to_thread(self._change_held, role, held=True)
+        deadline = time.monotonic() + processes.STOP_TIMEOUT + 5
+        while True:
+            state = await asyncio.to_thread(self.supervisor_state)
+            current = state.role(role) if state else None
+            if current is not None and current.state == HELD:
+                return
+            if time.monotonic() > deadline:
+                raise ClusterError(
+                    f"cluster {self.name}: {role} did not stop; see {self.paths.log(SUPERVISOR)}"
+                )
+            await asyncio.sleep(_POLL)
+
+    async def _release(self, role: str) -> None:
+        """Have the supervisor start `role` again (the caller waits for what that should bring)."""
+        await asyncio.to_thread(self._change_held, role, held=False)
+
+    def _change_held(self, role: str, *, held: bool) -> None:
+        state = self.supervisor_state()
+        if state is None or not processes.is_running(state.supervisor):
+            raise ClusterError(
+                f"cluster {self.name} is not running: start it with `playground up {self.name}`"
+            )
+        with (self.paths.supervisor / ".held.lock").open("a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            roles = read_held(self.paths.held)
+            write_held(self.paths.held, roles | {role} if held else roles - {role})
+        os.kill(state.supervisor.pid, signal.SIGHUP)
 
     @contextlib.asynccontextmanager
     async def client(self) -> AsyncIterator[Client]:
@@ -467,7 +630,8 @@ class Cluster:
         """Wait until the whole cluster is ready (see the module docstring); ClusterError after `wait` seconds."""
 
         async def pending(api: Client) -> list[str]:
-            waiting = await self._nodes_pending(api, self.node_names, since)
+            waiting = await self._mark_control_plane(api)
+            waiting += await self._nodes_pending(api, self.node_names, since)
             try:
                 await api.get(SERVICEACCOUNTS, "default", namespace="default")
             except NotFoundError:
@@ -503,11 +667,18 @@ class Cluster:
                 await asyncio.sleep(_POLL)
 
     def _check_alive(self) -> None:
-        for role, record in self.records().items():
-            if not processes.is_running(record):
+        state = self.supervisor_state()
+        if state is None or not processes.is_running(state.supervisor):
+            log = self.paths.log(SUPERVISOR)
+            raise ClusterError(
+                f"cluster {self.name}: its supervisor is not running; the end of {log}:\n{_log_tail(log)}"
+            )
+        for role in state.roles:
+            if role.state == BACKOFF and role.exits >= CRASH_LOOP_EXITS:
+                log = self.paths.log(role.role)
                 raise ClusterError(
-                    f"cluster {self.name}: the {role} process exited; the end of {record.log}:\n"
-                    f"{_log_tail(record.log)}"
+                    f"cluster {self.name}: the {role.role} process exited {role.exits} times (last exit code "
+                    f"{role.last_exit}); the end of {log}:\n{_log_tail(log)}"
                 )
 
     async def _api_ready(self, http: aiohttp.ClientSession, tls: ssl.SSLContext) -> bool:
@@ -531,21 +702,41 @@ class Cluster:
             if not (_is_ready(nodes.get(name, {})) and _renewed_since(leases.get(name, {}), since))
         ]
 
+    async def _mark_control_plane(self, api: Client) -> list[str]:
+        """Label the control-plane node as kubeadm does, once it has registered; what is still missing."""
+        waiting = []
+        for node in node_plans(self.spec):
+            if node.role != "control-plane":
+                continue
+            try:
+                current = await api.get(NODES, node.name)
+            except NotFoundError:
+                waiting.append(f"node {node.name} to register")
+                continue
+            labels = (current.get("metadata") or {}).get("labels") or {}
+            if any(labels.get(key) != value for key, value in CONTROL_PLANE_LABELS.items()):
+                await api.patch(NODES, node.name, {"metadata": {"labels": dict(CONTROL_PLANE_LABELS)}})
+        return waiting
+
     async def _control_plane_pending(self) -> list[str]:
         records = await asyncio.to_thread(self.records)
         pending = []
+        address = self.spec.control_plane_address
         async with aiohttp.ClientSession() as http:
             if CONTROLPLANE in records:
                 port_file = self.paths.controlplane / HEALTH_PORT_FILE
                 port = await asyncio.to_thread(_read_port, port_file)
-                if port is None or not await _healthy(http, f"http://127.0.0.1:{port}/readyz"):
+                if port is None or not await _healthy(http, f"http://{address}:{port}/readyz"):
                     pending.append("the control plane's /readyz")
             for role, port in (
-                (KUBE_CONTROLLER_MANAGER, self.spec.controller_manager_port),
-                (KUBE_SCHEDULER, self.spec.scheduler_port),
+                (
+                    KUBE_CONTROLLER_MANAGER,
+                    CONTROLLER_MANAGER_PORT,
+                ),
+                (KUBE_SCHEDULER, SCHEDULER_PORT),
             ):
                 if role in records and not await _healthy(
-                    http, f"https://127.0.0.1:{port}/healthz", verify=False
+                    http, f"https://{address}:{port}/healthz", verify=False
                 ):
                     pending.append(f"{role}'s /healthz")
         return pending
@@ -674,12 +865,16 @@ async def up(specs: Sequence[ClusterSpec], *, state_dir: Path, wait: float = REA
     Raises ClusterError naming each cluster that failed (the others stay up).
     """
     check_specs(specs)
+    if any(spec.network == NETNS for spec in specs):
+        missing = await asyncio.to_thread(requirements.problems)
+        if missing:
+            raise ClusterError("cannot start the playground network: " + "; ".join(missing))
     async with _locked_all(state_dir, [spec.name for spec in specs]):
         for spec in specs:
             await asyncio.to_thread(Cluster(spec, state_dir=state_dir)._check_startable)
-        started = [
-            Cluster(spec, state_dir=state_dir) for spec in await asyncio.to_thread(assign_ports, specs)
-        ]
+        ported = await asyncio.to_thread(assign_ports, specs)
+        addressed = await asyncio.to_thread(assign_addresses, ported, state_dir=state_dir)
+        started = [Cluster(spec, state_dir=state_dir) for spec in addressed]
         results = await asyncio.gather(
             *(cluster.start(wait=wait) for cluster in started), return_exceptions=True
         )

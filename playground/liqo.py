@@ -1,7 +1,8 @@
 """Liqo on playground clusters without Terraform, as the Terraform resources do it: for benches, tests and scripts.
 
 - `install`: what `liqo_install` does: the install options from the cluster (the CIDRs it
-  reports, else its spec's; the webhook by URL, as the playground's API server calls it),
+  reports, else its spec's; the webhook by its Service, or by URL in the loopback fallback,
+  which has no Services),
   `runtime.operations.install.apply`, then `install.wait_ready`; the identity it publishes;
 - `issue_token`: what `liqo_generate` creates on a provider: a token, its hash in a Secret;
 - `peer`: what `liqo_peer` writes on a consumer, server-side applied under the Terraform
@@ -15,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from playground.cluster import Cluster
+from playground.spec import NETNS
 from runtime.api import constants as c
 from runtime.api.kinds import SECRETS
 from runtime.core import Client
@@ -47,16 +49,17 @@ class Identity:
 def install_options(
     cluster: Cluster, cidrs: installer.Cidrs, *, cluster_labels: Mapping[str, str]
 ) -> install.InstallOptions:
-    """`liqo_install`'s options for a playground cluster: a fresh cluster id, the webhook by URL."""
+    """`liqo_install`'s options for a playground cluster: a fresh cluster id, the webhook by its Service (by
+    URL in the loopback fallback, which has no Services), the API server at the control-plane node."""
     options = install.InstallOptions(
         cluster_id=str(uuid.uuid4()),
         cluster_name=cluster.name,
-        api_server_url=cluster.spec.api_server_url,
+        api_server_url=cluster.spec.internal_api_server_url,
         pod_cidr=cidrs.pod_cidr or cluster.spec.pod_cidr,
         service_cidr=cidrs.service_cidr or cluster.spec.service_cidr,
         cluster_labels=dict(cluster_labels),
         namespace=NAMESPACE,
-        webhook_mode="url",
+        webhook_mode="service" if cluster.spec.network == NETNS else "url",
     )
     options.validate()
     return options

@@ -7,9 +7,10 @@ its start time (field 22 of `/proc/<pid>/stat`, clock ticks since boot) and comm
 line. Before any signal, the record is checked against `/proc`: a process with the same
 pid but another start time or command line is someone else's and is never touched.
 
-Stopping sends SIGTERM to the process group, waits a bound, then SIGKILLs the group and
-every descendant found before the first signal (pods a node agent started in sessions
-of their own, say), each verified the same way. Linux does not reuse a pid while it
+Stopping sends SIGTERM to the recorded process's group and waits a bound for it to exit
+(it stops what it runs itself), then deals with what is left: every descendant found
+before the first signal (pods a node agent started in sessions of their own, say), each
+verified the same way, gets SIGTERM and then SIGKILL. Linux does not reuse a pid while it
 still names a live process group or session, so the members of a recorded session
 whose leader already died are ours too.
 
@@ -20,7 +21,6 @@ run it in a thread.
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 import signal
@@ -35,6 +35,8 @@ logger = logging.getLogger(__name__)
 PROC = Path("/proc")
 #: how long SIGTERM has before SIGKILL, by default
 STOP_TIMEOUT = 10.0
+#: how long what a stopped process left behind has between SIGTERM and SIGKILL
+LEFTOVER_GRACE = 2.0
 _POLL = 0.02
 
 
@@ -139,12 +141,37 @@ def spawn(
     log: Path,
     env: Mapping[str, str] | None = None,
     cwd: Path | None = None,
+    netns: Path | None = None,
 ) -> ProcessRecord:
-    """Start `argv` detached (own session, stdin closed, stdout and stderr appended to `log`) and record it."""
+    """Start `argv` detached (own session, stdin closed, stdout and stderr appended to `log`) and record it.
+
+    With `netns` (a namespace file, `/run/netns/<name>`) the process runs in that network
+    namespace: `nsenter` enters it and execs `argv`, so the record is `argv`'s.
+    RuntimeError when it exits at once (before it could be recorded).
+    """
+    process, record = launch(role, argv, log=log, env=env, cwd=cwd, netns=netns)
+    if record is None:
+        process.wait()
+        raise RuntimeError(f"{role}: exited at once with {process.returncode}; see {log}")
+    return record
+
+
+def launch(
+    role: str,
+    argv: Sequence[str],
+    *,
+    log: Path,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+    netns: Path | None = None,
+) -> tuple[subprocess.Popen[bytes], ProcessRecord | None]:
+    """`spawn`'s work, for a parent that keeps the child: the `Popen` (to wait for it) and its record
+    (None when it already exited; the caller collects its status)."""
     log.parent.mkdir(parents=True, exist_ok=True)
+    command = list(argv) if netns is None else ["nsenter", f"--net={netns}", "--", *argv]
     with log.open("ab") as out:
         process = subprocess.Popen(
-            list(argv),
+            command,
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=subprocess.STDOUT,
@@ -159,14 +186,14 @@ def spawn(
     while True:
         info = read_proc(process.pid)
         if info is None or info.is_zombie:
-            process.wait()
-            raise RuntimeError(f"{role}: exited at once with {process.returncode}; see {log}")
+            return process, None
         if info.cmdline == expected or time.monotonic() > deadline:
             break
         time.sleep(0.001)
-    return ProcessRecord(
+    record = ProcessRecord(
         role=role, pid=process.pid, start_time=info.start_time, cmdline=info.cmdline, log=str(log)
     )
+    return process, record
 
 
 def _reap(pid: int) -> None:
@@ -233,13 +260,19 @@ def _alive(targets: Sequence[ProcInfo]) -> list[ProcInfo]:
 
 
 def stop(records: Sequence[ProcessRecord], *, timeout: float = STOP_TIMEOUT) -> list[ProcessRecord]:
-    """Stop the recorded processes and all they own: SIGTERM, then SIGKILL after `timeout` s.
+    """Stop the recorded processes and all they own; returns the records whose pid turned out to
+    belong to another process (left alone).
 
-    All records are signalled at once and share the bound. Returns the records whose
-    pid turned out to belong to another process (left alone).
+    SIGTERM goes to each recorded process (its group) only: it has `timeout` seconds to exit
+    and to stop what it runs itself, its own way (a supervisor its children, one at a time; a
+    node agent its pods). A recorded process still running then is killed with everything it
+    owns. What the recorded processes left behind when they exited (descendants, the rest of
+    a session whose leader died) gets SIGTERM, and SIGKILL after `LEFTOVER_GRACE` seconds.
+    All records are signalled at once and share the bound.
     """
     processes = all_processes()
     targets: dict[int, ProcInfo] = {}
+    leaders: list[ProcInfo] = []
     foreign = []
     for record in records:
         owned = owned_processes(record, processes=processes)
@@ -253,38 +286,44 @@ def stop(records: Sequence[ProcessRecord], *, timeout: float = STOP_TIMEOUT) -> 
             )
             foreign.append(record)
         targets.update((info.pid, info) for info in owned)
-    pending = list(targets.values())
-    _signal_all(pending, signal.SIGTERM)
-    deadline = time.monotonic() + timeout
-    while pending and time.monotonic() < deadline:
-        time.sleep(_POLL)
-        pending = _alive(pending)
+        leaders += [info for info in owned if info.pid == record.pid]
+    _signal_all(leaders, signal.SIGTERM)
+    pending = _wait_gone(leaders, timeout)
+    left = _alive(list(targets.values()))
     if pending:
         logger.warning(
-            "processes %s did not stop within %.0f s of SIGTERM; killing them",
-            ", ".join(f"{info.pid} ({' '.join(info.cmdline)[:120]})" for info in pending),
+            "processes %s did not stop within %.0f s of SIGTERM; killing them and all they run",
+            _describe(pending),
             timeout,
         )
-        _signal_all(pending, signal.SIGKILL)
-        deadline = time.monotonic() + 5.0
-        while pending and time.monotonic() < deadline:
-            time.sleep(_POLL)
-            pending = _alive(pending)
+        _kill(left)
+    elif left:
+        _signal_all(left, signal.SIGTERM)
+        still = _wait_gone(left, LEFTOVER_GRACE)
+        if still:
+            logger.warning(
+                "processes %s, left behind, did not stop on SIGTERM; killing them", _describe(still)
+            )
+            _kill(still)
     for record in records:
         _reap(record.pid)
     return foreign
 
 
-def write_records(path: Path, records: Iterable[ProcessRecord]) -> None:
-    """Replace the records file atomically (a reader never sees half of it)."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps([record.as_json() for record in records], indent=2) + "\n")
-    os.replace(tmp, path)
+def _wait_gone(targets: Sequence[ProcInfo], bound: float) -> list[ProcInfo]:
+    """Wait up to `bound` seconds for `targets` to exit; those still running."""
+    deadline = time.monotonic() + bound
+    pending = _alive(targets)
+    while pending and time.monotonic() < deadline:
+        time.sleep(_POLL)
+        pending = _alive(pending)
+    return pending
 
 
-def read_records(path: Path) -> list[ProcessRecord]:
-    try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
-        return []
-    return [ProcessRecord.from_json(item) for item in data]
+def _kill(targets: Sequence[ProcInfo]) -> None:
+    _signal_all(targets, signal.SIGKILL)
+    _wait_gone(targets, 5.0)
+
+
+def _describe(targets: Sequence[ProcInfo]) -> str:
+    return ", ".join(f"{info.pid} ({' '.join(info.cmdline)[:120]})" for info in targets)

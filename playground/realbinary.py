@@ -1,19 +1,34 @@
 """Real-binary mode: run etcd and kube-apiserver (and kube-controller-manager / kube-scheduler
 when present) from `KUBEBUILDER_ASSETS` instead of the API server emulator.
 
-The folder follows the envtest convention (`setup-envtest use -p path`). What this
-module does is pure, so it is unit-tested without the binaries: find the assets, lay
-out and generate the PKI (cluster CA, serving certificate, admin / component / node /
-kubelet-client certificates, the ServiceAccount signing key) with `cryptography`, and
-build each command line. Everything listens on 127.0.0.1; etcd speaks plain HTTP on
-loopback, as under envtest.
+The folder follows the envtest convention (`setup-envtest use -p path`; `make real-k8s`
+builds one, see tools/realk8s/build.py). What this module does is pure, so it is
+unit-tested without the binaries: find the assets, lay out and generate the PKI with
+`cryptography`, and build each command line. The processes run in the control-plane
+node's network namespace (see `playground.spec`): kube-apiserver on all its addresses
+(port 6443), advertising the node's address, kube-controller-manager and kube-scheduler
+on the node's address, etcd on its loopback (plain HTTP, as under envtest) with its
+metrics listener, where the supervisor probes it, on the node's address.
 
-Authorization is `Node,RBAC` like kind's: every node agent gets a client certificate
-for `system:node:<name>` in group `system:nodes`, so the Node authorizer limits it to
-its own Node, Lease, pods and the Secrets/ConfigMaps/tokens they use. The
-NodeRestriction admission plugin stays off (kind turns it on) because the agents label
-their own Node with `node-role.kubernetes.io/*`, which kubeadm does for kind's nodes
-with admin rights instead.
+The PKI and the flags are kubeadm's (`cmd/kubeadm/app/phases/controlplane/manifests.go`
+of v1.36), with kubeadm's file names under `<cluster>/pki/`: the cluster CA, the API
+server's serving certificate, its kubelet-client certificate, the ServiceAccount key pair,
+the front-proxy CA and the API server's front-proxy client certificate (so the
+`--requestheader-*` flags, and the `extension-apiserver-authentication` ConfigMap the
+controller manager and the scheduler read, are complete), and a client certificate per
+component and node. kube-apiserver also routes calls to Services (admission webhooks,
+aggregated APIs) to their endpoints (`--enable-aggregator-routing=true`), since the node
+it runs on resolves no Service name.
+
+Authorization is `Node,RBAC` and NodeRestriction is on, as kubeadm sets up kind's
+API server: every node agent gets a client certificate for `system:node:<name>` in group
+`system:nodes`, so the Node authorizer limits it to its own Node, Lease, pods and the
+Secrets/ConfigMaps/tokens they use, and NodeRestriction to writing its own objects (the
+playground labels the control-plane node with `node-role.kubernetes.io/control-plane`
+with admin rights, as kubeadm does). The components get the identities the bootstrap
+policy binds: `system:kube-controller-manager`, `system:kube-scheduler`, and
+`system:kube-proxy` for each node's kube-proxy (`playground.kubeproxy`, with
+`system:node-proxier`'s rights). The emulator's clusters use the same identities.
 """
 
 from __future__ import annotations
@@ -142,6 +157,18 @@ class Pki:
         return self._file("apiserver-kubelet-client.key")
 
     @property
+    def front_proxy_ca_cert(self) -> Path:
+        return self._file("front-proxy-ca.crt")
+
+    @property
+    def front_proxy_client_cert(self) -> Path:
+        return self._file("front-proxy-client.crt")
+
+    @property
+    def front_proxy_client_key(self) -> Path:
+        return self._file("front-proxy-client.key")
+
+    @property
     def sa_key(self) -> Path:
         return self._file("sa.key")
 
@@ -175,26 +202,46 @@ def node_identity(node: str) -> ClientIdentity:
 ADMIN = ClientIdentity(ADMIN_USER, (MASTERS_GROUP,))
 CONTROLLER_MANAGER = ClientIdentity("system:kube-controller-manager")
 SCHEDULER = ClientIdentity("system:kube-scheduler")
+#: kube-apiserver's bootstrap policy binds this user to `system:node-proxier` (kube-proxy's rights)
+KUBE_PROXY = ClientIdentity("system:kube-proxy")
 KUBELET_CLIENT = ClientIdentity("kube-apiserver-kubelet-client", (MASTERS_GROUP,))
+#: the API server's identity when it proxies to aggregated API servers (the only name they accept)
+FRONT_PROXY_CLIENT = ClientIdentity("front-proxy-client")
+FRONT_PROXY_CA = "front-proxy-ca"
 
 
 def generate_pki(
-    pki: Pki, *, service_cidr: str, identities: Sequence[ClientIdentity]
+    pki: Pki, *, service_cidr: str, identities: Sequence[ClientIdentity], hosts: Sequence[str] = ()
 ) -> CertificateAuthority:
-    """Create what is missing under `pki.directory` (a restart keeps the CA, keys and certificates)."""
+    """Create what is missing under `pki.directory` (a restart keeps the CA, keys and certificates).
+
+    `hosts` are more names and addresses for the serving certificate (kubeadm's certSANs:
+    the control-plane node's name and address).
+    """
     if pki.ca_cert.exists():
         ca = CertificateAuthority.load(pki.directory)
     else:
         ca = CertificateAuthority.generate("playground-ca", days=CERT_DAYS)
         ca.save(pki.directory)
     if not pki.apiserver_cert.exists():
-        cert, key = ca.issue_server(hosts=[*API_SERVER_HOSTS, first_service_ip(service_cidr)], days=CERT_DAYS)
+        cert, key = ca.issue_server(
+            hosts=[*API_SERVER_HOSTS, first_service_ip(service_cidr), *hosts], days=CERT_DAYS
+        )
         write_file_atomically(pki.apiserver_key, key)
         write_file_atomically(pki.apiserver_cert, cert, mode=0o644)
     if not pki.kubelet_client_cert.exists():
         cert, key = ca.issue_client(KUBELET_CLIENT.user, organizations=KUBELET_CLIENT.groups, days=CERT_DAYS)
         write_file_atomically(pki.kubelet_client_key, key)
         write_file_atomically(pki.kubelet_client_cert, cert, mode=0o644)
+    if pki.front_proxy_ca_cert.exists():
+        front_proxy_ca = CertificateAuthority.load(pki.directory, stem=FRONT_PROXY_CA)
+    else:
+        front_proxy_ca = CertificateAuthority.generate(FRONT_PROXY_CA, days=CERT_DAYS)
+        front_proxy_ca.save(pki.directory, stem=FRONT_PROXY_CA)
+    if not pki.front_proxy_client_cert.exists():
+        cert, key = front_proxy_ca.issue_client(FRONT_PROXY_CLIENT.user, days=CERT_DAYS)
+        write_file_atomically(pki.front_proxy_client_key, key)
+        write_file_atomically(pki.front_proxy_client_cert, cert, mode=0o644)
     for identity in identities:
         if not pki.client_cert(identity.user).exists():
             cert, key = ca.issue_client(identity.user, organizations=identity.groups, days=CERT_DAYS)
@@ -217,10 +264,14 @@ def generate_pki(
     return ca
 
 
-def etcd_command(assets: Assets, *, data_dir: Path, client_port: int, peer_port: int) -> list[str]:
+def etcd_command(
+    assets: Assets, *, data_dir: Path, client_port: int, peer_port: int, metrics_url: str | None = None
+) -> list[str]:
+    """etcd on loopback; `metrics_url` is a listener for `/metrics` and the health endpoints only
+    (kubeadm's `--listen-metrics-urls`, where its probes ask `/readyz`)."""
     client_url = f"http://127.0.0.1:{client_port}"
     peer_url = f"http://127.0.0.1:{peer_port}"
-    return [
+    command = [
         str(assets.etcd),
         "--name=playground",
         f"--data-dir={data_dir}",
@@ -231,13 +282,25 @@ def etcd_command(assets: Assets, *, data_dir: Path, client_port: int, peer_port:
         f"--initial-cluster=playground={peer_url}",
         "--unsafe-no-fsync=true",
     ]
+    if metrics_url is not None:
+        command.append(f"--listen-metrics-urls={metrics_url}")
+    return command
 
 
-def apiserver_command(assets: Assets, *, pki: Pki, etcd_port: int, port: int, service_cidr: str) -> list[str]:
+def apiserver_command(
+    assets: Assets,
+    *,
+    pki: Pki,
+    etcd_port: int,
+    port: int,
+    service_cidr: str,
+    advertise_address: str = "127.0.0.1",
+    bind_address: str = "127.0.0.1",
+) -> list[str]:
     return [
         str(assets.kube_apiserver),
-        "--advertise-address=127.0.0.1",
-        "--bind-address=127.0.0.1",
+        f"--advertise-address={advertise_address}",
+        f"--bind-address={bind_address}",
         f"--secure-port={port}",
         f"--etcd-servers=http://127.0.0.1:{etcd_port}",
         f"--service-cluster-ip-range={service_cidr}",
@@ -248,10 +311,22 @@ def apiserver_command(assets: Assets, *, pki: Pki, etcd_port: int, port: int, se
         f"--service-account-key-file={pki.sa_pub}",
         f"--service-account-signing-key-file={pki.sa_key}",
         "--authorization-mode=Node,RBAC",
+        "--enable-admission-plugins=NodeRestriction",
+        "--enable-bootstrap-token-auth=true",
         f"--kubelet-client-certificate={pki.kubelet_client_cert}",
         f"--kubelet-client-key={pki.kubelet_client_key}",
-        "--kubelet-preferred-address-types=InternalIP",
+        "--kubelet-preferred-address-types=InternalIP,ExternalIP,Hostname",
         "--allow-privileged=true",
+        # the front proxy (kubeadm's values): who may assert a user in X-Remote-* headers
+        "--requestheader-username-headers=X-Remote-User",
+        "--requestheader-group-headers=X-Remote-Group",
+        "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+        f"--requestheader-client-ca-file={pki.front_proxy_ca_cert}",
+        f"--requestheader-allowed-names={FRONT_PROXY_CLIENT.user}",
+        f"--proxy-client-cert-file={pki.front_proxy_client_cert}",
+        f"--proxy-client-key-file={pki.front_proxy_client_key}",
+        # webhooks and aggregated APIs behind a Service are called at an endpoint's address
+        "--enable-aggregator-routing=true",
     ]
 
 
@@ -267,6 +342,7 @@ def controller_manager_command(
     kubeconfig: Path,
     port: int,
     cluster_name: str,
+    bind_address: str = "127.0.0.1",
     service_cidr: str,
     pod_cidr: str,
     node_monitor_grace_period: float | None = None,
@@ -279,17 +355,19 @@ def controller_manager_command(
         f"--kubeconfig={kubeconfig}",
         f"--authentication-kubeconfig={kubeconfig}",
         f"--authorization-kubeconfig={kubeconfig}",
-        "--bind-address=127.0.0.1",
+        f"--bind-address={bind_address}",
         f"--secure-port={port}",
         "--leader-elect=false",
         f"--cluster-name={cluster_name}",
-        # kind's list; node CIDRs are the node agents' (--pod-cidr), so nodeipam allocates none
         "--controllers=*,bootstrapsigner,tokencleaner",
+        # Unlike kubeadm's: each node's podCIDR is the playground's plan (node i, the i-th /24 of the pod
+        # CIDR), which its agent registers, in both modes; nodeipam would hand them out in registration order.
         "--allocate-node-cidrs=false",
         f"--cluster-cidr={pod_cidr}",
         f"--service-cluster-ip-range={service_cidr}",
         f"--root-ca-file={pki.ca_cert}",
         f"--client-ca-file={pki.ca_cert}",
+        f"--requestheader-client-ca-file={pki.front_proxy_ca_cert}",
         f"--cluster-signing-cert-file={pki.ca_cert}",
         f"--cluster-signing-key-file={pki.ca_key}",
         f"--service-account-private-key-file={pki.sa_key}",
@@ -302,7 +380,9 @@ def controller_manager_command(
     return command
 
 
-def scheduler_command(assets: Assets, *, kubeconfig: Path, port: int) -> list[str]:
+def scheduler_command(
+    assets: Assets, *, kubeconfig: Path, port: int, bind_address: str = "127.0.0.1"
+) -> list[str]:
     if assets.kube_scheduler is None:
         raise AssetsError(f"{assets.directory} has no kube-scheduler")
     return [
@@ -310,7 +390,7 @@ def scheduler_command(assets: Assets, *, kubeconfig: Path, port: int) -> list[st
         f"--kubeconfig={kubeconfig}",
         f"--authentication-kubeconfig={kubeconfig}",
         f"--authorization-kubeconfig={kubeconfig}",
-        "--bind-address=127.0.0.1",
+        f"--bind-address={bind_address}",
         f"--secure-port={port}",
         "--leader-elect=false",
     ]

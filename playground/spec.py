@@ -7,10 +7,25 @@ short enough for the node names made from them (kind's `<name>-control-plane`,
 (kube-controller-manager's nodeipam hands them out the same way), and the control-plane
 node is tainted `NoSchedule` only when there are workers, as in kind. `cluster.py`
 runs what this module describes.
+
+Networks (`network`): `netns`, the default, is kind's: every node is a network namespace
+on the state dir's bridge with an address of its own (`node_addresses`, from the state
+dir's /24 `node_network`, see `playground.network`); the API server (the emulator, or
+etcd and kube-apiserver) and the control plane run in the control-plane node's
+namespace and listen on kind's ports there (6443, 2379, 2381, 10257, 10259), the node
+agents and kube-proxies in their nodes' namespaces, and `hostport` forwards 127.0.0.1:<api
+server port> on the host to the API server (kind's port mapping). `loopback` is the old
+model, kept as an emulator-only fallback for hosts without CAP_NET_ADMIN: every process
+on the host's loopback addresses, no Services (kube refuses loopback endpoints).
+
+The cluster's supervisor runs every process (`supervisor_plan`): each in its namespace
+(`role_netns`), in kubeadm's order, gated on and probed at the control-plane node's
+address and kind's ports.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import ipaddress
 import re
@@ -20,9 +35,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from playground.network import names, netns
+from playground.network.fabric import ClusterNetwork, NodeNetwork
 from playground.realbinary import (
     ADMIN,
     CONTROLLER_MANAGER,
+    KUBE_PROXY,
     SCHEDULER,
     Assets,
     ClientIdentity,
@@ -34,7 +52,21 @@ from playground.realbinary import (
     replaced_components,
     scheduler_command,
 )
+from playground.supervisor import Plan, ProcessPlan
 
+NETNS = "netns"
+LOOPBACK = "loopback"
+NETWORKS = (NETNS, LOOPBACK)
+#: kind's ports, inside the control-plane node's namespace
+API_SERVER_PORT = 6443
+ETCD_PORT = 2379
+ETCD_PEER_PORT = 2380
+#: etcd's metrics listener, where kubeadm's probes ask /readyz (on the node's address here: the
+#: supervisor probes from the host)
+ETCD_METRICS_PORT = 2381
+CONTROLLER_MANAGER_PORT = 10257
+SCHEDULER_PORT = 10259
+KUBELET_PORT = 10250
 DEFAULT_POD_CIDR = "10.244.0.0/16"
 DEFAULT_SERVICE_CIDR = "10.96.0.0/16"
 CONTEXT_PREFIX = "playground-"
@@ -52,7 +84,10 @@ ETCD = "etcd"
 CONTROLPLANE = "controlplane"
 KUBE_CONTROLLER_MANAGER = "kube-controller-manager"
 KUBE_SCHEDULER = "kube-scheduler"
+#: the host's port forwarded to the API server (kind's port mapping), in the netns network
+HOSTPORT = "hostport"
 NODE_ROLE_PREFIX = "node/"
+KUBE_PROXY_ROLE_PREFIX = "kube-proxy/"
 
 
 class SpecError(ValueError):
@@ -80,11 +115,11 @@ class ClusterSpec:
     node_heartbeat: float | None = None
     #: real-binary mode: the `KUBEBUILDER_ASSETS` folder (None: the emulator)
     assets: str | None = None
-    #: real-binary mode's other loopback ports (0: pick when created)
-    etcd_port: int = 0
-    etcd_peer_port: int = 0
-    controller_manager_port: int = 0
-    scheduler_port: int = 0
+    #: `netns` (kind's network) or `loopback` (the emulator-only fallback)
+    network: str = NETNS
+    #: the netns network: the state dir's /24 and each node's address on it ("" and (): assigned when created)
+    node_network: str = ""
+    node_addresses: tuple[str, ...] = ()
 
     @property
     def context(self) -> str:
@@ -93,21 +128,44 @@ class ClusterSpec:
 
     @property
     def api_server_url(self) -> str:
+        """Where the user's kubeconfig reaches the API server: a port of the host's 127.0.0.1 (kind's)."""
         return f"https://127.0.0.1:{self.api_server_port}"
 
+    @property
+    def control_plane_address(self) -> str:
+        """The address the cluster's own processes reach the control plane on (kind's control-plane node's)."""
+        if self.network != NETNS:
+            return "127.0.0.1"
+        if not self.node_addresses:
+            raise ValueError(f"cluster {self.name}: node addresses are assigned when it is first started")
+        return self.node_addresses[0]
+
+    @property
+    def internal_api_server_url(self) -> str:
+        """Where nodes, pods and other clusters reach the API server (`kind get kubeconfig --internal`)."""
+        if self.network == NETNS:
+            return f"https://{self.control_plane_address}:{API_SERVER_PORT}"
+        return self.api_server_url
+
     def as_json(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        data = dataclasses.asdict(self)
+        data["node_addresses"] = list(self.node_addresses)
+        return data
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> ClusterSpec:
         known = {spec_field.name for spec_field in dataclasses.fields(cls)}
-        return cls(**{key: value for key, value in data.items() if key in known})
+        values = {key: value for key, value in data.items() if key in known}
+        # a cluster stored before the netns network existed ran on loopback addresses
+        values.setdefault("network", LOOPBACK)
+        values["node_addresses"] = tuple(values.get("node_addresses") or ())
+        return cls(**values)
 
 
 @dataclass(frozen=True)
 class NodePlan:
     name: str
-    #: `control-plane` or `worker` (the node agent's --role)
+    #: `control-plane` (labelled so once registered, as kubeadm does) or `worker`
     role: str
     pod_cidr: str
     taints: tuple[str, ...] = ()
@@ -196,6 +254,29 @@ def cidr_problems(spec: ClusterSpec) -> list[str]:
     return problems
 
 
+def network_problems(spec: ClusterSpec) -> list[str]:
+    if spec.network not in NETWORKS:
+        return [f"--network {spec.network!r}: use {' or '.join(NETWORKS)}"]
+    if spec.network == LOOPBACK and spec.assets is not None:
+        return [
+            "--network loopback cannot run real binaries: kube-apiserver refuses loopback endpoint addresses "
+            "(its own, and every pod's); use the default network (it needs CAP_NET_ADMIN), or unset "
+            "KUBEBUILDER_ASSETS to use the emulator"
+        ]
+    if not spec.node_network:
+        return []
+    node_network = ipaddress.ip_network(spec.node_network)
+    problems = []
+    for flag, cidr in (("--pod-cidr", spec.pod_cidr), ("--service-cidr", spec.service_cidr)):
+        with contextlib.suppress(ValueError):
+            if ipaddress.ip_network(cidr).overlaps(node_network):
+                problems.append(
+                    f"{flag} {cidr} overlaps the playground network {node_network} of this state dir: "
+                    "pick another range"
+                )
+    return problems
+
+
 def spec_problems(spec: ClusterSpec) -> list[str]:
     """Everything wrong with `spec`, each with what to do about it (empty: fine)."""
     problems = name_problems(spec.name)
@@ -203,16 +284,9 @@ def spec_problems(spec: ClusterSpec) -> list[str]:
         problems.append(f"--nodes {spec.nodes}: a cluster has between 1 and {MAX_NODES} nodes")
         return problems
     problems += cidr_problems(spec)
-    ports = {
-        "--api-server-port": spec.api_server_port,
-        "etcd port": spec.etcd_port,
-        "etcd peer port": spec.etcd_peer_port,
-        "kube-controller-manager port": spec.controller_manager_port,
-        "kube-scheduler port": spec.scheduler_port,
-    }
-    for label, port in ports.items():
-        if not 0 <= port < 65536:
-            problems.append(f"{label} {port}: must be between 1 and 65535")
+    problems += network_problems(spec)
+    if not 0 <= spec.api_server_port < 65536:
+        problems.append(f"--api-server-port {spec.api_server_port}: must be between 1 and 65535")
     heartbeat, lease = spec.node_heartbeat, spec.node_lease_duration
     if heartbeat is not None and lease is not None and not 0 < heartbeat < lease:
         problems.append("the node heartbeat must be positive and shorter than the node lease duration")
@@ -225,37 +299,21 @@ def check_specs(specs: Sequence[ClusterSpec]) -> None:
     names = [spec.name for spec in specs]
     for name in sorted({name for name in names if names.count(name) > 1}):
         problems.append(f"cluster name {name!r} is given more than once")
-    ports = [port for spec in specs for port in _ports(spec) if port]
+    ports = [spec.api_server_port for spec in specs if spec.api_server_port]
     for port in sorted({port for port in ports if ports.count(port) > 1}):
         problems.append(f"port {port} is asked for more than once")
     if problems:
         raise SpecError(problems)
 
 
-def _ports(spec: ClusterSpec) -> list[int]:
-    return [
-        spec.api_server_port,
-        spec.etcd_port,
-        spec.etcd_peer_port,
-        spec.controller_manager_port,
-        spec.scheduler_port,
-    ]
-
-
 def unassigned_ports(spec: ClusterSpec) -> list[str]:
-    """The port fields of `spec` still 0 that its mode needs."""
-    needed = ["api_server_port"]
-    if spec.assets is not None:
-        needed += ["etcd_port", "etcd_peer_port", "controller_manager_port", "scheduler_port"]
-    return [name for name in needed if getattr(spec, name) == 0]
+    """The port fields of `spec` still 0 (the host's port of the API server; the rest are kind's, in the nodes)."""
+    return ["api_server_port"] if spec.api_server_port == 0 else []
 
 
 def ports_of(spec: ClusterSpec) -> dict[str, int]:
-    """The fixed loopback ports `spec`'s processes listen on, by what they are for."""
-    ports = {"API server": spec.api_server_port}
-    if spec.assets is not None:
-        ports |= {"etcd": spec.etcd_port, "etcd peers": spec.etcd_peer_port}
-    return {label: port for label, port in ports.items() if port}
+    """The fixed ports of the host's 127.0.0.1 that `spec`'s processes listen on, by what they are for."""
+    return {"API server": spec.api_server_port} if spec.api_server_port else {}
 
 
 # files
@@ -284,6 +342,11 @@ class ClusterPaths:
         return self.root / "kubeconfig"
 
     @property
+    def internal_kubeconfig(self) -> Path:
+        """The admin's credentials at the internal API server URL (`kind get kubeconfig --internal`)."""
+        return self.root / "kubeconfig.internal"
+
+    @property
     def logs(self) -> Path:
         return self.root / "logs"
 
@@ -305,6 +368,19 @@ class ClusterPaths:
     def etcd(self) -> Path:
         return self.root / "etcd"
 
+    @property
+    def supervisor(self) -> Path:
+        """The supervisor's plan and held roles (its state is `processes`)."""
+        return self.root / "supervisor"
+
+    @property
+    def plan(self) -> Path:
+        return self.supervisor / "plan.json"
+
+    @property
+    def held(self) -> Path:
+        return self.supervisor / "held.json"
+
     def node(self, name: str) -> Path:
         return self.root / "nodes" / name
 
@@ -319,19 +395,28 @@ class ClusterPaths:
 
 
 def client_identities(spec: ClusterSpec) -> list[ClientIdentity]:
-    """The client certificates real-binary mode issues: admin, components, one per node."""
-    return [ADMIN, CONTROLLER_MANAGER, SCHEDULER, *(node_identity(node.name) for node in node_plans(spec))]
+    """The client certificates a cluster's processes use: admin, components, kube-proxy, one per node.
 
-
-def node_kubeconfig(spec: ClusterSpec, paths: ClusterPaths, node: str) -> Path:
-    """The node agent's credentials: `system:node:<name>` with real binaries, the admin's on the emulator.
-
-    The emulator authorizes with RBAC alone (it has no Node authorizer), so a node
-    identity there would be refused what a kubelet may do.
+    The same in emulator and real-binary mode: each process is an API client with the
+    identity the real component has.
     """
-    if spec.assets is None:
-        return paths.kubeconfig
+    return [
+        ADMIN,
+        CONTROLLER_MANAGER,
+        SCHEDULER,
+        KUBE_PROXY,
+        *(node_identity(node.name) for node in node_plans(spec)),
+    ]
+
+
+def node_kubeconfig(paths: ClusterPaths, node: str) -> Path:
+    """The node agent's kubelet credentials: `system:node:<name>` in `system:nodes`."""
     return paths.component_kubeconfig(node_identity(node))
+
+
+def kube_proxy_kubeconfig(paths: ClusterPaths) -> Path:
+    """kube-proxy's credentials: `system:kube-proxy`, which the bootstrap policy binds to `system:node-proxier`."""
+    return paths.component_kubeconfig(KUBE_PROXY)
 
 
 def controlplane_components(spec: ClusterSpec, assets: Assets | None) -> list[str]:
@@ -339,19 +424,62 @@ def controlplane_components(spec: ClusterSpec, assets: Assets | None) -> list[st
     return replaced_components(assets) if assets is not None else []
 
 
+def node_netns_name(spec: ClusterSpec, paths: ClusterPaths, node: str) -> str:
+    """The network namespace of `node` (its name; see playground.network.names)."""
+    return names.node_netns(paths.root.parent, node)
+
+
+def role_netns(spec: ClusterSpec, paths: ClusterPaths, role: str) -> str | None:
+    """The network namespace the process of `role` runs in (None: the host's).
+
+    As on kind: the control plane in the control-plane node's, each node agent (kubelet)
+    and kube-proxy in its node's, and the host port forwarder on the host.
+    """
+    if spec.network != NETNS or role == HOSTPORT:
+        return None
+    for prefix in (NODE_ROLE_PREFIX, KUBE_PROXY_ROLE_PREFIX):
+        if role.startswith(prefix):
+            return node_netns_name(spec, paths, role.removeprefix(prefix))
+    return node_netns_name(spec, paths, node_names(spec.name, 1)[0])
+
+
+def cluster_network(spec: ClusterSpec, paths: ClusterPaths) -> ClusterNetwork:
+    """What `playground.network.fabric` makes for the cluster (netns network only)."""
+    return ClusterNetwork(
+        state_dir=paths.root.parent,
+        cluster=spec.name,
+        subnet=spec.node_network,
+        pod_cidr=spec.pod_cidr,
+        nodes=tuple(
+            NodeNetwork(name=plan.name, index=index, address=address, pod_cidr=plan.pod_cidr)
+            for index, (plan, address) in enumerate(zip(node_plans(spec), spec.node_addresses, strict=True))
+        ),
+    )
+
+
+def api_server_cert_hosts(spec: ClusterSpec) -> list[str]:
+    """Names and addresses besides kube-apiserver's own the serving certificate needs (kubeadm's certSANs)."""
+    if spec.network != NETNS:
+        return []
+    return [spec.control_plane_address, node_names(spec.name, 1)[0]]
+
+
 def commands(
     spec: ClusterSpec, paths: ClusterPaths, *, assets: Assets | None, all_components: Sequence[str]
 ) -> dict[str, list[str]]:
     """Every process of the cluster by role, in start order; `all_components` is our control plane's registry."""
     python = sys.executable
+    in_netns = spec.network == NETNS
+    control_plane = spec.control_plane_address
     result: dict[str, list[str]] = {}
     if assets is None:
+        listen = f"0.0.0.0:{API_SERVER_PORT}" if in_netns else f"127.0.0.1:{spec.api_server_port}"
         result[APISERVER] = [
             python,
             "-m",
             "playground.apiserver",
             "--listen",
-            f"127.0.0.1:{spec.api_server_port}",
+            listen,
             "--state-dir",
             str(paths.apiserver),
             "--service-cidr",
@@ -359,23 +487,35 @@ def commands(
             "--cluster-name",
             spec.context,
         ]
+        if in_netns:
+            result[APISERVER] += ["--advertise-address", control_plane]
+            for host in api_server_cert_hosts(spec):
+                result[APISERVER] += ["--cert-san", host]
     else:
+        # real binaries run only in the netns network (network_problems): kind's ports, in the node
         result[ETCD] = etcd_command(
-            assets, data_dir=paths.etcd, client_port=spec.etcd_port, peer_port=spec.etcd_peer_port
+            assets,
+            data_dir=paths.etcd,
+            client_port=ETCD_PORT,
+            peer_port=ETCD_PEER_PORT,
+            metrics_url=f"http://{control_plane}:{ETCD_METRICS_PORT}",
         )
         result[APISERVER] = apiserver_command(
             assets,
             pki=paths.pki,
-            etcd_port=spec.etcd_port,
-            port=spec.api_server_port,
+            etcd_port=ETCD_PORT,
+            port=API_SERVER_PORT,
             service_cidr=spec.service_cidr,
+            advertise_address=control_plane,
+            bind_address="0.0.0.0",
         )
         if assets.kube_controller_manager is not None:
             result[KUBE_CONTROLLER_MANAGER] = controller_manager_command(
                 assets,
                 pki=paths.pki,
                 kubeconfig=paths.component_kubeconfig(CONTROLLER_MANAGER),
-                port=spec.controller_manager_port,
+                port=CONTROLLER_MANAGER_PORT,
+                bind_address=control_plane,
                 cluster_name=spec.context,
                 service_cidr=spec.service_cidr,
                 pod_cidr=spec.pod_cidr,
@@ -384,8 +524,21 @@ def commands(
             )
         if assets.kube_scheduler is not None:
             result[KUBE_SCHEDULER] = scheduler_command(
-                assets, kubeconfig=paths.component_kubeconfig(SCHEDULER), port=spec.scheduler_port
+                assets,
+                kubeconfig=paths.component_kubeconfig(SCHEDULER),
+                port=SCHEDULER_PORT,
+                bind_address=control_plane,
             )
+    if in_netns:
+        result[HOSTPORT] = [
+            python,
+            "-m",
+            "playground.network.hostport",
+            "--listen",
+            f"127.0.0.1:{spec.api_server_port}",
+            "--connect",
+            f"{control_plane}:{API_SERVER_PORT}",
+        ]
     disabled = controlplane_components(spec, assets)
     if any(name not in disabled for name in all_components):
         controlplane = [
@@ -393,13 +546,17 @@ def commands(
             "-m",
             "playground.controlplane",
             "--kubeconfig",
-            str(paths.kubeconfig),
+            str(paths.component_kubeconfig(CONTROLLER_MANAGER)),
+            "--scheduler-kubeconfig",
+            str(paths.component_kubeconfig(SCHEDULER)),
             "--pod-cidr",
             spec.pod_cidr,
             "--service-cidr",
             spec.service_cidr,
             "--state-dir",
             str(paths.controlplane),
+            "--bind-address",
+            control_plane,
         ]
         if disabled:
             controlplane += ["--disable", ",".join(disabled)]
@@ -408,27 +565,83 @@ def commands(
         if spec.node_monitor_period is not None:
             controlplane += ["--node-monitor-period", f"{spec.node_monitor_period:g}"]
         result[CONTROLPLANE] = controlplane
-    for node in node_plans(spec):
-        result[NODE_ROLE_PREFIX + node.name] = node_agent_command(spec, paths, node)
+    for index, node in enumerate(node_plans(spec)):
+        result[NODE_ROLE_PREFIX + node.name] = node_agent_command(spec, paths, node, index=index)
+    if in_netns:
+        for node in node_plans(spec):
+            result[KUBE_PROXY_ROLE_PREFIX + node.name] = kube_proxy_command(spec, paths, node)
     return result
 
 
-def node_agent_command(spec: ClusterSpec, paths: ClusterPaths, node: NodePlan) -> list[str]:
+#: roles that start only once the API server is ready (kubeadm's order: they fail against one still
+#: bootstrapping its RBAC); node agents and kube-proxies start at once, as kubelets and kube-proxy's
+#: DaemonSet pods do, and retry until it answers
+_AFTER_API_SERVER = (KUBE_CONTROLLER_MANAGER, KUBE_SCHEDULER, CONTROLPLANE)
+
+
+def probes(spec: ClusterSpec) -> dict[str, str]:
+    """The readiness probe of each probed role: the URL kubeadm's static pod probes ask, at the address
+    the supervisor reaches from the host (the control-plane node's; in the loopback fallback the host port)."""
+    if spec.network != NETNS:
+        return {APISERVER: f"{spec.api_server_url}/readyz"}
+    return {
+        ETCD: f"http://{spec.control_plane_address}:{ETCD_METRICS_PORT}/readyz",
+        APISERVER: f"{spec.internal_api_server_url}/readyz",
+    }
+
+
+def supervisor_plan(
+    spec: ClusterSpec, paths: ClusterPaths, *, assets: Assets | None, all_components: Sequence[str]
+) -> Plan:
+    """What the cluster's supervisor runs: `commands` in order, each in its network namespace, with
+    kubeadm's start gates and probes."""
+    ready = probes(spec)
+    plans = []
+    for role, argv in commands(spec, paths, assets=assets, all_components=all_components).items():
+        after: tuple[str, ...] = ()
+        if role == APISERVER and assets is not None:
+            after = (ETCD,)
+        elif role in _AFTER_API_SERVER:
+            after = (APISERVER,)
+        namespace = role_netns(spec, paths, role)
+        plans.append(
+            ProcessPlan(
+                role=role,
+                argv=tuple(argv),
+                log=str(paths.log(role)),
+                after=after,
+                ready=ready.get(role),
+                netns=None if namespace is None else str(netns.path(namespace)),
+            )
+        )
+    return Plan(processes=tuple(plans))
+
+
+def node_agent_command(
+    spec: ClusterSpec, paths: ClusterPaths, node: NodePlan, *, index: int = 0
+) -> list[str]:
     command = [
         sys.executable,
         "-m",
         "playground.nodeagent",
         "--kubeconfig",
-        str(node_kubeconfig(spec, paths, node.name)),
+        str(node_kubeconfig(paths, node.name)),
         "--node",
         node.name,
         "--pod-cidr",
         node.pod_cidr,
-        "--role",
-        node.role,
         "--state-dir",
         str(paths.node(node.name)),
     ]
+    if spec.network == NETNS:
+        command += [
+            "--address",
+            spec.node_addresses[index],
+            "--kubelet-port",
+            str(KUBELET_PORT),
+            "--pod-netns-prefix",
+            names.node_pods_netns_prefix(paths.root.parent, node.name),
+        ]
     for taint in node.taints:
         command += ["--taint", taint]
     if spec.node_lease_duration is not None:
@@ -436,3 +649,18 @@ def node_agent_command(spec: ClusterSpec, paths: ClusterPaths, node: NodePlan) -
     if spec.node_heartbeat is not None:
         command += ["--heartbeat", f"{spec.node_heartbeat:g}"]
     return command
+
+
+def kube_proxy_command(spec: ClusterSpec, paths: ClusterPaths, node: NodePlan) -> list[str]:
+    """kube-proxy of `node`, as kind's DaemonSet runs it (nftables mode)."""
+    return [
+        sys.executable,
+        "-m",
+        "playground.kubeproxy",
+        "--kubeconfig",
+        str(kube_proxy_kubeconfig(paths)),
+        "--hostname-override",
+        node.name,
+        "--cluster-cidr",
+        spec.pod_cidr,
+    ]

@@ -1,0 +1,14 @@
+"""Liqo for Pulumi: `Install` the runtime in each cluster, `Generate` a peering token on a provider, `Peer`
+a consumer with it.
+
+The same operations as the Terraform provider (`runtime.operations`) on the same objects
+(`runtime.forge`): the runtime's manifests are `pulumi_kubernetes` resources; what
+Kubernetes resources cannot express (discovery, tokens, waits, unpeer) are dynamic
+resources. Type tokens are `liqo:index:<Name>`.
+"""
+
+from .generate import Generate, GenerateArgs
+from .install import Install, InstallArgs
+from .peer import Peer, PeerArgs
+
+__all__ = ["Generate", "GenerateArgs", "Install", "InstallArgs", "Peer", "PeerArgs"]

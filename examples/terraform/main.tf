@@ -35,8 +35,6 @@ resource "liqo_install" "milan" {
   }
   pod_cidr     = var.milan_pod_cidr
   service_cidr = var.milan_service_cidr
-  # the playground has no Service network: its API servers call the webhook by pod address
-  webhook_mode = "url"
 }
 
 resource "liqo_install" "rome" {
@@ -45,7 +43,6 @@ resource "liqo_install" "rome" {
   cluster_name = var.rome_name
   pod_cidr     = var.rome_pod_cidr
   service_cidr = var.rome_service_cidr
-  webhook_mode = "url"
 }
 
 # On the provider: a peering token for one consumer (revoked when destroyed).

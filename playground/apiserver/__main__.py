@@ -33,6 +33,13 @@ def _listen(value: str) -> tuple[str, int]:
     return host, number
 
 
+def _address(value: str) -> str:
+    try:
+        return str(ipaddress.ip_address(value))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--advertise-address {value!r} is not an IP address") from None
+
+
 def _cidr(value: str) -> str:
     try:
         network = ipaddress.ip_network(value)
@@ -59,6 +66,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--cluster-name", default="playground", help="cluster name written into the kubeconfig"
     )
+    parser.add_argument(
+        "--advertise-address",
+        type=_address,
+        help="the address the kubernetes Service's endpoints name (default: the --listen address)",
+    )
+    parser.add_argument(
+        "--cert-san",
+        action="append",
+        default=[],
+        metavar="NAME_OR_IP",
+        help="another name or address for the serving certificate (repeatable)",
+    )
     parser.add_argument("--no-persist", action="store_true", help="keep objects in memory only")
     parser.add_argument("-v", "--verbose", action="store_true", help="log at debug level")
     return parser.parse_args(argv)
@@ -74,6 +93,8 @@ async def serve(args: argparse.Namespace) -> None:
             service_cidr=args.service_cidr,
             cluster_name=args.cluster_name,
             persist=not args.no_persist,
+            advertise_address=args.advertise_address or "",
+            extra_hosts=tuple(args.cert_san),
         )
     )
     stop = asyncio.Event()

@@ -53,6 +53,7 @@ from yarl import URL
 from .errors import APIError, bad_request, internal, not_found
 from .identity import UserInfo
 from .selectors import label_selector_matches
+from .service_resolver import ResolveError
 
 logger = logging.getLogger(__name__)
 
@@ -471,15 +472,15 @@ class WebhookDispatcher:
         *,
         configurations: Callable[[str], list[Obj]],
         namespace: Callable[[str], Obj | None],
-        resolve_service: Callable[[str, str, int], str | None],
+        resolve_service: Callable[[str, str, int], str],
         session_factory: SessionFactory | None = None,
         selector_matches: SelectorMatcher | None = None,
         apply_patch: PatchApplier | None = None,
     ) -> None:
         """`configurations("mutating" | "validating")` lists the configuration objects;
         `namespace(name)` gives a Namespace object or None; `resolve_service(namespace,
-        name, port)` gives the base URL (`https://127.0.0.1:8443`) a service port is served
-        at, or None. `selector_matches` and `apply_patch` default to the server's
+        name, port)` gives the base URL (`https://10.244.1.5:8443`) a service port is served
+        at, or raises ResolveError with kube-apiserver's reason. `selector_matches` and `apply_patch` default to the server's
         `selectors.label_selector_matches` and `patch.json_patch`.
         """
         self._configurations = configurations
@@ -642,13 +643,12 @@ class WebhookDispatcher:
         namespace, name = str(service.get("namespace", "")), str(service.get("name", ""))
         port, path = int(service.get("port") or 443), str(service.get("path") or "/")
         host = f"{name}.{namespace}.svc"
-        shown = str(URL(f"https://{host}:{port}{path}").update_query(timeout))
-        base = self._resolve_service(namespace, name, port)
-        if base is None:
-            raise _CallError(
-                webhook.name,
-                f'failed to call webhook: Post "{shown}": no endpoints available for service "{name}"',
-            )
+        # as Go prints the request URL: the port stays, even the default one
+        shown = str(URL(f"https://{host}{path}").update_query(timeout)).replace(host, f"{host}:{port}", 1)
+        try:
+            base = self._resolve_service(namespace, name, port)
+        except ResolveError as exc:
+            raise _CallError(webhook.name, f'failed to call webhook: Post "{shown}": {exc}') from None
         return _Target(shown, str(URL(base.rstrip("/") + path).update_query(timeout)), host)
 
     async def _ssl_context(self, webhook: Webhook, target: _Target) -> ssl.SSLContext | None:

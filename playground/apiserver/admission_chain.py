@@ -1,16 +1,23 @@
 """The admission chain: built-in plugins first, then the admission webhooks.
 
-Order as kube-apiserver's default: NamespaceLifecycle, ServiceAccount,
-DefaultTolerationSeconds, Priority, MutatingAdmissionWebhook; then (after the
-registry's own validation) RBAC escalation checks and ValidatingAdmissionWebhook.
+Order as kube-apiserver's default with kubeadm's NodeRestriction: NamespaceLifecycle,
+ServiceAccount, NodeRestriction, DefaultTolerationSeconds, Priority,
+MutatingAdmissionWebhook; then (after the registry's own validation) RBAC escalation
+checks and ValidatingAdmissionWebhook. Deletes see NamespaceLifecycle and
+NodeRestriction, then the validating webhooks. TokenRequests and evictions, which
+the emulator serves outside the generic store, get NodeRestriction's checks through
+`admit_token_request` and `admit_eviction`.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from . import rbac
 from .admission import AdmissionRequest, WebhookDispatcher
+from .identity import UserInfo
+from .node_restriction import NodeRestriction
 from .plugins import NamespaceLifecycle, PriorityAdmission, ServiceAccountAdmission, default_tolerations
 from .registry import AdmissionAttributes
 from .resources.base import Obj
@@ -52,6 +59,11 @@ class AdmissionChain:
         self._priority = PriorityAdmission(
             priority_classes=lambda: storage.objects("priorityclasses.scheduling.k8s.io")
         )
+        self._node_restriction = NodeRestriction(
+            pod=lambda ns, name: storage.get("pods", ns, name),
+            node=lambda name: storage.get("nodes", "", name),
+            authorize=server.authorizer.authorize,
+        )
         self._webhooks = webhooks
 
     async def mutate(self, attrs: AdmissionAttributes) -> Obj | None:
@@ -59,6 +71,7 @@ class AdmissionChain:
         obj = attrs.obj
         if obj is not None:
             obj = self._service_accounts.mutate(attrs, obj)
+            self._node_restriction.admit(replace(attrs, obj=obj))
             obj = default_tolerations(attrs, obj)
             obj = self._priority.mutate(attrs, obj)
         return await self._webhooks.mutate(_request(attrs, obj), warnings=attrs.warnings)
@@ -66,8 +79,15 @@ class AdmissionChain:
     async def validate(self, attrs: AdmissionAttributes) -> None:
         if attrs.operation == "DELETE":
             self._lifecycle.validate(attrs)
+            self._node_restriction.admit(attrs)
         self._check_rbac_escalation(attrs)
         await self._webhooks.validate(_request(attrs, attrs.obj), warnings=attrs.warnings)
+
+    def admit_token_request(self, user: UserInfo, namespace: str, service_account: str, request: Obj) -> None:
+        self._node_restriction.admit_token_request(user, namespace, service_account, request)
+
+    def admit_eviction(self, user: UserInfo, namespace: str, pod: str) -> None:
+        self._node_restriction.admit_eviction(user, namespace, pod)
 
     def _check_rbac_escalation(self, attrs: AdmissionAttributes) -> None:
         """Nobody grants, through a Role or a binding, permissions they do not hold themselves."""

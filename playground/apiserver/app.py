@@ -2,8 +2,8 @@
 
 Every request goes the way kube-apiserver's handler chain sends it: body-size limit,
 authentication (client certificate, bearer token; 401 otherwise), impersonation,
-authorization (RBAC; 403 `Status` otherwise), then the resource, subresource, review
-or non-resource handler. Any `APIError` becomes its `Status` body; anything else is
+authorization (Node, then RBAC; 403 `Status` otherwise), then the resource,
+subresource, review or non-resource handler. Any `APIError` becomes its `Status` body; anything else is
 logged and answered 500 without leaking internals.
 """
 
@@ -68,6 +68,7 @@ class Dispatcher:
 
     async def _dispatch(self, request: web.Request) -> web.StreamResponse:
         info = requestinfo.parse(request.method, request.path, request.query)
+        fields = _field_terms(info, request)
         user = self._authenticate(request, info)
         user = self._impersonate(request, user)
         attrs = RequestAttributes(
@@ -78,11 +79,12 @@ class Dispatcher:
             api_version=info.version,
             resource=info.resource,
             subresource=info.subresource,
-            name=info.name or _name_from_field_selector(info, request),
-            namespace=info.namespace,
+            name=info.name or _name_from_field_selector(fields),
+            namespace=info.namespace or _namespace_of_namespace(info),
             path=info.path,
+            fields=fields,
         )
-        decision = rbac.authorize(attrs, self.server.policy)
+        decision = self.server.authorizer.authorize(attrs)
         if not decision.allowed:
             raise rbac.forbidden_error(attrs, decision.reason)
         if not info.resource_request:
@@ -135,7 +137,7 @@ class Dispatcher:
                         namespace=parts[2],
                         name=parts[3],
                     )
-            if not rbac.authorize(attrs, self.server.policy).allowed:
+            if not self.server.authorizer.authorize(attrs).allowed:
                 raise errors.forbidden(
                     f'{resource} "{value}" is forbidden: User "{user.name}" cannot impersonate resource '
                     f'"{resource}" in API group "" at the cluster scope',
@@ -188,15 +190,25 @@ def _impersonated_groups(name: str, groups: tuple[str, ...]) -> tuple[str, ...]:
     return (*groups, AUTHENTICATED_GROUP)
 
 
-def _name_from_field_selector(info: requestinfo.RequestInfo, request: web.Request) -> str:
-    """A list or watch narrowed to `metadata.name=<x>` is authorized as a request for <x>."""
+def _field_terms(info: requestinfo.RequestInfo, request: web.Request) -> tuple[tuple[str, str], ...]:
+    """The `key=value` terms of a list or watch's field selector, as the authorizers see them."""
     if info.verb not in ("list", "watch") or not request.query.get("fieldSelector"):
-        return ""
+        return ()
     try:
         selector = FieldSelector.parse(request.query["fieldSelector"])
     except errors.APIError:
-        return ""
-    return selector.requires_exact_match("metadata.name") or ""
+        return ()
+    return tuple((term.key, term.value) for term in selector.terms if not term.negated)
+
+
+def _name_from_field_selector(fields: tuple[tuple[str, str], ...]) -> str:
+    """A list or watch narrowed to `metadata.name=<x>` is authorized as a request for <x>."""
+    return next((value for key, value in fields if key == "metadata.name"), "")
+
+
+def _namespace_of_namespace(info: requestinfo.RequestInfo) -> str:
+    """RequestInfoFactory puts a Namespace's own name in the request's namespace (`/api/v1/namespaces/x`)."""
+    return info.name if info.resource_request and not info.group and info.resource == "namespaces" else ""
 
 
 def _health(path: str, excluded: list[str], *, verbose: bool) -> web.Response:

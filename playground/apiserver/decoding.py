@@ -24,6 +24,8 @@ from __future__ import annotations
 import functools
 import json
 import math
+import re
+import struct
 from collections.abc import Mapping
 from typing import Any
 
@@ -109,20 +111,114 @@ def _check_depth(value: Any) -> None:
         raise ValueError(_too_deep("{" if isinstance(deep, dict) else "["))
 
 
-class _Loader(yaml.SafeLoader):
-    """YAML 1.1 as sigs.k8s.io/yaml reads it: timestamps are plain strings."""
+# --- YAML as sigs.k8s.io/yaml reads it ---------------------------------------------------------------
+#
+# kube-apiserver turns a YAML body into JSON with sigs.k8s.io/yaml, which parses with its
+# fork of go-yaml v2: YAML 1.1 scalars, resolved by go-yaml's own table and number rules
+# (goyaml.v2/resolve.go), not PyYAML's. So `y`, `n`, `on` and `off` are booleans, `0o17`
+# and `017` are 15, `09` and `1e3` are numbers, `1:30` (a base-60 integer to PyYAML) and
+# timestamps stay strings. Keys that are not strings become strings as sigs.k8s.io/yaml
+# writes them; a null key is refused.
 
-
-_Loader.yaml_implicit_resolvers = {
-    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+_GO_YAML_TRUE = ("y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON")
+_GO_YAML_FALSE = ("n", "N", "no", "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF")
+#: go-yaml v2's table of plain scalars resolved by their exact text
+_GO_YAML_WORDS: dict[str, Any] = {
+    **dict.fromkeys(_GO_YAML_TRUE, True),
+    **dict.fromkeys(_GO_YAML_FALSE, False),
+    **dict.fromkeys(("", "~", "null", "Null", "NULL"), None),
+    **dict.fromkeys((".nan", ".NaN", ".NAN"), math.nan),
+    **dict.fromkeys((".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF"), math.inf),
+    **dict.fromkeys(("-.inf", "-.Inf", "-.INF"), -math.inf),
 }
+#: strconv.ParseInt(s, 0, 64)'s syntax (sign, then 0x / 0o / 0b / leading-0 octal / decimal)
+_GO_INTEGER = re.compile(r"^([+-]?)(0[xX][0-9a-fA-F]+|0[oO][0-7]+|0[bB][01]+|0[0-7]*|[1-9][0-9]*)$")
+_GO_YAML_FLOAT = re.compile(r"^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$")
+#: a timestamp-looking scalar (4 digits and a dash) stays a string whether or not it parses
+_TIMESTAMP_LIKE = re.compile(r"^[0-9]{4}-")
+_GO_YAML_PLAIN = "tag:playground.invalid,2026:go-yaml-v2-plain"
+
+
+def _go_integer(text: str) -> int | None:
+    """ParseInt/ParseUint/big.Int's SetString with base 0, on underscore-free text."""
+    match = _GO_INTEGER.match(text)
+    if match is None:
+        return None
+    sign, digits = match.groups()
+    octal = len(digits) > 1 and digits[0] == "0" and digits[1].isdigit()
+    value = int(digits, 8 if octal else 0)
+    return -value if sign == "-" else value
+
+
+def _go_float(text: str) -> float | None:
+    """strconv.ParseFloat for the texts go-yaml hands it; None where Go fails (overflow included)."""
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return None if math.isinf(value) else value
+
+
+def go_yaml_scalar(text: str) -> Any:
+    """The value go-yaml v2 gives an untagged plain scalar (goyaml.v2 resolve())."""
+    if text in _GO_YAML_WORDS:
+        return _GO_YAML_WORDS[text]
+    first = text[0]
+    if first == ".":
+        value = _go_float(text)
+        return text if value is None else value
+    if first not in "+-0123456789" or _TIMESTAMP_LIKE.match(text):
+        return text
+    plain = text.replace("_", "")
+    integer = _go_integer(plain)
+    if integer is not None:
+        return integer
+    if _GO_YAML_FLOAT.match(plain):
+        value = _go_float(plain)
+        if value is not None:
+            return value
+    return text
+
+
+class GoYAMLLoader(yaml.SafeLoader):
+    """PyYAML's parser with go-yaml v2's resolution of plain scalars, and mappings keyed as JSON.
+
+    Keys become JSON keys as each mapping is built, as sigs.k8s.io/yaml converts go-yaml's
+    map[interface{}]interface{}: `true:` and `1:` are two keys there, though Python's
+    dicts would merge True and 1 into one.
+    """
+
+    def resolve(self, kind: type[yaml.Node], value: Any, implicit: tuple[bool, bool]) -> str:
+        if kind is yaml.ScalarNode and implicit[0]:
+            return "tag:yaml.org,2002:merge" if value == "<<" else _GO_YAML_PLAIN
+        return str(super().resolve(kind, value, implicit))  # type: ignore[no-untyped-call]
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        self.flatten_mapping(node)
+        mapping: dict[str, Any] = {}
+        for key_node, value_node in node.value:
+            key = self.construct_object(key_node, deep=True)
+            if key is None:
+                json_key(key, self.construct_object(value_node, deep=True))
+            mapping[json_key(key, None)] = self.construct_object(value_node, deep=deep)
+        return mapping
+
+
+def _construct_plain(loader: yaml.SafeLoader, node: yaml.Node) -> Any:
+    return go_yaml_scalar(str(loader.construct_scalar(node)))  # type: ignore[arg-type]
+
+
+GoYAMLLoader.add_constructor(_GO_YAML_PLAIN, _construct_plain)
+
+
+class UnsupportedKeyError(ValueError):
+    """A YAML mapping key JSON cannot have (null); the message is sigs.k8s.io/yaml's."""
 
 
 def loads_yaml(body: bytes) -> Any:
     """A YAML body as the JSON value sigs.k8s.io/yaml makes of it; `ValueError` (or YAMLError) if none."""
     try:
-        loaded = yaml.load(body.decode("utf-8"), Loader=_Loader)
+        loaded = yaml.load(body.decode("utf-8"), Loader=GoYAMLLoader)
     except RecursionError:
         raise ValueError(_too_deep("[")) from None
     budget = [ALIAS_EXPANSION * len(body) + 1000]
@@ -136,25 +232,95 @@ def _to_json(value: Any, depth: int, budget: list[int]) -> Any:
     if isinstance(value, dict | list) and depth >= MAX_DEPTH:
         raise ValueError(_too_deep("{" if isinstance(value, dict) else "["))
     if isinstance(value, dict):
-        return {_key(k): _to_json(v, depth + 1, budget) for k, v in value.items()}
+        return {str(k): _to_json(v, depth + 1, budget) for k, v in value.items()}
     if isinstance(value, list):
         return [_to_json(v, depth + 1, budget) for v in value]
     if isinstance(value, float) and not math.isfinite(value):
-        raise ValueError(f"json: unsupported value: {value}")
+        raise ValueError(f"json: unsupported value: {_go_float_text(value)}")
     if value is None or isinstance(value, bool | int | float | str):
         return value
     raise ValueError(f"yaml: cannot convert a {type(value).__name__} to JSON")
 
 
-def _key(key: Any) -> str:
-    """sigs.k8s.io/yaml's JSON key for a YAML key."""
+def json_key(key: Any, value: Any) -> str:
+    """sigs.k8s.io/yaml's JSON key for a YAML key (convertToJSONableObject)."""
     if isinstance(key, str):
         return key
-    if isinstance(key, bool) or key is None:
-        return json.dumps(key)
-    if isinstance(key, int | float):
+    if isinstance(key, bool):
+        return "true" if key else "false"
+    if isinstance(key, int):
         return str(key)
-    raise ValueError(f"yaml: invalid map key: {key!r}")
+    if isinstance(key, float):
+        return _go_float_key(key)
+    shown = "<nil>" if key is None else repr(key)
+    kind = "%!s(<nil>)" if key is None else type(key).__name__
+    raise UnsupportedKeyError(f"unsupported map key of type: {kind}, key: {shown}, value: {_go_value(value)}")
+
+
+def _go_float_text(value: float) -> str:
+    return "NaN" if math.isnan(value) else "+Inf" if value > 0 else "-Inf"
+
+
+def _go_float_key(value: float) -> str:
+    """strconv.FormatFloat(key, 'g', -1, 32), with go-yaml's names for infinities and NaN."""
+    if math.isnan(value):
+        return ".nan"
+    try:
+        single = struct.unpack("f", struct.pack("f", value))[0]
+    except OverflowError:
+        single = math.copysign(math.inf, value)
+    if math.isinf(single):
+        return ".inf" if single > 0 else "-.inf"
+    if single == 0:
+        return "-0" if math.copysign(1, single) < 0 else "0"
+    for precision in range(1, 10):
+        text = f"{single:.{precision - 1}e}"
+        if struct.unpack("f", struct.pack("f", float(text)))[0] == single:
+            break
+    mantissa, _, exponent = text.partition("e")
+    sign = "-" if mantissa.startswith("-") else ""
+    digits = mantissa.lstrip("-").replace(".", "").rstrip("0") or "0"
+    exp = int(exponent)
+    if exp < -4 or exp >= 6:  # %e, as 'g' with the shortest precision decides
+        tail = f".{digits[1:]}" if len(digits) > 1 else ""
+        return f"{sign}{digits[0]}{tail}e{'-' if exp < 0 else '+'}{abs(exp):02d}"
+    point = exp + 1
+    if point <= 0:
+        return f"{sign}0.{'0' * -point}{digits}"
+    if point >= len(digits):
+        return f"{sign}{digits}{'0' * (point - len(digits))}"
+    return f"{sign}{digits[:point]}.{digits[point:]}"
+
+
+def _go_value(value: Any) -> str:
+    """fmt's %+#v of a decoded YAML value, as the unsupported-key message shows it."""
+    if value is None:
+        return "<nil>"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, int | float):
+        return str(value)
+    if isinstance(value, list):
+        return "[]interface {}{" + ", ".join(_go_value(v) for v in value) + "}"
+    if isinstance(value, dict):
+        items = sorted(value.items(), key=lambda item: str(item[0]))
+        return (
+            "map[interface {}]interface {}{"
+            + ", ".join(f"{_go_value(k)}:{_go_value(v)}" for k, v in items)
+            + "}"
+        )
+    return repr(value)
+
+
+def summarize_data(body: bytes, limit: int = 30) -> str:
+    """The handlers' summarizeData: a body's start, as text when it is JSON, else in hex."""
+    if not body:
+        return "<empty>"
+    shown = body[:limit]
+    text = shown.decode("utf-8", errors="replace") if body[:1] == b"{" else shown.hex()
+    return f"{text} ..." if len(body) > limit else text
 
 
 # --- typed decoding of built-in kinds ------------------------------------------------------------------

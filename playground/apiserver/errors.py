@@ -124,11 +124,6 @@ def method_not_allowed() -> APIError:
     )
 
 
-def method_not_supported(resource: str, group: str, message: str) -> APIError:
-    """A verb a resource refuses for now (a create while its CRD terminates), as `NewMethodNotSupported`."""
-    return APIError(405, "MethodNotAllowed", message, _details(resource, None, group))
-
-
 def gone(message: str) -> APIError:
     return APIError(410, "Expired", message, {})
 

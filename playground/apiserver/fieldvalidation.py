@@ -42,6 +42,7 @@ from typing import Any
 import yaml
 
 from . import decoding, errors
+from .decoding import GoYAMLLoader, json_key
 from .errors import APIError, Cause
 from .listtypes import ListTypes, Path
 from .openapi import GVK_EXTENSION, OBJECT_META, V2_REF, load_builtin_definitions
@@ -149,37 +150,30 @@ def load_json(body: bytes | str) -> Decoded:
     return Decoded(json.loads(text, object_pairs_hook=build), repeats)
 
 
-class _RepeatTrackingLoader(yaml.SafeLoader):
-    """PyYAML's safe loader, also noting keys a mapping repeats the way go-yaml words them."""
+class _RepeatTrackingLoader(GoYAMLLoader):
+    """The request decoder's YAML loader, also noting keys a mapping repeats the way go-yaml words them."""
 
     def __init__(self, stream: bytes | str) -> None:
         super().__init__(stream)
         self.repeated: list[tuple[int, int, str]] = []
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        mapping = {_json_key(k): v for k, v in super().construct_mapping(node, deep=deep).items()}
-        seen: set[Any] = set()
+        mapping = super().construct_mapping(node, deep=deep)
+        seen: set[str] = set()
         for key_node, _ in node.value:
             key = self.construct_object(key_node, deep=True)
             if not isinstance(key, str | int | float | bool):
                 continue
-            if key in seen:
+            if json_key(key, None) in seen:
                 mark = key_node.start_mark
                 text = f"line {mark.line + 1}: key {go_syntax(key)} already set in map"
                 self.repeated.append((mark.line, mark.column, text))
-            seen.add(key)
+            seen.add(json_key(key, None))
         return mapping
 
 
-def _json_key(key: Any) -> Any:
-    """The JSON object key sigs.k8s.io/yaml makes of a YAML key (`true:` is "true", `1:` is "1")."""
-    if isinstance(key, bool) or key is None:
-        return json.dumps(key)
-    return str(key) if isinstance(key, int | float) else key
-
-
 def load_yaml(body: bytes | str) -> Decoded:
-    """`yaml.safe_load`, noting repeated keys; raises yaml.YAMLError like it."""
+    """The body as the request decoder loads it, noting repeated keys; raises yaml.YAMLError like it."""
     loader = _RepeatTrackingLoader(body)
     try:
         value = loader.get_single_data()

@@ -63,11 +63,19 @@ async def read_body(request: web.Request) -> bytes:
     return body
 
 
-def decode_json(body: bytes, content_type: str) -> Any:
+def decode_json(body: bytes, content_type: str, *, kind: str = "") -> Any:
+    """The body as a JSON value; `kind` names the type a create or update decodes into, for its errors."""
     ctype = content_type.split(";")[0].strip().lower()
     if ctype == "application/yaml":
         try:
             return decoding.loads_yaml(body)
+        except decoding.UnsupportedKeyError as exc:
+            if not kind:
+                raise errors.bad_request(f"error decoding YAML: {exc}") from None
+            raise errors.bad_request(
+                f"the object provided is unrecognized (must be of type {kind}): {exc} "
+                f"({decoding.summarize_data(body)})"
+            ) from None
         except (yaml.YAMLError, ValueError) as exc:
             raise errors.bad_request(f"error decoding YAML: {exc}") from None
     if ctype == protobuf.PROTOBUF_CONTENT_TYPE:
@@ -148,9 +156,12 @@ def render_object(
     return obj
 
 
-def deleted_response(rt: ResourceType, obj: Obj, *, finished: bool) -> web.Response:
+def deleted_response(rt: ResourceType, obj: Obj, *, finished: bool, options: Obj) -> web.Response:
+    """The DELETE answer: the object while it stays (202 only for `orphanDependents: false`, as
+    kube-apiserver's delete handler keeps it for old clients), else a Status (or the deleted object)."""
     if not finished or rt.strategy.return_deleted_object:
-        return json_response(obj, status=200 if finished else 202)
+        accepted = not finished and options.get("orphanDependents") is False
+        return json_response(obj, status=202 if accepted else 200)
     meta = obj.get("metadata", {})
     status: Obj = {
         "kind": "Status",
@@ -283,7 +294,7 @@ class ResourceHandlers:
         if info.name:
             raise errors.method_not_allowed()
         raw, content_type = await read_body(request), request.headers.get("Content-Type", "application/json")
-        body = decode_json(raw, content_type)
+        body = decode_json(raw, content_type, kind=rt.kind)
         opts = write_options(request, self.server, user)
         self._check_fields(rt, raw, content_type, opts)
         obj = await self.server.registry.create(rt, info.namespace, body, opts)
@@ -293,7 +304,7 @@ class ResourceHandlers:
         self, request: web.Request, info: RequestInfo, rt: ResourceType, user: Any
     ) -> web.Response:
         raw, content_type = await read_body(request), request.headers.get("Content-Type", "application/json")
-        body = decode_json(raw, content_type)
+        body = decode_json(raw, content_type, kind=rt.kind)
         opts = write_options(request, self.server, user)
         self._check_fields(
             rt, raw, content_type, opts, stored=self.server.registry.find(rt, info.namespace, info.name)
@@ -352,7 +363,7 @@ class ResourceHandlers:
         options = delete_options(request, await read_body(request))
         opts = write_options(request, self.server, user)
         outcome = await self.server.registry.delete(rt, info.namespace, info.name, options, opts)
-        return deleted_response(rt, outcome.obj, finished=outcome.finished)
+        return deleted_response(rt, outcome.obj, finished=outcome.finished, options=options)
 
     async def delete_collection(
         self, request: web.Request, info: RequestInfo, rt: ResourceType, user: Any

@@ -15,6 +15,7 @@ UNAUTHENTICATED_GROUP = "system:unauthenticated"
 ANONYMOUS_USER = "system:anonymous"
 SERVICE_ACCOUNT_PREFIX = "system:serviceaccount:"
 SERVICE_ACCOUNTS_GROUP = "system:serviceaccounts"
+NODES_GROUP = "system:nodes"
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,8 @@ class RequestAttributes:
     For resource requests `verb` is one of get/list/watch/create/update/patch/delete/
     deletecollection (or a special verb such as bind/escalate/impersonate/approve);
     for non-resource requests `path` is set and `verb` is the lowercased HTTP method.
+    `fields` are the `key=value` terms of a list or watch's field selector (the Node
+    authorizer lets a node list its own pods by `spec.nodeName`).
     """
 
     user: UserInfo
@@ -61,3 +64,4 @@ class RequestAttributes:
     name: str = ""
     namespace: str = ""
     path: str = ""
+    fields: tuple[tuple[str, str], ...] = ()

@@ -193,16 +193,20 @@ class CertificateAuthority:
         return cls(certificate=cert, private_key=key)
 
     @classmethod
-    def load(cls, directory: Path) -> CertificateAuthority:
-        cert = x509.load_pem_x509_certificate((directory / CA_CERT_FILE).read_bytes())
-        key = _load_private_key((directory / CA_KEY_FILE).read_bytes())
+    def load(cls, directory: Path, *, stem: str = "ca") -> CertificateAuthority:
+        """The CA saved in `directory` as `<stem>.crt` and `<stem>.key`."""
+        cert_path, key_path = directory / f"{stem}.crt", directory / f"{stem}.key"
+        cert = x509.load_pem_x509_certificate(cert_path.read_bytes())
+        key = _load_private_key(key_path.read_bytes())
         if cert.public_key() != key.public_key():
-            raise ValueError(f"{directory / CA_KEY_FILE} is not the key of {directory / CA_CERT_FILE}")
+            raise ValueError(f"{key_path} is not the key of {cert_path}")
         return cls(certificate=cert, private_key=key)
 
-    def save(self, directory: Path) -> None:
-        write_file_atomically(directory / CA_KEY_FILE, _key_pem(self.private_key))
-        write_file_atomically(directory / CA_CERT_FILE, self.cert_pem, mode=0o644)
+    def save(self, directory: Path, *, stem: str = "ca") -> None:
+        """Write `<stem>.key` (owner-only) and `<stem>.crt` into `directory` (kubeadm's names: `ca`,
+        `front-proxy-ca`)."""
+        write_file_atomically(directory / f"{stem}.key", _key_pem(self.private_key))
+        write_file_atomically(directory / f"{stem}.crt", self.cert_pem, mode=0o644)
 
     @property
     def cert_pem(self) -> bytes:

@@ -3,7 +3,9 @@
 - NamespaceLifecycle: no new objects in a missing or terminating namespace; the
   system namespaces cannot be deleted.
 - ServiceAccount: pods get `default` as their ServiceAccount, which must exist, and a
-  projected token volume (`kube-api-access-xxxxx`) mounted in every container.
+  projected token volume (`kube-api-access-xxxxx`) mounted in every container; a
+  mirror pod (a kubelet's copy of a static pod) is left as it is, and may reference
+  neither a ServiceAccount nor a Secret.
 - DefaultTolerationSeconds: pods tolerate not-ready/unreachable nodes for 300 s.
 - Priority: pods get the priority of their PriorityClass (or the global default, or 0).
 
@@ -19,6 +21,7 @@ from collections.abc import Callable
 from . import errors
 from .registry import AdmissionAttributes
 from .resources.base import Obj
+from .resources.pods import MIRROR_POD_ANNOTATION
 
 IMMORTAL_NAMESPACES = ("default", "kube-system", "kube-public")
 TOKEN_MOUNT_PATH = "/var/run/secrets/kubernetes.io/serviceaccount"
@@ -75,6 +78,9 @@ class ServiceAccountAdmission:
     def mutate(self, attrs: AdmissionAttributes, pod: Obj) -> Obj:
         if attrs.operation != "CREATE" or not _is_core(attrs, "Pod") or attrs.subresource:
             return pod
+        if MIRROR_POD_ANNOTATION in ((pod.get("metadata") or {}).get("annotations") or {}):
+            _check_mirror_pod(attrs, pod)
+            return pod
         pod = copy.deepcopy(pod)
         spec = pod.setdefault("spec", {})
         name = spec.get("serviceAccountName") or spec.get("serviceAccount") or "default"
@@ -94,6 +100,25 @@ class ServiceAccountAdmission:
         if automount and not _has_token_mount(spec):
             _mount_token(spec)
         return pod
+
+
+def _check_mirror_pod(attrs: AdmissionAttributes, pod: Obj) -> None:
+    spec = pod.get("spec") or {}
+    refused = ""
+    if spec.get("serviceAccountName") or spec.get("serviceAccount"):
+        refused = "service accounts"
+    elif any(volume.get("secret") for volume in spec.get("volumes") or []) or any(
+        source.get("secret")
+        for volume in spec.get("volumes") or []
+        for source in (volume.get("projected") or {}).get("sources") or []
+    ):
+        refused = "secrets"
+    if refused:
+        raise errors.forbidden(
+            f'pods "{attrs.name}" is forbidden: a mirror pod may not reference {refused}',
+            resource="pods",
+            name=attrs.name,
+        )
 
 
 def _has_token_mount(spec: Obj) -> bool:

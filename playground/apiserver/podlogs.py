@@ -4,7 +4,7 @@ kube-apiserver (`pkg/registry/core/pod/rest/log.go`, `strategy.go` LogLocation)
 validates the PodLogOptions, picks the container (the only one, or the one named;
 400 with the choices otherwise), and streams
 `https://<node address>:<kubelet port>/containerLogs/<ns>/<pod>/<container>?<options>`
-back as text/plain. A pod not yet bound to a node has no log: an empty answer. The
+back as text/plain. A pod not yet bound to a node has no log: 204 No Content. The
 kubelet's errors come back as kube-apiserver's response checker shapes them (400 with
 the kubelet's text, 404 NotFound for `pods/log`, 500 for an unreachable kubelet).
 
@@ -61,7 +61,7 @@ class PodLogs:
         container = choose_container(pod, request.query.get("container", ""))
         node_name = (pod.get("spec") or {}).get("nodeName")
         if not node_name:
-            return web.Response(body=b"", content_type="text/plain")
+            return web.Response(status=204)
         node = self.server.storage.get("nodes", "", node_name)
         if node is None:
             raise errors.not_found("nodes", node_name)
@@ -184,7 +184,12 @@ def _integer(query: MultiMapping[str], key: str) -> int | None:
 
 
 def choose_container(pod: Obj, container: str) -> str:
-    """The container a log request reads, as kube-apiserver's validateContainer picks it."""
+    """The container a log request reads, as kube-apiserver's validateContainer picks it.
+
+    Without a name the pod must have one container; otherwise the 400 lists every
+    container to choose from, init containers first, then the containers, then the
+    ephemeral ones.
+    """
     spec = pod.get("spec") or {}
     name = pod["metadata"]["name"]
     containers = [str(c.get("name")) for c in spec.get("containers") or []]
@@ -195,12 +200,10 @@ def choose_container(pod: Obj, container: str) -> str:
             return containers[0]
         if not containers:
             raise errors.bad_request(f"a container name must be specified for pod {name}")
-        message = (
-            f"a container name must be specified for pod {name}, choose one of: [{' '.join(containers)}]"
+        every = " ".join([*init, *containers, *ephemeral])
+        raise errors.bad_request(
+            f"a container name must be specified for pod {name}, choose one of: [{every}]"
         )
-        if init:
-            message += f" or one of the init containers: [{' '.join(init)}]"
-        raise errors.bad_request(message)
     if container not in (*containers, *init, *ephemeral):
         raise errors.bad_request(f"container {container} is not valid for pod {name}")
     return container

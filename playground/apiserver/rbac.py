@@ -14,20 +14,16 @@ Everything here is pure: the store hands the RBAC objects in through `PolicySour
 from __future__ import annotations
 
 import copy
+import functools
+import gzip
 import json
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from importlib import resources
 from typing import Protocol
 
 from .errors import APIError, forbidden
-from .identity import (
-    AUTHENTICATED_GROUP,
-    MASTERS_GROUP,
-    SERVICE_ACCOUNT_PREFIX,
-    UNAUTHENTICATED_GROUP,
-    RequestAttributes,
-    UserInfo,
-)
+from .identity import MASTERS_GROUP, SERVICE_ACCOUNT_PREFIX, RequestAttributes, UserInfo
 from .resources.base import Obj
 
 RBAC_GROUP = "rbac.authorization.k8s.io"
@@ -512,221 +508,68 @@ def admission_escalation_error(
 
 # -- bootstrap policy (plugin/pkg/auth/authorizer/rbac/bootstrappolicy) -----------------------------
 
-_READ = ["get", "list", "watch"]
-_WRITE = ["create", "delete", "deletecollection", "patch", "update"]
-_READ_WRITE = sorted(_READ + _WRITE)
+BOOTSTRAP_POLICY_FILE = "bootstrap-policy.json.gz"
+AUTOUPDATE_ANNOTATION = "rbac.authorization.kubernetes.io/autoupdate"
+#: the ClusterRole whose rules the Node authorizer applies to what it does not subdivide
+NODE_ROLE = "system:node"
 
 
-def _rule(groups: list[str], resources: list[str], verbs: list[str]) -> Obj:
-    return {"apiGroups": groups, "resources": resources, "verbs": verbs}
-
-
-def _urls(urls: list[str], verbs: list[str]) -> Obj:
-    return {"nonResourceURLs": urls, "verbs": verbs}
-
-
-def _metadata(name: str, labels: dict[str, str] | None = None) -> Obj:
-    return {
-        "name": name,
-        "labels": {"kubernetes.io/bootstrapping": "rbac-defaults", **(labels or {})},
-        "annotations": {"rbac.authorization.kubernetes.io/autoupdate": "true"},
-    }
-
-
-def _cluster_role(name: str, rules: list[Obj], labels: dict[str, str] | None = None) -> Obj:
-    return {
-        "apiVersion": RBAC_API_VERSION,
-        "kind": "ClusterRole",
-        "metadata": _metadata(name, labels),
-        "rules": rules,
-    }
-
-
-def _cluster_role_binding(name: str, groups: list[str]) -> Obj:
-    return {
-        "apiVersion": RBAC_API_VERSION,
-        "kind": "ClusterRoleBinding",
-        "metadata": _metadata(name),
-        "roleRef": {"apiGroup": RBAC_GROUP, "kind": "ClusterRole", "name": name},
-        "subjects": [{"apiGroup": RBAC_GROUP, "kind": "Group", "name": group} for group in groups],
-    }
-
-
-def _view_rules() -> list[Obj]:
-    return [
-        _rule(
-            [""],
-            [
-                "configmaps",
-                "endpoints",
-                "persistentvolumeclaims",
-                "persistentvolumeclaims/status",
-                "pods",
-                "replicationcontrollers",
-                "replicationcontrollers/scale",
-                "serviceaccounts",
-                "services",
-                "services/status",
-            ],
-            _READ,
-        ),
-        _rule(
-            [""],
-            [
-                "bindings",
-                "events",
-                "limitranges",
-                "namespaces/status",
-                "pods/log",
-                "pods/status",
-                "replicationcontrollers/status",
-                "resourcequotas",
-                "resourcequotas/status",
-            ],
-            _READ,
-        ),
-        _rule([""], ["namespaces"], _READ),
-        _rule(["discovery.k8s.io"], ["endpointslices"], _READ),
-        _rule(
-            ["apps"],
-            [
-                "controllerrevisions",
-                "daemonsets",
-                "daemonsets/status",
-                "deployments",
-                "deployments/scale",
-                "deployments/status",
-                "replicasets",
-                "replicasets/scale",
-                "replicasets/status",
-                "statefulsets",
-                "statefulsets/scale",
-                "statefulsets/status",
-            ],
-            _READ,
-        ),
-        _rule(["autoscaling"], ["horizontalpodautoscalers", "horizontalpodautoscalers/status"], _READ),
-        _rule(["batch"], ["cronjobs", "cronjobs/status", "jobs", "jobs/status"], _READ),
-        _rule(["policy"], ["poddisruptionbudgets", "poddisruptionbudgets/status"], _READ),
-        _rule(["networking.k8s.io"], ["ingresses", "ingresses/status", "networkpolicies"], _READ),
-    ]
-
-
-def _edit_only_rules() -> list[Obj]:
-    pod_access = ["pods/attach", "pods/exec", "pods/portforward", "pods/proxy"]
-    return [
-        _rule([""], sorted([*pod_access, "secrets", "services/proxy"]), _READ),
-        _rule([""], ["serviceaccounts"], ["impersonate"]),
-        _rule([""], ["pods", *pod_access], _WRITE),
-        _rule([""], ["pods/eviction"], ["create"]),
-        _rule(
-            [""],
-            [
-                "configmaps",
-                "events",
-                "persistentvolumeclaims",
-                "replicationcontrollers",
-                "replicationcontrollers/scale",
-                "secrets",
-                "serviceaccounts",
-                "services",
-                "services/proxy",
-            ],
-            _WRITE,
-        ),
-        _rule([""], ["serviceaccounts/token"], ["create"]),
-        _rule(
-            ["apps"],
-            [
-                "daemonsets",
-                "deployments",
-                "deployments/rollback",
-                "deployments/scale",
-                "replicasets",
-                "replicasets/scale",
-                "statefulsets",
-                "statefulsets/scale",
-            ],
-            _WRITE,
-        ),
-        _rule(["autoscaling"], ["horizontalpodautoscalers"], _WRITE),
-        _rule(["batch"], ["cronjobs", "jobs"], _WRITE),
-        _rule(["policy"], ["poddisruptionbudgets"], _WRITE),
-        _rule(["networking.k8s.io"], ["ingresses", "networkpolicies"], _WRITE),
-        _rule(["coordination.k8s.io"], ["leases"], _READ_WRITE),
-    ]
-
-
-def _admin_only_rules() -> list[Obj]:
-    return [
-        _rule(["authorization.k8s.io"], ["localsubjectaccessreviews"], ["create"]),
-        _rule([RBAC_GROUP], ["rolebindings", "roles"], _READ_WRITE),
-    ]
-
-
-def _union(*rule_lists: list[Obj]) -> list[Obj]:
-    """What the aggregation controller makes of several roles: their rules in order, without repeats."""
-    out: list[Obj] = []
-    for rule in (r for rules in rule_lists for r in rules):
-        if rule not in out:
-            out.append(rule)
-    return out
+@functools.cache
+def _bootstrap_objects() -> tuple[str, ...]:
+    raw = resources.files(__package__ or __name__).joinpath("data", BOOTSTRAP_POLICY_FILE).read_bytes()
+    return tuple(json.dumps(obj) for obj in json.loads(gzip.decompress(raw)))
 
 
 def bootstrap_policy() -> list[Obj]:
-    """The default ClusterRoles, then ClusterRoleBindings, of a fresh kube-apiserver (those that matter here).
+    """The RBAC objects a fresh kube-apiserver 1.36 creates, roles before bindings.
 
-    admin, edit and view carry the rules their aggregation would give them (view is in
-    edit, edit in admin) with no aggregationRule, so nothing needs to aggregate them.
+    Read from `data/` (made by `tools/gen_bootstrap_policy.py` from a real control plane):
+    the ClusterRoles and ClusterRoleBindings of users, components, nodes and every
+    controller of kube-controller-manager, and the Roles and RoleBindings in kube-system
+    and kube-public. `admin`, `edit` and `view` carry the rules kube-controller-manager's
+    aggregation gives them.
     """
-    view = _view_rules()
-    edit = _union(_edit_only_rules(), view)
-    roles = [
-        _cluster_role("cluster-admin", [copy.deepcopy(r) for r in FULL_AUTHORITY]),
-        _cluster_role(
-            "system:discovery",
-            [
-                _urls(
-                    [
-                        "/api",
-                        "/api/*",
-                        "/apis",
-                        "/apis/*",
-                        "/healthz",
-                        "/livez",
-                        "/openapi",
-                        "/openapi/*",
-                        "/readyz",
-                        "/version",
-                        "/version/",
-                    ],
-                    ["get"],
-                )
-            ],
-        ),
-        _cluster_role(
-            "system:basic-user",
-            [
-                _rule(
-                    ["authorization.k8s.io"],
-                    ["selfsubjectaccessreviews", "selfsubjectrulesreviews"],
-                    ["create"],
-                ),
-                _rule(["authentication.k8s.io"], ["selfsubjectreviews"], ["create"]),
-            ],
-        ),
-        _cluster_role(
-            "system:public-info-viewer",
-            [_urls(["/healthz", "/livez", "/readyz", "/version", "/version/"], ["get"])],
-        ),
-        _cluster_role("admin", _union(edit, _admin_only_rules())),
-        _cluster_role("edit", edit, {f"{RBAC_GROUP}/aggregate-to-admin": "true"}),
-        _cluster_role("view", view, {f"{RBAC_GROUP}/aggregate-to-edit": "true"}),
-    ]
-    bindings = [
-        _cluster_role_binding("cluster-admin", [MASTERS_GROUP]),
-        _cluster_role_binding("system:basic-user", [AUTHENTICATED_GROUP]),
-        _cluster_role_binding("system:discovery", [AUTHENTICATED_GROUP]),
-        _cluster_role_binding("system:public-info-viewer", [AUTHENTICATED_GROUP, UNAUTHENTICATED_GROUP]),
-    ]
-    return roles + bindings
+    return [json.loads(obj) for obj in _bootstrap_objects()]
+
+
+def node_rules() -> list[Obj]:
+    """bootstrappolicy.NodeRules: the rules of the `system:node` ClusterRole as kube-apiserver compiles them in."""
+    return next(
+        list(obj.get("rules") or [])
+        for obj in bootstrap_policy()
+        if obj["kind"] == "ClusterRole" and obj["metadata"]["name"] == NODE_ROLE
+    )
+
+
+def reconciled(current: Obj, wanted: Obj) -> Obj | None:
+    """What the rbac/bootstrap-roles hook makes of a stored default it finds, or None to leave it.
+
+    Unless the stored object says `autoupdate: "false"`, a role gains the rules (and
+    aggregation selectors) of its default that it does not cover yet, and a binding the
+    subjects it lacks; labels and annotations of the default are added. Nothing is
+    taken away.
+    """
+    meta = current.get("metadata") or {}
+    if (meta.get("annotations") or {}).get(AUTOUPDATE_ANNOTATION) == "false":
+        return None
+    updated = copy.deepcopy(current)
+    updated_meta = updated.setdefault("metadata", {})
+    for key in ("labels", "annotations"):
+        merged = {**(wanted["metadata"].get(key) or {}), **(meta.get(key) or {})}
+        if merged:
+            updated_meta[key] = merged
+    if wanted["kind"] in ("ClusterRole", "Role"):
+        missing = uncovered_rules(current.get("rules") or [], wanted.get("rules") or [])
+        if missing:
+            updated["rules"] = [*(current.get("rules") or []), *_compact(missing)]
+        selectors = (wanted.get("aggregationRule") or {}).get("clusterRoleSelectors") or []
+        have = (current.get("aggregationRule") or {}).get("clusterRoleSelectors") or []
+        lacking = [selector for selector in selectors if selector not in have]
+        if lacking:
+            updated["aggregationRule"] = {"clusterRoleSelectors": [*have, *lacking]}
+    else:
+        subjects = current.get("subjects") or []
+        lacking_subjects = [subject for subject in wanted.get("subjects") or [] if subject not in subjects]
+        if lacking_subjects:
+            updated["subjects"] = [*subjects, *lacking_subjects]
+    return None if updated == current else updated

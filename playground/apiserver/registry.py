@@ -39,6 +39,8 @@ from .validation import validate_metadata
 logger = logging.getLogger(__name__)
 
 SERVER_MANAGED = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation")
+#: rest.EnsureObjectNamespaceMatchesRequestNamespace's answer to a body naming another namespace
+NAMESPACE_MISMATCH = "the namespace of the provided object does not match the namespace sent on the request"
 ORPHAN_FINALIZER = "orphan"
 FOREGROUND_FINALIZER = "foregroundDeletion"
 PATCH_TYPES = (
@@ -233,13 +235,13 @@ class Registry:
         self, rt: ResourceType, namespace: str, body: Obj, opts: WriteOptions, *, applied: bool = False
     ) -> Obj:
         """Create; `applied` objects come from server-side apply and keep the managedFields it computed."""
-        self._check_crd_accepts_creates(rt)
         obj = self._decode(rt, namespace, body)
         if not applied:
             obj = self._typed_body(rt, obj)
         meta = obj["metadata"]
         if not meta.get("name") and meta.get("generateName"):
             meta["name"] = _generated_name(str(meta["generateName"]))
+        self._check_crd_accepts_creates(rt, str(meta.get("name") or ""))
         for key in (*SERVER_MANAGED, "resourceVersion", *(() if applied else ("managedFields",))):
             meta.pop(key, None)
         now = self.clock()
@@ -723,20 +725,23 @@ class Registry:
             raise errors.bad_request("metadata: must be an object")
         if rt.namespaced:
             if meta.get("namespace") and meta["namespace"] != namespace:
-                raise errors.bad_request(
-                    "the namespace of the provided object does not match the namespace sent on the request"
-                )
+                raise errors.bad_request(NAMESPACE_MISMATCH)
             meta["namespace"] = namespace
         else:
             meta.pop("namespace", None)
         return obj
 
-    def _check_crd_accepts_creates(self, rt: ResourceType) -> None:
-        """A custom resource whose CRD is Terminating serves everything but creates."""
+    def _check_crd_accepts_creates(self, rt: ResourceType, name: str) -> None:
+        """A custom resource whose CRD is Terminating serves everything but creates (403, naming the object)."""
         crd = self.storage.get(crds.STORAGE_KEY, "", rt.crd) if rt.crd else None
         if crd is not None and crds.condition_true(crd, "Terminating"):
-            raise errors.method_not_supported(
-                rt.plural, rt.group, "create not allowed while custom resource definition is terminating"
+            qualified = f"{rt.plural}.{rt.group}"
+            subject = f'{qualified} "{name}"' if name else qualified
+            raise errors.forbidden(
+                f"{subject} is forbidden: create not allowed while custom resource definition is terminating",
+                resource=rt.plural,
+                name=name or None,
+                group=rt.group,
             )
 
     def _validate(self, rt: ResourceType, obj: Obj, old: Obj | None) -> None:
@@ -802,17 +807,20 @@ class Registry:
 
 
 def _check_name(body: Any, name: str, namespace: str) -> None:
-    """An update's body must name the object of the URL (endpoints/handlers checkName)."""
+    """An update's body must name the object of the URL.
+
+    The namespace comes first, worded as rest.EnsureObjectNamespaceMatchesRequestNamespace
+    words it (kube-apiserver 1.36 answers a body with another name *and* namespace so),
+    then the name, as the update handler's checkName words it.
+    """
     meta = body.get("metadata") if isinstance(body, dict) else None
     if not isinstance(meta, dict):
         return
+    if namespace and meta.get("namespace") and meta["namespace"] != namespace:
+        raise errors.bad_request(NAMESPACE_MISMATCH)
     if meta.get("name") != name:
         raise errors.bad_request(
             f"the name of the object ({meta.get('name') or ''}) does not match the name on the URL ({name})"
-        )
-    if namespace and meta.get("namespace") and meta["namespace"] != namespace:
-        raise errors.bad_request(
-            f"the namespace of the object ({meta['namespace']}) does not match the namespace on the request ({namespace})"
         )
 
 
@@ -851,14 +859,19 @@ def _same(new: Obj, old: Obj) -> bool:
 
 
 def _check_preconditions(rt: ResourceType, obj: Obj, pre: Obj) -> None:
+    """rest.BeforeDelete's precondition checks: a 409 naming the object by its kind (`ConfigMap "x"`)."""
     meta = obj["metadata"]
-    for key, label in (("uid", "UID"), ("resourceVersion", "ResourceVersion")):
-        if pre.get(key) and pre[key] != meta.get(key):
+    for key, label, why in (
+        ("uid", "UID", "The object might have been deleted and then recreated"),
+        ("resourceVersion", "ResourceVersion", "The object might have been modified"),
+    ):
+        if pre.get(key) is not None and pre[key] != meta.get(key):
             raise errors.conflict(
-                rt.plural,
+                rt.kind,
                 meta["name"],
                 group=rt.group,
-                why=f"Precondition failed: {label} in precondition: {pre[key]}, {label} in object meta: {meta.get(key)}",
+                why=f"the {label} in the precondition ({pre[key]}) does not match the {label} in record "
+                f"({meta.get(key)}). {why}",
             )
 
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from . import errors, rbac
+from . import errors
 from .handlers import decode_json, json_response, read_body
 from .identity import RequestAttributes, UserInfo
 from .requestinfo import RequestInfo
@@ -96,7 +96,6 @@ class Reviews:
         return json_response(out, status=201)
 
     def _status(self, rt: ResourceType, info: RequestInfo, spec: Obj, user: UserInfo) -> Obj:
-        policy = self.server.policy
         if rt.plural == "selfsubjectreviews":
             return {"userInfo": user.as_dict()}
         if rt.plural == "tokenreviews":
@@ -112,13 +111,15 @@ class Reviews:
                 str(token), audiences=list(spec.get("audiences") or []), now=datetime.now(UTC)
             )
         if rt.plural == "selfsubjectrulesreviews":
-            namespace = str(spec.get("namespace", ""))
-            resource_rules, non_resource_rules = rbac.rules_for(user, namespace, policy)
-            return {
-                "resourceRules": resource_rules,
-                "nonResourceRules": non_resource_rules,
-                "incomplete": False,
+            rules = self.server.authorizer.rules_for(user, str(spec.get("namespace", "")))
+            status: Obj = {
+                "resourceRules": rules.resource_rules,
+                "nonResourceRules": rules.non_resource_rules,
+                "incomplete": rules.incomplete,
             }
+            if rules.evaluation_error:
+                status["evaluationError"] = rules.evaluation_error
+            return status
         if rt.plural == "selfsubjectaccessreviews":
             attrs = _attributes(spec, user)
         elif rt.plural == "localsubjectaccessreviews":
@@ -142,8 +143,8 @@ class Reviews:
                     group="authorization.k8s.io",
                 )
             attrs = _attributes(spec, subject)
-        decision = rbac.authorize(attrs, policy)
-        status: dict[str, Any] = {"allowed": decision.allowed}
+        decision = self.server.authorizer.authorize(attrs)
+        answer: dict[str, Any] = {"allowed": decision.allowed}
         if decision.reason:
-            status["reason"] = decision.reason
-        return status
+            answer["reason"] = decision.reason
+        return answer

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import ipaddress
 import logging
 import platform
 from collections.abc import Iterable
@@ -26,11 +27,13 @@ from .admission import WebhookDispatcher
 from .admission_chain import AdmissionChain
 from .app import build_app
 from .authn import Authenticator
+from .authorizer import Authorizer
 from .crd_controller import SYSTEM_USER, CRDController
 from .fieldvalidation import FieldValidator
 from .handlers import ResourceHandlers
 from .identity import MASTERS_GROUP
 from .kubeconfig import kubeconfig, write_kubeconfig
+from .node_authorizer import NodeAuthorizer, NodeGraph
 from .openapi import KUBERNETES_VERSION
 from .pki import CertificateAuthority
 from .plugins import system_priority_classes
@@ -38,16 +41,31 @@ from .registry import Registry, WriteOptions
 from .resources.base import Obj, ResourceType
 from .resources.builtin import builtin_types
 from .resources.catalog import Catalog
-from .resources.core import ServiceStrategy
+from .resources.core import ServiceStrategy, endpoint_ip_errors
 from .reviews import Reviews
+from .service_resolver import resolve_endpoint
 from .storage import Storage, read_snapshot, write_snapshot
 from .subresources import Subresources
 from .tokens import TokenSigner
 
 logger = logging.getLogger(__name__)
 
+_RBAC_PLURALS = {
+    "ClusterRole": "clusterroles",
+    "ClusterRoleBinding": "clusterrolebindings",
+    "Role": "roles",
+    "RoleBinding": "rolebindings",
+}
+
 ADMIN_USER = "kubernetes-admin"
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+#: the names in-cluster clients reach the API server by (kube-apiserver's own serving certificate has them)
+KUBERNETES_SERVICE_NAMES = (
+    "kubernetes",
+    "kubernetes.default",
+    "kubernetes.default.svc",
+    "kubernetes.default.svc.cluster.local",
+)
 #: on stop, how long requests in flight may take before they are cancelled (aiohttp waits 60 s by
 #: default, and the state is saved only after): a stopped server must exit and keep its objects
 SHUTDOWN_TIMEOUT = 2.0
@@ -64,7 +82,15 @@ class Settings:
     persist_interval: float = 1.0
     persist: bool = True
     watch_history: int = 50_000
+    #: more names and addresses for the serving certificate (kubeadm's certSANs: the node name)
     extra_hosts: tuple[str, ...] = field(default_factory=tuple)
+    #: the address the `kubernetes` Service's endpoints name (kube-apiserver's --advertise-address;
+    #: empty: the listen address)
+    advertise_address: str = ""
+
+    @property
+    def advertised(self) -> str:
+        return self.advertise_address or self.host
 
     def version_info(self) -> Obj:
         major, minor = KUBERNETES_VERSION.lstrip("v").split(".")[:2]
@@ -110,6 +136,12 @@ class APIServer:
             )
         )
         self.policy = StoragePolicy(self.storage)
+        graph = NodeGraph(
+            get=self.storage.get, pods=lambda namespace: self.storage.objects("pods", namespace)
+        )
+        self.authorizer = Authorizer(
+            node=NodeAuthorizer(graph, node_rules=rbac.node_rules()), policy=self.policy
+        )
         # field validation reads the same built-in definitions the OpenAPI documents are made of
         self.registry = Registry(
             self.storage, self.catalog, fields=FieldValidator(lambda: self.openapi.builtin)
@@ -123,6 +155,7 @@ class APIServer:
         self.signer: TokenSigner
         self.authenticator: Authenticator
         self.webhooks: WebhookDispatcher
+        self.admission: AdmissionChain
         self._runner: web.AppRunner | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self.port = settings.port
@@ -130,7 +163,10 @@ class APIServer:
 
     @property
     def address(self) -> str:
-        return f"{self.settings.host}:{self.port}"
+        host = self.settings.host
+        if ipaddress.ip_address(host).is_unspecified:
+            host = self.settings.advertised if self.settings.advertise_address else "127.0.0.1"
+        return f"{host}:{self.port}"
 
     @property
     def url(self) -> str:
@@ -164,7 +200,8 @@ class APIServer:
             namespace=lambda name: self.storage.get("namespaces", "", name),
             resolve_service=self._resolve_service,
         )
-        self.registry.admission = AdmissionChain(self, self.webhooks)
+        self.admission = AdmissionChain(self, self.webhooks)
+        self.registry.admission = self.admission
         self.crd_controller.serve_stored()
         await self._listen()
         await self._bootstrap()
@@ -204,7 +241,17 @@ class APIServer:
         return ca, signer, snapshot
 
     async def _listen(self) -> None:
-        hosts = sorted({self.settings.host, "127.0.0.1", "localhost", *self.settings.extra_hosts})
+        hosts = sorted(
+            {
+                self.settings.advertised,
+                "127.0.0.1",
+                "localhost",
+                *KUBERNETES_SERVICE_NAMES,
+                self._kubernetes_ip(),
+                *self.settings.extra_hosts,
+            }
+            - {"0.0.0.0"}
+        )
         cert, key = self.ca.issue_server(hosts=hosts)
         ssl_context = await asyncio.to_thread(self.ca.ssl_server_context, cert, key)
         self._runner = web.AppRunner(
@@ -233,8 +280,7 @@ class APIServer:
         for name in SYSTEM_NAMESPACES:
             await self._ensure("", "v1", "namespaces", "", {"metadata": {"name": name}})
         for obj in rbac.bootstrap_policy():
-            plural = "clusterroles" if obj["kind"] == "ClusterRole" else "clusterrolebindings"
-            await self._ensure("rbac.authorization.k8s.io", "v1", plural, "", obj)
+            await self._reconcile_default(obj)
         for obj in system_priority_classes():
             await self._ensure("scheduling.k8s.io", "v1", "priorityclasses", "", obj)
         await self._ensure_kubernetes_service()
@@ -246,12 +292,27 @@ class APIServer:
             return existing
         return await self.registry.create(rt, namespace, copy.deepcopy(body), self._system_write())
 
-    async def _ensure_kubernetes_service(self) -> None:
-        services = self._type("", "v1", "services")
-        strategy = services.strategy
+    async def _reconcile_default(self, obj: Obj) -> None:
+        """Create a default RBAC object, or add to the stored one what it lacks (rbac/bootstrap-roles)."""
+        rt = self._type(rbac.RBAC_GROUP, "v1", _RBAC_PLURALS[obj["kind"]])
+        namespace = str(obj["metadata"].get("namespace") or "")
+        current = self.registry.find(rt, namespace, obj["metadata"]["name"])
+        if current is None:
+            await self.registry.create(rt, namespace, copy.deepcopy(obj), self._system_write())
+            return
+        updated = rbac.reconciled(current, obj)
+        if updated is not None:
+            await self.registry.update(rt, namespace, obj["metadata"]["name"], updated, self._system_write())
+
+    def _kubernetes_ip(self) -> str:
+        strategy = self._type("", "v1", "services").strategy
         if not isinstance(strategy, ServiceStrategy):
             raise errors.internal("services are served without the Service strategy")
-        ip = strategy.kubernetes_ip
+        return strategy.kubernetes_ip
+
+    async def _ensure_kubernetes_service(self) -> None:
+        services = self._type("", "v1", "services")
+        ip = self._kubernetes_ip()
         labels = {"component": "apiserver", "provider": "kubernetes"}
         port = {"name": "https", "port": 443, "protocol": "TCP", "targetPort": self.port}
         service = {
@@ -265,10 +326,20 @@ class APIServer:
             updated = copy.deepcopy(current)
             updated["spec"]["ports"][0]["targetPort"] = self.port
             await self.registry.update(services, "default", "kubernetes", updated, self._system_write())
+        advertised = self.settings.advertised
+        problems = endpoint_ip_errors(advertised, "ip")
+        if problems:
+            # kube-apiserver's endpoint reconciler fails the same way, and the Service has no endpoints
+            logger.warning(
+                "the kubernetes Service gets no endpoints: its advertise address %s %s; give --advertise-address",
+                advertised,
+                problems[0].message.split(": ", 1)[1],
+            )
+            return
         endpoints = self._type("", "v1", "endpoints")
         subsets = [
             {
-                "addresses": [{"ip": self.settings.host}],
+                "addresses": [{"ip": advertised}],
                 "ports": [{"name": "https", "port": self.port, "protocol": "TCP"}],
             }
         ]
@@ -284,7 +355,7 @@ class APIServer:
         slice_body: Obj = {
             "metadata": {"name": "kubernetes", "labels": {"kubernetes.io/service-name": "kubernetes"}},
             "addressType": "IPv4",
-            "endpoints": [{"addresses": [self.settings.host], "conditions": {"ready": True}}],
+            "endpoints": [{"addresses": [advertised], "conditions": {"ready": True}}],
             "ports": [{"name": "https", "port": self.port, "protocol": "TCP"}],
         }
         current_slice = self.registry.find(slices, "default", "kubernetes")
@@ -320,17 +391,19 @@ class APIServer:
         key = f"{kind}webhookconfigurations.admissionregistration.k8s.io"
         return self.storage.objects(key)
 
-    def _resolve_service(self, namespace: str, name: str, port: int) -> str | None:
-        """A Service resolves on loopback when its EndpointSlices name a local address."""
-        for obj in self.storage.objects("endpointslices.discovery.k8s.io", namespace):
-            if (obj["metadata"].get("labels") or {}).get("kubernetes.io/service-name") != name:
-                continue
-            target = next((p.get("port") for p in obj.get("ports") or [] if p.get("port")), port)
-            for endpoint in obj.get("endpoints") or []:
-                for address in endpoint.get("addresses") or []:
-                    if address.startswith("127."):
-                        return f"https://{address}:{target}"
-        return None
+    def _resolve_service(self, namespace: str, name: str, port: int) -> str:
+        """A Service webhook's base URL, as kube-apiserver with `--enable-aggregator-routing` finds it."""
+        if (namespace, name, port) == ("default", "kubernetes", 443):
+            return self.url
+        slices = [
+            obj
+            for obj in self.storage.objects("endpointslices.discovery.k8s.io", namespace)
+            if (obj["metadata"].get("labels") or {}).get("kubernetes.io/service-name") == name
+        ]
+        endpoint = resolve_endpoint(
+            self.storage.get("services", namespace, name), slices, name=name, port=port
+        )
+        return f"https://{endpoint.address}"
 
     # OpenAPI
 

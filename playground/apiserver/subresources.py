@@ -273,6 +273,7 @@ class Subresources:
             raise errors.bad_request("name in URL does not match name in Eviction object")
         options = body.get("deleteOptions") or {}
         opts = write_options(request, self.server, user)
+        self.server.admission.admit_eviction(user, info.namespace, info.name)
         await self.server.registry.delete(rt, info.namespace, info.name, options, opts)
         return json_response(_success(), status=201)
 
@@ -283,6 +284,9 @@ class Subresources:
             raise errors.method_not_allowed()
         body = decode_json(await read_body(request), request.headers.get("Content-Type", "application/json"))
         account = self.server.registry.get(rt, info.namespace, info.name)
+        self.server.admission.admit_token_request(
+            user, info.namespace, info.name, body if isinstance(body, dict) else {}
+        )
         spec = ((body or {}).get("spec") or {}) if isinstance(body, dict) else {}
         seconds = spec.get("expirationSeconds", DEFAULT_TOKEN_SECONDS)
         if not isinstance(seconds, int):

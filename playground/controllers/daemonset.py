@@ -28,7 +28,7 @@ import time
 from datetime import datetime
 from typing import Any
 
-from playground.controlplane import ControlPlaneOptions
+from playground.controlplane import ControlPlaneOptions, Credentials
 from runtime.api.kinds import CONTROLLERREVISIONS, DAEMONSETS, NODES, PODS
 from runtime.api.selectors import Selector, SelectorError, label_selector
 from runtime.core import (
@@ -58,6 +58,9 @@ from .workloads.podcontrol import PodControl
 from .workloads.status import retry_on_conflict, update_status
 
 logger = logging.getLogger(__name__)
+
+#: the ServiceAccount kube-controller-manager runs this controller as (system:controller:daemon-set-controller)
+ACCOUNT = "daemon-set-controller"
 
 JSON = dict[str, Any]
 #: node name -> the DaemonSet's pods for it
@@ -432,20 +435,21 @@ def _every_daemonset(store: Store) -> MapFunc:
     return mapped
 
 
-def setup(manager: Manager, options: ControlPlaneOptions) -> None:
+def setup(manager: Manager, options: ControlPlaneOptions, credentials: Credentials) -> None:
     """Register the DaemonSet controller with `manager`."""
     daemonsets = manager.informer(DAEMONSETS)
     pod_informer = manager.informer(PODS)
     nodes = manager.informer(NODES)
     revisions = manager.informer(CONTROLLERREVISIONS)
     expectations = Expectations.of(pod_informer)
+    client = credentials.client(ACCOUNT)
     reconciler = DaemonSetReconciler(
-        manager.client,
+        client,
         daemonsets=daemonsets,
         pods=pod_informer,
         nodes=nodes,
         revisions=revisions,
-        recorder=EventRecorder(manager.client, component=COMPONENT),
+        recorder=EventRecorder(client, component=COMPONENT),
         expectations=expectations,
     )
     controller = manager.controller("daemonset", reconciler, primary=daemonsets)

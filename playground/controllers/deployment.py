@@ -29,7 +29,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from playground.controlplane import ControlPlaneOptions
+from playground.controlplane import ControlPlaneOptions, Credentials
 from runtime.api.kinds import DEPLOYMENTS, PODS, REPLICASETS
 from runtime.api.selectors import Selector, SelectorError, label_selector
 from runtime.core import (
@@ -67,6 +67,9 @@ from .workloads.podcontrol import is_namespace_terminating
 from .workloads.status import retry_on_conflict
 
 logger = logging.getLogger(__name__)
+
+#: the ServiceAccount kube-controller-manager runs this controller as (system:controller:deployment-controller)
+ACCOUNT = "deployment-controller"
 
 JSON = dict[str, Any]
 
@@ -121,19 +124,18 @@ class _Rollout:
         self.d["metadata"]["resourceVersion"] = updated["metadata"]["resourceVersion"]
 
     async def set_revision(self, revision: str | None) -> None:
-        """Record the new ReplicaSet's revision on the Deployment (`SetDeploymentRevision`)."""
+        """Record the new ReplicaSet's revision on the Deployment (`SetDeploymentRevision`, then an Update)."""
         meta = self.d["metadata"]
         if revision is None or (meta.get("annotations") or {}).get(names.REVISION) == revision:
             return
-        patch = {
+        annotated = {
+            **self.d,
             "metadata": {
-                "annotations": {names.REVISION: revision},
-                "resourceVersion": meta["resourceVersion"],
-            }
+                **meta,
+                "annotations": {**(meta.get("annotations") or {}), names.REVISION: revision},
+            },
         }
-        updated = await self.client.patch(
-            DEPLOYMENTS, meta["name"], patch, namespace=meta["namespace"], field_manager=names.FIELD_MANAGER
-        )
+        updated = await self.client.replace(DEPLOYMENTS, annotated, field_manager=names.FIELD_MANAGER)
         meta["annotations"] = updated["metadata"].get("annotations") or {}
         meta["resourceVersion"] = updated["metadata"]["resourceVersion"]
 
@@ -685,17 +687,18 @@ def _pods_to_recreate_deployments(deployments: Store, replicasets: Store) -> Map
     return mapped
 
 
-def setup(manager: Manager, options: ControlPlaneOptions) -> None:
+def setup(manager: Manager, options: ControlPlaneOptions, credentials: Credentials) -> None:
     """Register the Deployment controller with `manager`."""
     deployments = manager.informer(DEPLOYMENTS)
     replicasets = manager.informer(REPLICASETS)
     pod_informer = manager.informer(PODS)
+    client = credentials.client(ACCOUNT)
     reconciler = DeploymentReconciler(
-        manager.client,
+        client,
         deployments=deployments,
         replicasets=replicasets,
         pods=pod_informer,
-        recorder=EventRecorder(manager.client, component=COMPONENT),
+        recorder=EventRecorder(client, component=COMPONENT),
     )
     controller = manager.controller("deployment", reconciler, primary=deployments)
     controller.watches(replicasets, owner_or_selector(DEPLOYMENTS, deployments.store))

@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from playground.controlplane import ControlPlaneOptions
+from playground.controlplane import ControlPlaneOptions, Credentials
 from runtime.api.kinds import ENDPOINTS, ENDPOINTSLICES, NODES, PODS, SERVICES
 from runtime.api.selectors import set_selector
 from runtime.core import (
@@ -45,6 +45,11 @@ from .workloads.ownership import is_deleting, labels, name, namespace
 from .workloads.status import retry_on_conflict
 
 logger = logging.getLogger(__name__)
+
+#: the ServiceAccount kube-controller-manager runs this controller as (system:controller:endpointslice-controller)
+ACCOUNT = "endpointslice-controller"
+#: the ServiceAccount kube-controller-manager runs the Endpoints controller as (system:controller:endpoint-controller)
+ENDPOINTS_ACCOUNT = "endpoint-controller"
 
 JSON = dict[str, Any]
 
@@ -192,7 +197,7 @@ def _same_name(obj: JSON) -> list[Request]:
     return [Request.of(obj)]
 
 
-def setup(manager: Manager, options: ControlPlaneOptions) -> None:
+def setup(manager: Manager, options: ControlPlaneOptions, credentials: Credentials) -> None:
     """Register the EndpointSlice and Endpoints controllers with `manager`."""
     services = manager.informer(SERVICES)
     pod_informer = manager.informer(PODS)
@@ -203,7 +208,7 @@ def setup(manager: Manager, options: ControlPlaneOptions) -> None:
     slice_controller = manager.controller(
         "endpointslice",
         EndpointSliceReconciler(
-            manager.client,
+            credentials.client(ACCOUNT),
             services=services,
             pods=pod_informer,
             nodes=nodes,
@@ -217,7 +222,9 @@ def setup(manager: Manager, options: ControlPlaneOptions) -> None:
     slice_controller.owns(slices)
     endpoints_controller = manager.controller(
         "endpoints",
-        EndpointsReconciler(manager.client, services=services, pods=pod_informer, endpoints=endpoints),
+        EndpointsReconciler(
+            credentials.client(ENDPOINTS_ACCOUNT), services=services, pods=pod_informer, endpoints=endpoints
+        ),
         primary=services,
     )
     endpoints_controller.watches(pod_informer, _services_selecting(services.store))

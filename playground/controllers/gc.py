@@ -38,7 +38,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from playground.controlplane import ControlPlaneOptions
+from playground.controlplane import ControlPlaneOptions, Credentials
 from runtime.api.kinds import CRDS, NAMESPACES
 from runtime.api.resource import Resource
 from runtime.core import (
@@ -59,6 +59,9 @@ from runtime.core import (
 from .discovery import preferred_resources
 
 logger = logging.getLogger(__name__)
+
+#: the ServiceAccount kube-controller-manager runs this controller as (system:controller:generic-garbage-collector)
+ACCOUNT = "generic-garbage-collector"
 
 JSON = dict[str, Any]
 Policy = Literal["Orphan", "Background", "Foreground"]
@@ -133,11 +136,12 @@ class Monitor:
 
 
 class GarbageCollector:
-    def __init__(self, manager: Manager, options: ControlPlaneOptions) -> None:
+    def __init__(self, manager: Manager, options: ControlPlaneOptions, *, client: Client) -> None:
         self._manager = manager
-        self._client: Client = manager.client
+        #: the collector's own client (its reads of what it watches go through the manager's informers)
+        self._client = client
         self._options = options
-        self._recorder = EventRecorder(manager.client, component="garbage-collector-controller")
+        self._recorder = EventRecorder(client, component="garbage-collector-controller")
         #: resource id -> monitor
         self._monitors: dict[str, Monitor] = {}
         #: (group, kind) -> monitor, to find an owner named by a reference
@@ -435,8 +439,8 @@ def _ref(obj: JSON) -> str:
     return f"{namespace}/{meta['name']}" if namespace else str(meta["name"])
 
 
-def setup(manager: Manager, options: ControlPlaneOptions) -> None:
-    collector = GarbageCollector(manager, options)
+def setup(manager: Manager, options: ControlPlaneOptions, credentials: Credentials) -> None:
+    collector = GarbageCollector(manager, options, client=credentials.client(ACCOUNT))
     # CRD changes (new kinds to watch) come as primary keys; namespaces always exist, so their first
     # events start the first sync, and any later one restarts the periodic resync after a leadership change
     controller = manager.controller("garbage-collector", collector, primary=manager.informer(CRDS))

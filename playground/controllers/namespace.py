@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from playground.controlplane import ControlPlaneOptions
+from playground.controlplane import ControlPlaneOptions, Credentials
 from runtime.api.kinds import NAMESPACES, PODS
 from runtime.core import (
     APIError,
@@ -42,6 +42,9 @@ from runtime.core import (
 from .discovery import Discovery, ServedResource, preferred_resources
 
 logger = logging.getLogger(__name__)
+
+#: the ServiceAccount kube-controller-manager runs this controller as (system:controller:namespace-controller)
+ACCOUNT = "namespace-controller"
 
 JSON = dict[str, Any]
 
@@ -324,6 +327,8 @@ def _age(timestamp: str) -> float:
     return (datetime.now(UTC) - then).total_seconds()
 
 
-def setup(manager: Manager, options: ControlPlaneOptions) -> None:
+def setup(manager: Manager, options: ControlPlaneOptions, credentials: Credentials) -> None:
     namespaces = manager.informer(NAMESPACES)
-    manager.controller("namespace", NamespaceReconciler(manager.client, namespaces.store), primary=namespaces)
+    manager.controller(
+        "namespace", NamespaceReconciler(credentials.client(ACCOUNT), namespaces.store), primary=namespaces
+    )

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from playground.controlplane import ControlPlaneOptions
+from playground.controlplane import ControlPlaneOptions, Credentials
 from playground.scheduler.taints import tolerates
 from runtime.api.kinds import LEASES, NODES, PODS
 from runtime.core import (
@@ -46,6 +46,9 @@ from runtime.core import (
 )
 
 logger = logging.getLogger(__name__)
+
+#: the ServiceAccount kube-controller-manager runs node lifecycle and taint eviction as (system:controller:node-controller)
+ACCOUNT = "node-controller"
 
 JSON = dict[str, Any]
 
@@ -406,27 +409,28 @@ class TaintEvictionReconciler:
         logger.info("%s/%s: evicted: its node has NoExecute taints it no longer tolerates", namespace, name)
 
 
-def setup(manager: Manager, options: ControlPlaneOptions) -> None:
+def setup(manager: Manager, options: ControlPlaneOptions, credentials: Credentials) -> None:
     nodes = manager.informer(NODES)
     leases = manager.informer(LEASES, namespace=NODE_LEASE_NAMESPACE)
     pods = manager.informer(PODS)
     pods.store.add_index(NODE_INDEX, _node_name)
+    client = credentials.client(ACCOUNT)
     lifecycle = NodeLifecycleReconciler(
-        manager.client,
+        client,
         nodes=nodes.store,
         leases=leases.store,
         pods=pods.store,
         options=options,
-        recorder=EventRecorder(manager.client, component="node-controller"),
+        recorder=EventRecorder(client, component="node-controller"),
     )
     manager.controller("node-lifecycle", lifecycle, primary=nodes).watches(
         leases, lambda lease: [Request("", str(lease["metadata"]["name"]))]
     )
     eviction_controller = TaintEvictionReconciler(
-        manager.client,
+        client,
         pods=pods.store,
         nodes=nodes.store,
-        recorder=EventRecorder(manager.client, component="taint-eviction-controller"),
+        recorder=EventRecorder(client, component="taint-eviction-controller"),
     )
     manager.controller("taint-eviction", eviction_controller, primary=pods).watches(
         nodes,

@@ -21,11 +21,14 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from playground.controlplane import ControlPlaneOptions
+from playground.controlplane import ControlPlaneOptions, Credentials
 from runtime.api.kinds import NODES, PODS
 from runtime.core import Client, ConflictError, Manager, NotFoundError, Request, Result, Store
 
 logger = logging.getLogger(__name__)
+
+#: the ServiceAccount kube-controller-manager runs this controller as (system:controller:pod-garbage-collector)
+ACCOUNT = "pod-garbage-collector"
 
 JSON = dict[str, Any]
 
@@ -128,11 +131,13 @@ class PodGCReconciler:
         )
 
 
-def setup(manager: Manager, options: ControlPlaneOptions) -> None:
+def setup(manager: Manager, options: ControlPlaneOptions, credentials: Credentials) -> None:
     pods = manager.informer(PODS)
     nodes = manager.informer(NODES)
     pods.store.add_index(NODE_INDEX, _node_name)
-    reconciler = PodGCReconciler(manager.client, pods=pods.store, nodes=nodes.store, options=options)
+    reconciler = PodGCReconciler(
+        credentials.client(ACCOUNT), pods=pods.store, nodes=nodes.store, options=options
+    )
     manager.controller("pod-garbage-collector", reconciler, primary=pods).watches(
         nodes,
         lambda node: [Request.of(p) for p in pods.store.by_index(NODE_INDEX, str(node["metadata"]["name"]))],

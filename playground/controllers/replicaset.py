@@ -16,7 +16,7 @@ import logging
 from datetime import datetime, timedelta
 from typing import Any
 
-from playground.controlplane import ControlPlaneOptions
+from playground.controlplane import ControlPlaneOptions, Credentials
 from runtime.api.kinds import PODS, REPLICASETS
 from runtime.api.selectors import SelectorError, label_selector, set_selector
 from runtime.core import (
@@ -41,6 +41,9 @@ from .workloads.podcontrol import PodControl
 from .workloads.status import retry_on_conflict, update_status
 
 logger = logging.getLogger(__name__)
+
+#: the ServiceAccount kube-controller-manager runs this controller as (system:controller:replicaset-controller)
+ACCOUNT = "replicaset-controller"
 
 JSON = dict[str, Any]
 
@@ -185,16 +188,17 @@ class ReplicaSetReconciler:
         ]
 
 
-def setup(manager: Manager, options: ControlPlaneOptions) -> None:
+def setup(manager: Manager, options: ControlPlaneOptions, credentials: Credentials) -> None:
     """Register the ReplicaSet controller with `manager`."""
     replicasets = manager.informer(REPLICASETS)
     pod_informer = manager.informer(PODS)
     expectations = Expectations.of(pod_informer)
+    client = credentials.client(ACCOUNT)
     reconciler = ReplicaSetReconciler(
-        manager.client,
+        client,
         replicasets=replicasets,
         pods=pod_informer,
-        recorder=EventRecorder(manager.client, component=COMPONENT),
+        recorder=EventRecorder(client, component=COMPONENT),
         expectations=expectations,
     )
     controller = manager.controller("replicaset", reconciler, primary=replicasets)

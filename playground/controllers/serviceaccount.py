@@ -20,7 +20,7 @@ import copy
 import logging
 from typing import Any
 
-from playground.controlplane import ControlPlaneOptions
+from playground.controlplane import ControlPlaneOptions, Credentials
 from runtime.api.kinds import CONFIGMAPS, NAMESPACES, SERVICEACCOUNTS
 from runtime.api.resource import Resource
 from runtime.core import (
@@ -35,6 +35,11 @@ from runtime.core import (
 )
 
 logger = logging.getLogger(__name__)
+
+#: the ServiceAccount kube-controller-manager runs this controller as (system:controller:service-account-controller)
+ACCOUNT = "service-account-controller"
+#: the ServiceAccount kube-controller-manager runs the kube-root-ca.crt publisher as (system:controller:root-ca-cert-publisher)
+ROOT_CA_ACCOUNT = "root-ca-cert-publisher"
 
 JSON = dict[str, Any]
 
@@ -144,12 +149,14 @@ def _namespace_of(obj: JSON) -> list[Request]:
     return [Request("", str(obj["metadata"]["namespace"]))]
 
 
-def setup(manager: Manager, options: ControlPlaneOptions) -> None:
+def setup(manager: Manager, options: ControlPlaneOptions, credentials: Credentials) -> None:
     namespaces = manager.informer(NAMESPACES)
     accounts = manager.informer(SERVICEACCOUNTS, field_selector=f"metadata.name={DEFAULT_SERVICE_ACCOUNT}")
     manager.controller(
         "serviceaccount",
-        ServiceAccountReconciler(manager.client, namespaces=namespaces.store, accounts=accounts.store),
+        ServiceAccountReconciler(
+            credentials.client(ACCOUNT), namespaces=namespaces.store, accounts=accounts.store
+        ),
         primary=namespaces,
     ).watches(accounts, _namespace_of)
     if not options.root_ca:
@@ -159,7 +166,10 @@ def setup(manager: Manager, options: ControlPlaneOptions) -> None:
         return
     configmaps = manager.informer(CONFIGMAPS, field_selector=f"metadata.name={ROOT_CA_CONFIGMAP}")
     publisher = RootCAPublisher(
-        manager.client, namespaces=namespaces.store, configmaps=configmaps.store, root_ca=options.root_ca
+        credentials.client(ROOT_CA_ACCOUNT),
+        namespaces=namespaces.store,
+        configmaps=configmaps.store,
+        root_ca=options.root_ca,
     )
     manager.controller("root-ca-cert-publisher", publisher, primary=namespaces).watches(
         configmaps, _namespace_of

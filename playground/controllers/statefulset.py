@@ -29,7 +29,7 @@ from collections.abc import Coroutine
 from datetime import datetime
 from typing import Any
 
-from playground.controlplane import ControlPlaneOptions
+from playground.controlplane import ControlPlaneOptions, Credentials
 from runtime.api.kinds import CONTROLLERREVISIONS, PERSISTENTVOLUMECLAIMS, PODS, STATEFULSETS
 from runtime.api.selectors import SelectorError, label_selector
 from runtime.core import (
@@ -55,6 +55,9 @@ from .workloads.ownership import is_deleting, name, namespace, reference, uid
 from .workloads.status import retry_on_conflict, update_status
 
 logger = logging.getLogger(__name__)
+
+#: the ServiceAccount kube-controller-manager runs this controller as (system:controller:statefulset-controller)
+ACCOUNT = "statefulset-controller"
 
 JSON = dict[str, Any]
 
@@ -465,34 +468,29 @@ class StatefulSetReconciler:
             if cached is None or stateful.claim_owners_match(sts, pod, cached):
                 continue
             owners = stateful.claim_owners(sts, pod, cached)
-            patch = {
-                "metadata": {
-                    "ownerReferences": owners or None,
-                    "resourceVersion": cached["metadata"]["resourceVersion"],
-                }
-            }
-            await self._client.patch(
-                PERSISTENTVOLUMECLAIMS,
-                name(cached),
-                patch,
-                namespace=namespace(cached),
-                field_manager=names.FIELD_MANAGER,
+            meta = {key: value for key, value in cached["metadata"].items() if key != "ownerReferences"}
+            if owners:
+                meta["ownerReferences"] = owners
+            # an Update, as the real controller's (its role may not patch claims)
+            await self._client.replace(
+                PERSISTENTVOLUMECLAIMS, {**cached, "metadata": meta}, field_manager=names.FIELD_MANAGER
             )
 
 
-def setup(manager: Manager, options: ControlPlaneOptions) -> None:
+def setup(manager: Manager, options: ControlPlaneOptions, credentials: Credentials) -> None:
     """Register the StatefulSet controller with `manager`."""
     statefulsets = manager.informer(STATEFULSETS)
     pod_informer = manager.informer(PODS)
     claims = manager.informer(PERSISTENTVOLUMECLAIMS)
     revisions = manager.informer(CONTROLLERREVISIONS)
+    client = credentials.client(ACCOUNT)
     reconciler = StatefulSetReconciler(
-        manager.client,
+        client,
         statefulsets=statefulsets,
         pods=pod_informer,
         claims=claims,
         revisions=revisions,
-        recorder=EventRecorder(manager.client, component=COMPONENT),
+        recorder=EventRecorder(client, component=COMPONENT),
     )
     controller = manager.controller("statefulset", reconciler, primary=statefulsets)
     controller.watches(pod_informer, owner_or_selector(STATEFULSETS, statefulsets.store))

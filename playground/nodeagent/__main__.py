@@ -19,7 +19,7 @@ from runtime.core import Client
 
 from .agent import NodeAgent
 from .node import NodeConflictError
-from .options import ROLES, NodeAgentOptions, Taint, parse_label, parse_taint
+from .options import NodeAgentOptions, Taint, parse_label, parse_taint
 
 
 def argument_parser() -> argparse.ArgumentParser:
@@ -27,12 +27,19 @@ def argument_parser() -> argparse.ArgumentParser:
         prog="python -m playground.nodeagent",
         description="Run one playground node's agent (its kubelet) until SIGTERM or SIGINT.",
     )
-    parser.add_argument("--kubeconfig", type=Path, required=True, help="credentials of the node's API client")
+    parser.add_argument(
+        "--kubeconfig", type=Path, required=True, help="the kubelet's credentials (system:node:<node>)"
+    )
     parser.add_argument("--node", required=True, help="the Node's name")
     parser.add_argument("--pod-cidr", required=True, help="the node's pod CIDR, e.g. 10.244.1.0/24")
     parser.add_argument(
         "--address",
         help="the node's InternalIP (default: the first address of the loopback /24 the agent claims)",
+    )
+    parser.add_argument(
+        "--pod-netns-prefix",
+        help="give each pod a network namespace named this plus its uid, on the node's bridge cni0 "
+        "(run the agent in its node's namespace); default: the loopback fallback",
     )
     parser.add_argument("--cpu", default="8", help="CPU capacity (default %(default)s)")
     parser.add_argument("--memory", default="16Gi", help="memory capacity (default %(default)s)")
@@ -49,9 +56,6 @@ def argument_parser() -> argparse.ArgumentParser:
         default=[],
         metavar="KEY=VALUE:EFFECT",
         help="a taint set at registration (repeatable)",
-    )
-    parser.add_argument(
-        "--role", choices=ROLES, default="worker", help="the node's role (default %(default)s)"
     )
     parser.add_argument("--kubelet-port", type=int, default=0, help="kubelet API port (0: any free port)")
     parser.add_argument(
@@ -85,13 +89,13 @@ def options_from(args: argparse.Namespace) -> NodeAgentOptions:
         node_name=args.node,
         pod_cidr=args.pod_cidr,
         address=args.address,
+        pod_netns_prefix=args.pod_netns_prefix,
         cpu=args.cpu,
         memory=args.memory,
         pods=args.pods,
         ephemeral_storage=args.ephemeral_storage,
         labels=labels,
         taints=taints,
-        role=args.role,
         kubelet_port=args.kubelet_port,
         state_dir=args.state_dir,
         client_ca_file=args.client_ca_file,

@@ -1,24 +1,33 @@
 """The node agent: one playground node's kubelet, composed from its controllers (`NodeAgent(client, options).run()`).
 
 Modelled on kwok's fake kubelet and virtual-kubelet's node controller: separate node,
-lease and pod controllers over two informers (this Node; the pods bound to it), with
+lease and pod controllers over informers (this Node; the pods bound to it; Services,
+for the `kubernetes` Service pods are pointed at and the names stand-ins resolve), with
 the runners behind the narrow `Runner` protocol (the process runner for the runtime's
 own image, the simulated runner for every other) and the kubelet API serving their
-logs; a NodePort controller over the Service and EndpointSlice informers is the node's
-kube-proxy (`nodeports.py`). The node's address (its InternalIP, where the kubelet API
-and the NodePorts listen) is `options.address`, else the first address of the loopback
-/24 the agent claims for its process pods, so it stays the same across restarts.
-Start-up order, as the kubelet's:
+logs. All of that is the kubelet, and uses the kubelet's credentials
+(`system:node:<name>`, held to what the Node authorizer and NodeRestriction allow).
+Services are kube-proxy's job (`playground.kubeproxy`, a process of its own with its
+own identity, as on kind); nothing of the kubelet waits for it, nor for the Services
+informer: until Services are known, process pods reach the API server at the address
+of the agent's kubeconfig.
 
-1. claim the loopback block and serve the kubelet API on the node's address (its port
-   goes into the Node's daemonEndpoints);
+The agent runs in its node's network namespace (`options.pod_netns_prefix` set, the
+playground's default): the node's address is `options.address`, and every pod gets a
+sandbox of its own (`podnetwork.py`) with an IP from the node's pod CIDR. In the
+loopback fallback, process pods share the host's network on addresses of a loopback
+/24 the agent claims, whose first address is the node's unless `options.address` says
+otherwise, so it stays the same across restarts. Start-up order, as the kubelet's:
+
+1. claim the loopback block (loopback fallback) and serve the kubelet API on the
+   node's address (its port goes into the Node's daemonEndpoints);
 2. register the Node (create it, or adopt the existing one after a restart), retrying
    with back-off while the API server is unreachable;
-3. start the informers and wait until both have listed;
+3. start the kubelet's informers and wait until both have listed;
 4. reserve the IPs of the pods already bound to the node (`PodSync.adopt`), so no
-   running pod's IP is handed out again;
+   running pod's IP is handed out again, and remove the sandboxes of pods no longer here;
 5. run the node status controller, the Lease heartbeat (the runtime's, as the virtual
-   kubelet's), the pod controller and the NodePort controller.
+   kubelet's) and the pod controller.
 
 `run()` blocks until cancelled; on the way out every runner stops its pods (nothing
 is deleted in the API: a restarted agent adopts them). Runners keep their files in
@@ -37,8 +46,8 @@ from pathlib import Path
 from typing import Literal
 from urllib.parse import urlsplit
 
-from playground.controllers.workloads.names import SERVICE_NAME
-from runtime.api.kinds import ENDPOINTSLICES, NODES, PODS, SERVICES
+from playground.network.netns import Namespaces
+from runtime.api.kinds import NODES, PODS, SERVICES
 from runtime.core import (
     APIError,
     Client,
@@ -55,9 +64,9 @@ from .ipam import PodIPAllocator
 from .kubeletapi import KubeletAPI
 from .loopback import LoopbackBlock, claim_block
 from .node import HostInfo, NodeStatusReconciler
-from .nodeports import NodePortProxy
 from .objects import APIObjectSource
 from .options import NodeAgentOptions
+from .podnetwork import PodNetwork
 from .podrun import ProcessSettings
 from .pods import PodSync
 from .processes import ProcessRunner
@@ -75,8 +84,14 @@ EVENT_COMPONENT = "kubelet"
 
 
 class NodeAgent:
+    """One node: `client` has the kubelet's credentials."""
+
     def __init__(
-        self, client: Client, options: NodeAgentOptions, *, settings: Settings | None = None
+        self,
+        client: Client,
+        options: NodeAgentOptions,
+        *,
+        settings: Settings | None = None,
     ) -> None:
         self.options = options
         self._client = client
@@ -84,8 +99,9 @@ class NodeAgent:
         self._informers = InformerFactory(client, settings=self._settings.watching)
         self._nodes = self._informers.informer(NODES, field_selector=f"metadata.name={options.node_name}")
         self._pods = self._informers.informer(PODS, field_selector=f"spec.nodeName={options.node_name}")
-        self._services = self._informers.informer(SERVICES)
-        self._endpoint_slices = self._informers.informer(ENDPOINTSLICES, label_selector=SERVICE_NAME)
+        #: Services have an informer factory of their own: the pods' informers never wait for them
+        self._service_informers = InformerFactory(client, settings=self._settings.watching)
+        self._services = self._service_informers.informer(SERVICES)
         self._recorder = EventRecorder(client, component=EVENT_COMPONENT, instance=options.node_name)
         self._pod_sync: PodSync | None = None
         #: set once the Node is registered, the caches have synced and every controller runs
@@ -98,27 +114,30 @@ class NodeAgent:
     async def run(self) -> None:
         name = self.options.node_name
         host = await HostInfo.detect(name)
+        namespaces = Namespaces()
         async with self._state_dir() as state_dir, self._loopback_block(state_dir) as block:
-            address = self.options.address or block.node_address
+            address = self.options.address or (block.node_address if block is not None else "")
             self.address = address
-            pool = PodIPAllocator(block.cidr)
-            processes, simulated = self._runners(state_dir, pool, address)
+            pool = PodIPAllocator(block.cidr) if block is not None else None
+            network = None
+            if self.options.pod_netns_prefix is not None:
+                network = PodNetwork(
+                    prefix=self.options.pod_netns_prefix,
+                    pod_cidr=self.options.pod_cidr,
+                    namespaces=namespaces,
+                )
+            processes, simulated = self._runners(state_dir, pool, address, namespaces)
             pods = PodSync(
                 self._client,
                 self.options,
                 pods=self._pods.store,
                 runners=[processes, simulated],
-                runner_pools=[pool],
+                runner_pools=[pool] if pool is not None else [],
                 record=self.record,
                 address=address,
+                network=network,
             )
             self._pod_sync = pods
-            node_ports = NodePortProxy(
-                node_name=name,
-                address=address,
-                services=self._services.store,
-                slices=self._endpoint_slices.store,
-            )
             # Processes a previous run of this node left behind go before any pod of this run starts.
             await processes.prepare()
             try:
@@ -132,10 +151,13 @@ class NodeAgent:
                         address=address,
                         kubelet_port=self.kubelet_port,
                     )
+                    group.create_task(self._service_informers.run(), name=f"node agent {name}: services")
                     await self._register(node_status)
                     group.create_task(self._informers.run(), name=f"node agent {name}: informers")
                     await self._informers.wait_synced()
                     pods.adopt()
+                    if network is not None:
+                        await network.sweep({str(pod["metadata"]["uid"]) for pod in self._pods.store})
                     nodes = Controller(
                         "node-status", node_status, primary=self._nodes, settings=self._settings
                     )
@@ -143,12 +165,6 @@ class NodeAgent:
                     pods.bind(pod_controller.enqueue)
                     group.create_task(nodes.run(), name=f"node agent {name}: node status")
                     group.create_task(pod_controller.run(), name=f"node agent {name}: pods")
-                    group.create_task(
-                        Controller(
-                            "nodeports", node_ports, primary=self._services, settings=self._settings
-                        ).run(),
-                        name=f"node agent {name}: nodeports",
-                    )
                     group.create_task(
                         self._lease_heartbeat().run(),
                         name=f"node agent {name}: lease",
@@ -160,8 +176,17 @@ class NodeAgent:
             finally:
                 self.ready.clear()
                 self._pod_sync = None
-                await node_ports.close()
                 await pods.close()
+                namespaces.close()
+
+    def _kubernetes_service(self) -> tuple[str, int] | None:
+        """ClusterIP and port of the `kubernetes` Service, as kubelet gives pods (None until it is known)."""
+        service = self._services.store.get("kubernetes", namespace="default")
+        spec = (service or {}).get("spec") or {}
+        ports = spec.get("ports") or []
+        if not spec.get("clusterIP") or not ports:
+            return None
+        return str(spec["clusterIP"]), int(ports[0]["port"])
 
     async def record(self, pod: JSON, type: Literal["Normal", "Warning"], reason: str, message: str) -> None:
         """Record an Event about a pod, as the kubelet of this node (the `RecordEvent` runners are given)."""
@@ -172,8 +197,14 @@ class NodeAgent:
         if self._pod_sync is not None:
             self._pod_sync.notify(uid)
 
+    def _service_ip(self, namespace: str, name: str) -> str | None:
+        """A Service's ClusterIP, as kube-dns would answer for its name (stand-ins resolve names with it)."""
+        spec = (self._services.store.get(name, namespace=namespace) or {}).get("spec") or {}
+        ip = spec.get("clusterIP")
+        return str(ip) if ip and ip != "None" else None
+
     def _runners(
-        self, state_dir: Path, pool: PodIPAllocator, address: str
+        self, state_dir: Path, pool: PodIPAllocator | None, address: str, namespaces: Namespaces
     ) -> tuple[ProcessRunner, SimulatedRunner]:
         server = urlsplit(self._client.config.server)
         processes = ProcessRunner(
@@ -182,6 +213,7 @@ class NodeAgent:
             node_address=address,
             api_host=server.hostname or address,
             api_port=server.port or (443 if server.scheme == "https" else 80),
+            api_service=self._kubernetes_service if self.options.pod_netns_prefix is not None else None,
             notify=self._notify,
             record=self.record,
             allocatable={"cpu": self.options.cpu, "memory": self.options.memory},
@@ -195,6 +227,8 @@ class NodeAgent:
             record=self.record,
             backoff=self.options.restart_backoff,
             backoff_max=self.options.restart_backoff_max,
+            namespaces=namespaces,
+            service_ip=self._service_ip,
         )
         return processes, simulated
 
@@ -230,8 +264,11 @@ class NodeAgent:
         return self._client.config.certificate_authority
 
     @contextlib.asynccontextmanager
-    async def _loopback_block(self, state_dir: Path) -> AsyncIterator[LoopbackBlock]:
-        """This node's loopback /24 for process pods, claimed for as long as the agent runs."""
+    async def _loopback_block(self, state_dir: Path) -> AsyncIterator[LoopbackBlock | None]:
+        """The loopback fallback: this node's loopback /24 for process pods, claimed while the agent runs."""
+        if self.options.pod_netns_prefix is not None:
+            yield None
+            return
         block = await asyncio.to_thread(claim_block, state_dir)
         logger.info("%s: process pods get addresses in %s", self.options.node_name, block.cidr)
         try:

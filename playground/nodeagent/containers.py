@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal, Protocol
 
 JSON = dict[str, Any]
@@ -97,8 +98,11 @@ class Runner(Protocol):
     def pod_ip(self, pod: JSON) -> str | None:
         """The IP this runner's pods get, or None to have the agent allocate one from the node's pod CIDR."""
 
-    async def start(self, pod: JSON, *, pod_ip: str) -> None:
-        """Start running the pod in the background and return at once; idempotent for a pod already running."""
+    async def start(self, pod: JSON, *, pod_ip: str, netns: Path | None = None) -> None:
+        """Start running the pod in the background and return at once; idempotent for a pod already running.
+
+        `netns` is the pod's network namespace (its sandbox), None when it shares the node's network.
+        """
 
     async def stop(self, uid: str, *, grace_period: float) -> None:
         """Stop every container (SIGTERM, SIGKILL after `grace_period` s), wait until they are gone, free the pod's files."""

@@ -40,14 +40,13 @@ JSON = dict[str, Any]
 KUBELET_VERSION = "v1.32.0-playground"
 #: where Linux publishes the ID of the current boot (the kubelet reads it for nodeInfo.bootID)
 BOOT_ID_FILE = Path("/proc/sys/kernel/random/boot_id")
-# Well-known labels (k8s.io/api/core/v1 well_known_labels.go, kubeadm's for control-plane nodes).
+# Well-known labels a kubelet sets on its Node (k8s.io/api/core/v1 well_known_labels.go); role labels are
+# kubeadm's to set, with admin rights (NodeRestriction refuses them to a kubelet).
 LABEL_HOSTNAME = "kubernetes.io/hostname"
 LABEL_OS = "kubernetes.io/os"
 LABEL_ARCH = "kubernetes.io/arch"
 LABEL_BETA_OS = "beta.kubernetes.io/os"
 LABEL_BETA_ARCH = "beta.kubernetes.io/arch"
-LABEL_ROLE_CONTROL_PLANE = "node-role.kubernetes.io/control-plane"
-LABEL_EXCLUDE_FROM_LOAD_BALANCERS = "node.kubernetes.io/exclude-from-external-load-balancers"
 #: Python's machine names to Go's GOARCH, which node labels and nodeInfo use
 _GOARCH = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64", "armv7l": "arm"}
 #: the kubelet's conditions other than Ready: (type, reason, message) when all is well
@@ -114,9 +113,6 @@ def node_labels(options: NodeAgentOptions, host: HostInfo) -> dict[str, str]:
         LABEL_HOSTNAME: options.node_name,
         LABEL_OS: host.operating_system,
     }
-    if options.role == "control-plane":
-        labels[LABEL_ROLE_CONTROL_PLANE] = ""
-        labels[LABEL_EXCLUDE_FROM_LOAD_BALANCERS] = ""
     labels.update(options.labels)
     return labels
 

@@ -14,10 +14,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-Role = Literal["control-plane", "worker"]
-ROLES: tuple[Role, ...] = ("control-plane", "worker")
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 
 #: a Kubernetes resource quantity (`8`, `500m`, `16Gi`, `1e3`), as apimachinery's parser accepts it
@@ -47,15 +45,18 @@ class NodeAgentOptions:
     pod_cidr: str
     #: the node's InternalIP, also its pods' hostIP (None: the first address of the node's loopback /24)
     address: str | None = None
+    #: pods get network namespaces named this plus their uid, linked to the node's bridge `cni0`
+    #: (the agent runs in its node's namespace); None: the loopback fallback (process pods on the
+    #: host's network, on loopback addresses of their own)
+    pod_netns_prefix: str | None = None
     cpu: str = "8"
     memory: str = "16Gi"
     pods: int = 110
     ephemeral_storage: str = "100Gi"
-    #: labels on top of the well-known ones (hostname, os, arch, role)
+    #: labels on top of the well-known ones (hostname, os, arch)
     labels: Mapping[str, str] = field(default_factory=dict)
     #: taints set when the agent registers the Node (the kubelet's --register-with-taints)
     taints: tuple[Taint, ...] = ()
-    role: Role = "worker"
     #: the kubelet API's port (0: any free port); published as status.daemonEndpoints.kubeletEndpoint.Port
     kubelet_port: int = 0
     #: where runners keep per-pod files and the kubelet API its certificate (None: a temporary directory)
@@ -84,6 +85,8 @@ class NodeAgentOptions:
                 f"--node {self.node_name!r}: a node name must be a DNS subdomain (lowercase letters, digits, '-' and '.')"
             )
         errors += _cidr_errors(self.pod_cidr)
+        if self.pod_netns_prefix is not None and self.address is None:
+            errors.append("--pod-netns-prefix needs --address (the node's address in its namespace)")
         if self.address is not None:
             try:
                 ipaddress.ip_address(self.address)
@@ -102,8 +105,6 @@ class NodeAgentOptions:
             errors += _label_errors(key, value)
         for taint in self.taints:
             errors += _taint_errors(taint)
-        if self.role not in ROLES:
-            errors.append(f"--role {self.role!r}: must be one of {', '.join(ROLES)}")
         if not 0 <= self.kubelet_port < 65536:
             errors.append(f"--kubelet-port {self.kubelet_port}: must be between 0 and 65535")
         if self.lease_duration < 1:

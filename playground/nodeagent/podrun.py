@@ -84,8 +84,8 @@ class NodeContext:
     """What every pod run on this node shares."""
 
     address: str
-    api_host: str
-    api_port: int
+    #: where pods reach the API server (KUBERNETES_SERVICE_HOST and _PORT), asked at each container start
+    api_endpoint: Callable[[], tuple[str, int]]
     pods_dir: Path
     objects: ObjectSource
     notify: Notify
@@ -149,8 +149,10 @@ class _Container:
 class PodRun:
     """Runs one pod's containers as processes until `stop()`."""
 
-    def __init__(self, pod: JSON, *, pod_ip: str, node: NodeContext) -> None:
+    def __init__(self, pod: JSON, *, pod_ip: str, node: NodeContext, netns: Path | None = None) -> None:
         self.pod = pod
+        #: the pod's network namespace (None: the node's network)
+        self.netns = netns
         meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
         self.uid = str(meta.get("uid") or "")
         self.name = str(meta.get("name") or "")
@@ -354,6 +356,7 @@ class PodRun:
             pid_file=str(pid_file(self.directory, c.name)),
             mounts=mounts,
             workdirs=workdirs,
+            netns=str(self.netns or ""),
         )
         try:
             spawned = await spawn(spec, env=env)
@@ -457,7 +460,7 @@ class PodRun:
             c.spec,
             objects=lambda kind, name: fetched.get((kind, name)),
             context=self.context,
-            base=service_env(self.node.api_host, self.node.api_port),
+            base=service_env(*self.node.api_endpoint()),
         )
         if self.node.problem:
             raise StartError(self.node.problem)
@@ -579,6 +582,7 @@ class PodRun:
             pid_file=str(self.directory / "run" / f"exec-{uuid.uuid4().hex[:12]}.pid"),
             mounts=instance.mounts,
             workdirs=instance.workdirs,
+            netns=str(self.netns or ""),
         )
         spawned = await spawn(spec, env=instance.env, merge_stderr=True)
         process = spawned.process

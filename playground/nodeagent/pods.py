@@ -13,8 +13,9 @@ work queue holds a key once. Each reconcile reads the pod from the cache and:
   deletion (the kubelet's status manager does the same);
 - otherwise: picks the runner (the first that `accepts` the pod), gives the pod an IP
   (the node's for hostNetwork pods, the runner's if it decides one, else one from the
-  node's pod CIDR), starts it once, and patches `pods/status` (strategic merge) from
-  the runner's report, only when the status changed.
+  node's pod CIDR) and, when the node has a pod network (`podnetwork.py`), a sandbox:
+  its own network namespace with that IP; starts it once, and patches `pods/status`
+  (strategic merge) from the runner's report, only when the status changed.
 
 At start-up, before any reconcile, `adopt` reserves the IPs that the pods already
 bound to the node carry, so a restarted agent never hands a running pod's IP to
@@ -30,6 +31,7 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from runtime.api.kinds import PODS
@@ -47,6 +49,7 @@ from runtime.core import (
 from .containers import RecordEvent, Runner
 from .ipam import IPExhaustedError, PodIPAllocator
 from .options import NodeAgentOptions
+from .podnetwork import PodNetwork
 from .podstatus import TERMINAL_PHASES, pod_status, status_patch
 
 logger = logging.getLogger(__name__)
@@ -64,6 +67,8 @@ class _Tracked:
     runner: Runner
     grace_period: float
     started: bool = False
+    #: the pod has a sandbox (a network namespace) to tear down
+    sandbox: bool = False
 
 
 class PodSync:
@@ -79,6 +84,7 @@ class PodSync:
         record: RecordEvent,
         address: str,
         runner_pools: Sequence[PodIPAllocator] = (),
+        network: PodNetwork | None = None,
     ) -> None:
         self._client = client
         self._options = options
@@ -90,6 +96,8 @@ class PodSync:
         self._ipam = PodIPAllocator(options.pod_cidr)
         #: address pools runners allocate from themselves (process pods' loopback block), for adoption
         self._runner_pools = runner_pools
+        #: pods' sandboxes (None: pods share the node's network)
+        self._network = network
         self._tracked: dict[Request, _Tracked] = {}
         self._requests: dict[str, Request] = {}
         #: pods waiting for a free IP, enqueued again as soon as one is released
@@ -161,7 +169,8 @@ class PodSync:
             return None  # finished before this agent started: nothing runs it any more
         pod_ip = await self._pod_ip(request, pod, tracked)
         if not tracked.started:
-            await tracked.runner.start(pod, pod_ip=pod_ip)
+            netns = await self._sandbox(request, pod, tracked, pod_ip)
+            await tracked.runner.start(pod, pod_ip=pod_ip, netns=netns)
             tracked.started = True
         report = tracked.runner.report(tracked.uid)
         await self._write_status(
@@ -186,6 +195,9 @@ class PodSync:
     async def _forget(self, request: Request, tracked: _Tracked, *, grace_period: float) -> None:
         if tracked.started:
             await tracked.runner.stop(tracked.uid, grace_period=grace_period)
+        if tracked.sandbox and self._network is not None:
+            await self._network.teardown(tracked.uid)
+            tracked.sandbox = False
         self._tracked.pop(request, None)
         self._requests.pop(tracked.uid, None)
         self._waiting_for_ip.discard(request)
@@ -231,6 +243,19 @@ class PodSync:
             raise TemporaryError(f"no free pod IP: {exc}", delay=SANDBOX_RETRY) from exc
         self._waiting_for_ip.discard(request)
         return ip
+
+    async def _sandbox(self, request: Request, pod: JSON, tracked: _Tracked, pod_ip: str) -> Path | None:
+        """The pod's network namespace, made now (None: the pod shares the node's network)."""
+        if self._network is None or (pod.get("spec") or {}).get("hostNetwork"):
+            return None
+        try:
+            path = await self._network.setup(tracked.uid, pod_ip)
+        except OSError as exc:
+            message = f'Failed to create pod sandbox: plugin type="bridge" failed (add): {exc}'
+            await self._record(pod, "Warning", "FailedCreatePodSandBox", message)
+            raise TemporaryError(f"{request}: {message}", delay=SANDBOX_RETRY) from exc
+        tracked.sandbox = True
+        return path
 
     async def _write_status(self, pod: JSON, desired: JSON) -> None:
         patch = status_patch(pod.get("status") or {}, desired)

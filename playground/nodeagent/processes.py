@@ -7,9 +7,12 @@ its `command` run by this interpreter (console scripts resolve in the venv first
 a private mount namespace where the pod's volumes sit at their mountPaths: the
 ServiceAccount token, `ca.crt` and namespace at
 `/var/run/secrets/kubernetes.io/serviceaccount`, next to `KUBERNETES_SERVICE_HOST`/
-`_PORT`, so in-cluster clients work unmodified. Processes share the host's network
-stack; each pod gets an address of its own from the node agent's loopback /24
-(`loopback.py`) and binds its ports on `$POD_IP`.
+`_PORT` (the `kubernetes` Service's ClusterIP and port, which kube-proxy translates), so
+in-cluster clients work unmodified. Each process runs in its pod's network namespace
+(the sandbox the agent made, with the pod's IP). In the loopback fallback processes
+share the host's network stack instead; each pod gets an address of its own from the
+node agent's loopback /24 (`loopback.py`), binds its ports on `$POD_IP`, and reaches
+the API server at the address of the agent's kubeconfig.
 
 This module is the `Runner` the agent drives (see `containers.py`); `podrun.py` runs
 each pod. Nothing outlives the agent for long: every process records a pid file and
@@ -24,7 +27,7 @@ import asyncio
 import logging
 import os
 import shutil
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +61,7 @@ class ProcessRunner:
         settings: ProcessSettings | None = None,
         allocatable: Mapping[str, str] | None = None,
         address_pool: PodIPAllocator | None = None,
+        api_service: Callable[[], tuple[str, int] | None] | None = None,
     ) -> None:
         self._objects = objects
         self._state_dir = state_dir
@@ -66,6 +70,9 @@ class ProcessRunner:
         self._address_pool = address_pool
         self._api_host = api_host
         self._api_port = api_port
+        #: pods have sandboxes of their own (IPs from the node's pod CIDR, given by the agent), and reach the
+        #: API server at the `kubernetes` Service this gives (its ClusterIP and port, when known)
+        self._api_service = api_service
         self._notify = notify
         self._record = record
         self._settings = settings or ProcessSettings()
@@ -91,8 +98,7 @@ class ProcessRunner:
                 logger.error("%s: runtime pods on this node will not start", problem)
             self._node = NodeContext(
                 address=self._address,
-                api_host=self._api_host,
-                api_port=self._api_port,
+                api_endpoint=self._api_endpoint,
                 pods_dir=self.pods_dir,
                 objects=self._objects,
                 notify=self._notify,
@@ -108,11 +114,17 @@ class ProcessRunner:
         return bool(containers) and all(is_runtime_image(str(c.get("image") or "")) for c in containers)
 
     def pod_ip(self, pod: JSON) -> str | None:
+        if self._api_service is not None:
+            return None
         if self._address_pool is None:
             return self._address
         return self._address_pool.allocate(str((pod.get("metadata") or {}).get("uid") or ""))
 
-    async def start(self, pod: JSON, *, pod_ip: str) -> None:
+    def _api_endpoint(self) -> tuple[str, int]:
+        service = self._api_service() if self._api_service is not None else None
+        return service if service is not None else (self._api_host, self._api_port)
+
+    async def start(self, pod: JSON, *, pod_ip: str, netns: Path | None = None) -> None:
         uid = str((pod.get("metadata") or {}).get("uid") or "")
         current = self._pods.get(uid)
         if current is not None:
@@ -122,7 +134,7 @@ class ProcessRunner:
         assert self._node is not None
         if uid in self._pods:
             return
-        run = PodRun(pod, pod_ip=pod_ip, node=self._node)
+        run = PodRun(pod, pod_ip=pod_ip, node=self._node, netns=netns)
         self._pods[uid] = run
         run.start()
 

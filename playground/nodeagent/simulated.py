@@ -29,6 +29,10 @@ for a pull that fails, BackOff for a crash loop, Killing when the pod is deleted
 
 A pod the agent adopts after a restart keeps what its status already says: a running
 container keeps its startedAt, containerID and restartCount (and records no new Events).
+
+A pod with a network namespace of its own (the netns network) is reachable at its IP,
+and two kinds of image do real work there (`standins.py`): nginx images serve HTTP on
+their container ports, curl images fetch a URL and exit as curl would.
 """
 
 from __future__ import annotations
@@ -42,12 +46,25 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from enum import Enum
+from pathlib import Path
 from typing import Literal, NoReturn
 
+from playground.network.netns import Namespaces
 from runtime.api.image import image_repository, is_runtime_image
 
 from .containers import JSON, ContainerReport, LogOptions, LogUnavailableError, Notify, PodReport, RecordEvent
 from .phase import initial_waiting_reason, is_sidecar, pod_phase
+from .standins import (
+    FETCHER,
+    HTTP_SERVER,
+    HTTPServer,
+    ServiceIP,
+    ServiceResolver,
+    fetch,
+    fetch_url,
+    http_ports,
+    stand_in,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -91,11 +108,16 @@ class SimulatedRunner:
         record: RecordEvent | None = None,
         backoff: float = RESTART_BACKOFF,
         backoff_max: float = RESTART_BACKOFF_MAX,
+        namespaces: Namespaces | None = None,
+        service_ip: ServiceIP | None = None,
     ) -> None:
         self._notify = notify
         self._record = record
         self._backoff = backoff
         self._backoff_max = backoff_max
+        #: for stand-ins: sockets in pods' namespaces, and Service names to ClusterIPs
+        self._namespaces = namespaces
+        self._service_ip = service_ip
         self._pods: dict[str, _SimulatedPod] = {}
 
     def accepts(self, pod: JSON) -> bool:
@@ -106,16 +128,20 @@ class SimulatedRunner:
     def pod_ip(self, pod: JSON) -> str | None:
         return None
 
-    async def start(self, pod: JSON, *, pod_ip: str) -> None:
+    async def start(self, pod: JSON, *, pod_ip: str, netns: Path | None = None) -> None:
         uid = str(pod["metadata"]["uid"])
         if uid in self._pods:
             return
+        network = None
+        if netns is not None and self._namespaces is not None and self._service_ip is not None:
+            network = _PodNetwork(netns, self._namespaces, self._service_ip)
         simulated = _SimulatedPod(
             pod,
             notify=self._notify,
             record=self._record,
             backoff=self._backoff,
             backoff_max=self._backoff_max,
+            network=network,
         )
         self._pods[uid] = simulated
         simulated.task = asyncio.create_task(simulated.run(), name=f"simulated pod {simulated.ref}")
@@ -143,6 +169,15 @@ class SimulatedRunner:
             await simulated.stop()
 
 
+@dataclass(frozen=True)
+class _PodNetwork:
+    """What stand-ins need: the pod's namespace, threads to enter it, and Service names."""
+
+    path: Path
+    namespaces: Namespaces
+    service_ip: ServiceIP
+
+
 @dataclass
 class _Instance:
     """One run of a container: its log lines, (timestamp, text)."""
@@ -159,7 +194,10 @@ class _Container:
         self.init = init
         self.sidecar = init and is_sidecar(spec)
         self.behaviour = behaviour(self.image)
+        self.spec = spec
         self.pod = pod
+        #: nginx and curl images do real work when the pod has a network of its own
+        self.stand_in = stand_in(self.image) if pod.network is not None else None
         self.report = ContainerReport(
             name=self.name,
             image=self.image,
@@ -189,7 +227,9 @@ class _Container:
     @property
     def keeps_running(self) -> bool:
         """A container that runs until the pod stops (init containers that are not sidecars complete)."""
-        return self.behaviour is Behaviour.RUN and (self.sidecar or not self.init)
+        return (
+            self.behaviour is Behaviour.RUN and self.stand_in != FETCHER and (self.sidecar or not self.init)
+        )
 
     def adopt_finished(self) -> int | None:
         """Keep a previous instance that exited for good (the pod is adopted); its exit code, or None."""
@@ -227,12 +267,25 @@ class _Container:
         if self.current is not None:
             self.current.lines.append((now, f"simulated container {self.name} of {self.pod.ref}: {text}"))
 
+    def output(self, text: str) -> None:
+        """A line the stand-in itself writes (a real process's output)."""
+        if self.current is not None:
+            self.current.lines.append((_now(), text))
+
 
 class _SimulatedPod:
     def __init__(
-        self, pod: JSON, *, notify: Notify, record: RecordEvent | None, backoff: float, backoff_max: float
+        self,
+        pod: JSON,
+        *,
+        notify: Notify,
+        record: RecordEvent | None,
+        backoff: float,
+        backoff_max: float,
+        network: _PodNetwork | None = None,
     ) -> None:
         self.pod = pod
+        self.network = network
         meta = pod["metadata"]
         spec = pod.get("spec") or {}
         status = pod.get("status") or {}
@@ -311,10 +364,16 @@ class _SimulatedPod:
             now = _now()
             adopted = container.start_instance(now)
             exit_code = 1 if container.behaviour is Behaviour.CRASH else 0
-            if container.keeps_running:
-                container.report.ready = True
+            server: HTTPServer | None = None
+            running = container.keeps_running
+            if container.stand_in == HTTP_SERVER:
+                server = await self._serve(container)
+                running, exit_code = server is not None, 0 if server is not None else 1
+            elif running:
                 container.log(now, "no process runs: the playground node agent only simulates this container")
-            else:
+            if running:
+                container.report.ready = True
+            elif container.stand_in != FETCHER:
                 self._terminate(container, exit_code, now)
             self._notify(self.uid)
             if not adopted:
@@ -323,9 +382,17 @@ class _SimulatedPod:
                 )
                 await self._event("Normal", "Created", f"Created container: {container.name}")
                 await self._event("Normal", "Started", f"Started container {container.name}")
-            if container.keeps_running:
-                await self.stopped.wait()  # until the pod stops (which cancels this task)
+            if running:
+                try:
+                    await self.stopped.wait()  # until the pod stops (which cancels this task)
+                finally:
+                    if server is not None:
+                        await server.close()
                 return True
+            if container.stand_in == FETCHER:
+                exit_code = await self._fetch(container)
+                self._terminate(container, exit_code, _now(), stand_in=True)
+                self._notify(self.uid)
             if not container.restarts(exit_code):
                 return exit_code == 0
             container.report.restart_count += 1
@@ -347,11 +414,38 @@ class _SimulatedPod:
             )
             await asyncio.sleep(delay)
 
-    def _terminate(self, container: _Container, exit_code: int, now: datetime) -> None:
-        if exit_code:
-            container.log(now, f"exiting with code {exit_code} ({CRASH_IMAGE} always fails)")
-        else:
-            container.log(now, "exiting with code 0 (completed)")
+    async def _serve(self, container: _Container) -> HTTPServer | None:
+        """Start the nginx stand-in; None (and nginx's message in the log) when a port cannot be bound."""
+        assert self.network is not None
+        ports = http_ports(container.spec)
+        try:
+            server = await HTTPServer.start(
+                self.network.namespaces, self.network.path, ports, log=container.output
+            )
+        except OSError as exc:
+            container.output(
+                f"nginx: [emerg] bind() to 0.0.0.0 port {ports} failed ({exc.errno}: {exc.strerror})"
+            )
+            return None
+        container.log(_now(), f"serving HTTP on port {', '.join(map(str, ports))} (an nginx stand-in)")
+        return server
+
+    async def _fetch(self, container: _Container) -> int:
+        """Run the curl stand-in once; its exit code."""
+        assert self.network is not None
+        url = fetch_url(container.spec)
+        if url is None:
+            container.output("curl: (2) no URL specified")
+            return 2
+        resolver = ServiceResolver(self.namespace, self.network.service_ip)
+        return await fetch(self.network.path, url, resolver=resolver, log=container.output)
+
+    def _terminate(
+        self, container: _Container, exit_code: int, now: datetime, *, stand_in: bool = False
+    ) -> None:
+        if not stand_in:
+            reason = f"({CRASH_IMAGE} always fails)" if exit_code else "(completed)"
+            container.log(now, f"exiting with code {exit_code} {reason}")
         running = container.report.state.get("running") or {}
         container.report.state = {
             "terminated": {

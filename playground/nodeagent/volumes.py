@@ -27,6 +27,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from runtime.core import APIError
+
 from .downward import DownwardAPIError, PodContext, field_value, find_container, resource_value
 from .env import CONFIGMAP, SECRET, secret_data
 from .objects import IssuedToken, ObjectSource
@@ -198,11 +200,15 @@ class PodVolumes:
     async def _token(self, key: _TokenKey, spec: JSON) -> IssuedToken:
         current = self._tokens.get(key)
         if current is None or self._clock() >= _refresh_at(current):
-            current = await self._source.token(
-                self.pod,
-                audience=str(spec.get("audience") or ""),
-                expiration_seconds=int(spec.get("expirationSeconds") or DEFAULT_TOKEN_SECONDS),
-            )
+            try:
+                current = await self._source.token(
+                    self.pod,
+                    audience=str(spec.get("audience") or ""),
+                    expiration_seconds=int(spec.get("expirationSeconds") or DEFAULT_TOKEN_SECONDS),
+                )
+            except APIError as exc:
+                # e.g. the Node authorizer, whose graph learns of a pod's binding a moment after it: retried
+                raise VolumeError(f"failed to fetch token: {exc}") from None
             self._tokens[key] = current
         return current
 

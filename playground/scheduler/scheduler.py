@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from playground.controlplane.options import ControlPlaneOptions
+from playground.controlplane import ControlPlaneOptions, Credentials
 from runtime.api.kinds import NAMESPACES, NODES, PODS
 from runtime.core import (
     APIError,
@@ -290,12 +290,14 @@ def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def setup(manager: Manager, options: ControlPlaneOptions) -> None:
+def setup(manager: Manager, options: ControlPlaneOptions, credentials: Credentials) -> None:
     """Schedule the pods that name `options.scheduler_name`, with the manager's shared pod, node and namespace informers."""
     pods = manager.informer(PODS)
     nodes = manager.informer(NODES)
     namespaces = manager.informer(NAMESPACES)
-    scheduler = Scheduler(manager.client, pods=pods, nodes=nodes, namespaces=namespaces, options=options)
+    scheduler = Scheduler(
+        credentials.scheduler, pods=pods, nodes=nodes, namespaces=namespaces, options=options
+    )
     controller = manager.controller(CONTROLLER, scheduler, primary=pods)
     for related in (nodes, namespaces):
         controller.watches(related, scheduler.waiting_pods)

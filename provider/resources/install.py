@@ -30,7 +30,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Final
@@ -56,30 +55,10 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-WEBHOOK_MODES: Final = ("service", "url")
 #: default bounds of each operation, in seconds
 TIMEOUTS: Final = {"create": 600.0, "update": 600.0, "delete": 300.0}
 #: the bound of the cluster reads done while planning
 PLAN_SECONDS: Final = 60.0
-#: attributes `InstallOptions.validate` checks, each alone, at validate time
-_OPTIONS: Final = (
-    "cluster_name",
-    "namespace",
-    "pod_cidr",
-    "service_cidr",
-    "sharing_percentage",
-    "api_server_url",
-    "auth_url",
-    "cluster_labels",
-)
-#: a valid value for each option, to check one configured value at a time
-_VALID: Final[dict[str, Any]] = {
-    "cluster_id": str(uuid.UUID(int=0)),
-    "cluster_name": "valid",
-    "api_server_url": "https://valid.invalid",
-    "pod_cidr": "10.0.0.0/16",
-    "service_cidr": "10.1.0.0/16",
-}
 #: attributes whose change restarts the auth service or moves its Service (so its published URL may change)
 _AUTH_INPUTS: Final = ("namespace", "image", "api_server_url", "auth_url", "auth_service_type")
 
@@ -236,7 +215,8 @@ class InstallResource(Resource):
                 default="service",
                 description=(
                     'How the API server reaches the runtime\'s webhook: `"service"` (its Service, default) or '
-                    '`"url"` (its pod address; the playground needs `"url"`, as it has no Service network).'
+                    '`"url"` (its pod address, for an API server that cannot reach Services, such as one run outside '
+                    "its cluster's network)."
                 ),
             ),
             Attribute(
@@ -246,7 +226,9 @@ class InstallResource(Resource):
                 computed=True,
                 description=(
                     "URL other clusters reach this cluster's API server at (consumers' credentials point "
-                    "there). Default: the host the provider is configured with."
+                    "there). Default: the host the provider is configured with, unless it is a loopback address "
+                    "(a kind or playground cluster reached through a port of this host): then a control-plane "
+                    "node's address and port 6443, as liqoctl does."
                 ),
             ),
             Attribute(
@@ -344,14 +326,18 @@ class InstallResource(Resource):
         return old
 
     def check(self, diags: Diagnostics, config: State) -> None:
-        for attribute in _OPTIONS:
+        from runtime.forge.install import USER_OPTIONS
+
+        for attribute in USER_OPTIONS:
             _check_option(diags, attribute, config.get(attribute))
         mode = config.get("webhook_mode")
+        from runtime.forge.install import WEBHOOK_MODES
+
         if checks.known(mode) and mode not in WEBHOOK_MODES:
             diags.add_error(
                 "Invalid webhook_mode",
                 f'"{mode}" is not a webhook mode: use "service" (the API server calls the webhook through its '
-                'Service) or "url" (by pod address, as the playground needs).',
+                'Service) or "url" (by pod address).',
                 path=["webhook_mode"],
             )
         from runtime.forge.install import SERVICE_TYPES
@@ -384,7 +370,15 @@ class InstallResource(Resource):
         planned["missing_objects"] = []
         kube = self.provider.kube
         if config.get("api_server_url") is None:
-            planned["api_server_url"] = kube.host if kube.config is not None else Unknown
+            prior_url = (current or {}).get("api_server_url")
+            # on create, _plan_create asks the cluster (a kind-like cluster's kubeconfig names 127.0.0.1)
+            planned["api_server_url"] = (
+                prior_url
+                if is_known(prior_url) and prior_url
+                else kube.host
+                if kube.config is not None
+                else Unknown
+            )
         if current is not None:
             if config.get("auth_url") is None:
                 # the published URL changes only when the auth service restarts or its Service changes
@@ -401,26 +395,33 @@ class InstallResource(Resource):
         return planned
 
     def _plan_create(self, diags: Diagnostics, planned: State, config: State) -> None:
-        """Fill in what the cluster tells on create: the CIDRs not configured, and an existing cluster id."""
-        from runtime.operations.install import discover_cidrs, existing_cluster_id
+        """Fill in what the cluster tells on create: the CIDRs and API server URL not configured, an existing
+        cluster id."""
+        from runtime.operations.install import discover_api_server_url, discover_cidrs, existing_cluster_id
 
         namespace = planned["namespace"]
+        host = self.provider.kube.host
 
-        async def look(client: Client) -> tuple[Cidrs | None, str | None]:
+        async def look(client: Client) -> tuple[Cidrs | None, str | None, str | None]:
             wants_cidrs = config.get("pod_cidr") is None or config.get("service_cidr") is None
             cidrs = await discover_cidrs(client) if wants_cidrs else None
-            return cidrs, await existing_cluster_id(client, namespace=namespace)
+            url = (
+                await discover_api_server_url(client, host) if config.get("api_server_url") is None else None
+            )
+            return cidrs, await existing_cluster_id(client, namespace=namespace), url
 
         found = call(
             diags,
             self.provider.kube,
             look,
-            what=f"read the cluster's CIDRs and Liqo identity (namespace {namespace})",
+            what=f"read the cluster's CIDRs, control-plane nodes and Liqo identity (namespace {namespace})",
             seconds=PLAN_SECONDS,
         )
         if found is None:
             return
-        cidrs, cluster_id = found
+        cidrs, cluster_id, url = found
+        if url is not None:
+            planned["api_server_url"] = url
         if cluster_id is not None:
             planned["cluster_id"] = cluster_id
         if cidrs is not None:
@@ -751,20 +752,10 @@ def _sentence(message: str) -> str:
 
 def _check_option(diags: Diagnostics, attribute: str, value: Any) -> None:
     """`InstallOptions.validate` on one configured value (the others valid), as an error on its attribute."""
-    from runtime.forge.install import InstallOptions, InstallOptionsError
+    from runtime.forge.install import option_problem
 
-    if value is None or not is_known(value):
-        return
-    if attribute == "sharing_percentage" and (not isinstance(value, int | float) or value != int(value)):
-        diags.add_error(
-            "Invalid sharing_percentage", f"{value} is not a whole percentage (1-100).", path=[attribute]
-        )
-        return
-    value = int(value) if attribute == "sharing_percentage" else value
-    try:
-        InstallOptions(**{**_VALID, attribute: value}).validate()
-    except InstallOptionsError as exc:
-        _option_error(diags, exc)
+    if value is not None and is_known(value) and (problem := option_problem(attribute, value)):
+        diags.add_error(f"Invalid {attribute}", problem, path=[attribute])
 
 
 def _option_error(diags: Diagnostics, exc: Exception) -> None:

@@ -33,6 +33,7 @@ from tf.utils import Diagnostics
 
 from runtime.api import constants as c
 from runtime.api import validation
+from runtime.operations.peering import RESOURCE_ARGUMENTS, requested, same_amount
 
 from ..framework.plan import is_known
 from ..framework.resource import ApplyContext, PlanContext, Resource, State, call
@@ -49,13 +50,6 @@ logger = logging.getLogger(__name__)
 TIMEOUTS: Final = {"create": 300.0, "update": 300.0, "delete": 180.0}
 #: the bound of reads
 READ_SECONDS: Final = 60.0
-#: attribute -> the ForeignCluster resource it requests
-RESOURCE_ATTRIBUTES: Final = {
-    "cpu": "cpu",
-    "memory": "memory",
-    "pods": "pods",
-    "ephemeral_storage": "ephemeral-storage",
-}
 _IDENTITY: Final = ("cluster_id", "cluster_name", "cluster_authurl")
 
 
@@ -219,7 +213,7 @@ class PeerResource(Resource):
                     "the provider.",
                     path=["cluster_token"],
                 )
-        for attribute, resource in RESOURCE_ATTRIBUTES.items():
+        for attribute, resource in RESOURCE_ARGUMENTS.items():
             checks.quantity(diags, config.get(attribute), path=[attribute], what=resource)
         extended = config.get("extended_resources")
         if isinstance(extended, Mapping):
@@ -294,7 +288,7 @@ class PeerResource(Resource):
         namespace = str(planned["namespace"])
         operation = "create" if prior is None else "update"
         seconds = self.seconds(ctx.config, operation)
-        requested = _requested(planned)
+        wanted = requested(planned)
         kube = self.provider.kube
 
         async def write(client: Client) -> None:
@@ -305,7 +299,7 @@ class PeerResource(Resource):
                 cluster_id=str(planned["cluster_id"]),
                 auth_url=str(planned["cluster_authurl"]),
                 namespace=namespace,
-                resources=requested,
+                resources=wanted,
                 node_labels=dict(planned.get("node_labels") or {}),
                 field_manager=c.FIELD_MANAGER_TERRAFORM,
             )
@@ -316,9 +310,7 @@ class PeerResource(Resource):
 
         async def wait(client: Client) -> Established | PeeringFailedError:
             try:
-                return await wait_established(
-                    client, name, requested=requested, seconds=seconds, stop=ctx.stop
-                )
+                return await wait_established(client, name, requested=wanted, seconds=seconds, stop=ctx.stop)
             except PeeringFailedError as exc:
                 return exc
 
@@ -444,21 +436,10 @@ class PeerResource(Resource):
 # state
 
 
-def _requested(state: State) -> dict[str, str]:
-    """The ForeignCluster's `spec.resources` for a state: the dedicated attributes and the extended ones."""
-    requested = {
-        resource: str(state[attribute])
-        for attribute, resource in RESOURCE_ATTRIBUTES.items()
-        if state.get(attribute) is not None
-    }
-    requested.update({str(k): str(v) for k, v in (state.get("extended_resources") or {}).items()})
-    return requested
-
-
 def _spec_inputs(state: State) -> tuple[Any, ...]:
     return (
         *(state.get(name) for name in _IDENTITY),
-        _requested(state),
+        requested(state),
         dict(state.get("node_labels") or {}),
     )
 
@@ -494,12 +475,12 @@ def _observed_state(current: State, peering: Peering, *, token: str, namespace: 
         else token,
         "namespace": namespace,
     }
-    for attribute, resource in RESOURCE_ATTRIBUTES.items():
-        state[attribute] = _same_amount(current.get(attribute), standard.get(resource))
+    for attribute, resource in RESOURCE_ARGUMENTS.items():
+        state[attribute] = same_amount(current.get(attribute), standard.get(resource))
     state["extended_resources"] = _map(
         current.get("extended_resources"),
         {
-            key: _same_amount((current.get("extended_resources") or {}).get(key), value)
+            key: same_amount((current.get("extended_resources") or {}).get(key), value)
             for key, value in extended.items()
         },
     )
@@ -511,18 +492,6 @@ def _same_token(known: Any, live: str) -> bool:
     return isinstance(known, str) and known.strip() == live
 
 
-def _same_amount(known: Any, live: str | None) -> str | None:
-    """The live amount, written as the state has it when both are the same quantity (`1` and `1000m`)."""
-    from runtime.api.quantity import parse_quantity
-
-    if live is None or not isinstance(known, str):
-        return live
-    try:
-        return known if parse_quantity(known).value == parse_quantity(live).value else live
-    except ValueError:
-        return live
-
-
 def _map(known: Any, live: Mapping[str, Any]) -> dict[str, Any] | None:
     """A map read back: an empty one is no map when the state has none (they ask for the same)."""
     return dict(live) if live or known is not None else None
@@ -530,8 +499,8 @@ def _map(known: Any, live: Mapping[str, Any]) -> dict[str, Any] | None:
 
 def _check_extended(diags: Diagnostics, key: str, value: Any) -> None:
     path: list[Any] = ["extended_resources", key]
-    if key in RESOURCE_ATTRIBUTES.values():
-        attribute = next(a for a, r in RESOURCE_ATTRIBUTES.items() if r == key)
+    if key in RESOURCE_ARGUMENTS.values():
+        attribute = next(a for a, r in RESOURCE_ARGUMENTS.items() if r == key)
         diags.add_error(
             "Use the dedicated attribute",
             f"{key!r} has its own attribute: set {attribute} instead of extended_resources[{key!r}].",

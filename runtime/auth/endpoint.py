@@ -35,11 +35,10 @@ from urllib.parse import urlsplit
 
 from runtime.api import constants as c
 from runtime.forge import conditions
+from runtime.forge.nodes import node_address
 
 JSON = Mapping[str, Any]
 
-#: node address types, most reachable from other clusters first (Liqo's `preferOrder`)
-ADDRESS_TYPES = ("ExternalDNS", "ExternalIP", "InternalDNS", "InternalIP", "Hostname")
 HTTPS_PORT = 443
 
 
@@ -116,16 +115,6 @@ def auth_endpoint(
     return Endpoint(
         url_for(address, node_port), f"node {node}'s {address_type} and Service {name}'s nodePort"
     )
-
-
-def node_address(node: JSON) -> tuple[str, str] | None:
-    """(type, address) of the node's most reachable address, in `ADDRESS_TYPES` order; None if it has none."""
-    addresses = (node.get("status") or {}).get("addresses") or []
-    for address_type in ADDRESS_TYPES:
-        for entry in addresses:
-            if entry.get("type") == address_type and entry.get("address"):
-                return address_type, str(entry["address"])
-    return None
 
 
 def qualifies(node: JSON) -> bool:

@@ -30,6 +30,7 @@ JSON = dict[str, Any]
 WebhookMode = Literal["service", "url"]
 ServiceType = Literal["ClusterIP", "NodePort", "LoadBalancer"]
 SERVICE_TYPES: Final[tuple[ServiceType, ...]] = get_args(ServiceType)
+WEBHOOK_MODES: Final[tuple[WebhookMode, ...]] = get_args(WebhookMode)
 
 CONTROLLER_MANAGER = "controller-manager"
 AUTH = "auth"
@@ -117,6 +118,50 @@ class InstallOptions:
             self.reflection.validate()
         except ReflectionOptionsError as error:
             raise InstallOptionsError(f"reflection.{error.option}", str(error).partition(": ")[2]) from None
+
+
+#: a valid value of each required option, to check one given value at a time
+_PLACEHOLDERS: Final[dict[str, Any]] = {
+    "cluster_id": str(uuid.UUID(int=0)),
+    "api_server_url": "https://valid.invalid",
+    "pod_cidr": "10.0.0.0/16",
+    "service_cidr": "10.1.0.0/16",
+}
+
+
+#: the options a user sets (the front ends' arguments of the same names), each checked alone by `option_problem`
+USER_OPTIONS: Final = (
+    "cluster_name",
+    "namespace",
+    "pod_cidr",
+    "service_cidr",
+    "sharing_percentage",
+    "api_server_url",
+    "auth_url",
+    "cluster_labels",
+)
+
+
+def placeholder_options(namespace: str = c.DEFAULT_NAMESPACE) -> InstallOptions:
+    """Options for an installation of the same shape as any in `namespace`: which objects an installation
+    holds, and which fields they have, depend only on its namespace."""
+    return InstallOptions(**_PLACEHOLDERS, cluster_name="placeholder", namespace=namespace)
+
+
+def option_problem(attribute: str, value: Any) -> str:
+    """What is wrong with one option's value, the others being valid ("" when nothing is), as a sentence."""
+    if attribute == "sharing_percentage" and (
+        isinstance(value, bool) or not isinstance(value, int | float) or value != int(value)
+    ):
+        return f"{value} is not a whole percentage (1-100)."
+    if attribute == "sharing_percentage":
+        value = int(value)
+    try:
+        InstallOptions(**{**_PLACEHOLDERS, "cluster_name": "valid", attribute: value}).validate()
+    except InstallOptionsError as exc:
+        message = str(exc).removeprefix(f"{exc.attribute}: ")
+        return message[:1].upper() + message[1:] + "."
+    return ""
 
 
 def install_manifests(options: InstallOptions) -> list[JSON]:

@@ -36,7 +36,9 @@ from runtime.forge.install import (
     VALIDATING_WEBHOOK,
     InstallOptions,
     install_manifests,
+    placeholder_options,
 )
+from runtime.forge.nodes import api_server_url, names_loopback
 from runtime.forge.reflection import ReflectionOptions, ReflectionOptionsError
 from runtime.forge.reflection import from_command_line as reflection_from_command_line
 
@@ -85,16 +87,7 @@ def ref(obj: Mapping[str, Any]) -> Ref:
 
 def object_refs(namespace: str) -> list[Ref]:
     """The objects of an installation in `namespace`, in apply order."""
-    # which objects an installation holds depends only on its namespace: the other options are placeholders
-    options = InstallOptions(
-        cluster_id=str(uuid.UUID(int=0)),
-        cluster_name="placeholder",
-        api_server_url="https://placeholder.invalid",
-        pod_cidr="10.0.0.0/16",
-        service_cidr="10.1.0.0/16",
-        namespace=namespace,
-    )
-    return [ref(obj) for obj in install_manifests(options)]
+    return [ref(obj) for obj in install_manifests(placeholder_options(namespace))]
 
 
 # discovery
@@ -104,6 +97,15 @@ def object_refs(namespace: str) -> list[Ref]:
 class Cidrs:
     pod_cidr: str | None
     service_cidr: str | None
+
+
+async def discover_api_server_url(client: Client, host: str) -> str:
+    """The API server URL consumers get when none is configured (`runtime.forge.nodes.api_server_url`):
+    the kubeconfig's server, or for a kind-like local cluster a control-plane node's address and 6443."""
+    if not names_loopback(host):
+        return host
+    nodes = (await client.list(kinds.NODES)).items
+    return api_server_url(host, nodes)
 
 
 async def discover_cidrs(client: Client) -> Cidrs:

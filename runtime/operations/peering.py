@@ -51,6 +51,13 @@ DEFINITIVE: Final = frozenset(
 FAIL_AFTER: Final = 15.0
 #: how long a forced unpeer waits for the ForeignCluster to go once its finalizer is removed
 ORPHAN_SECONDS: Final = 15.0
+#: the front ends' argument for each standard resource a peering asks for (the ForeignCluster's `spec.resources`)
+RESOURCE_ARGUMENTS: Final = {
+    "cpu": "cpu",
+    "memory": "memory",
+    "pods": "pods",
+    "ephemeral_storage": "ephemeral-storage",
+}
 
 
 # reading a peering
@@ -194,6 +201,30 @@ async def observe(client: Client, name: str, *, namespace: str) -> tuple[Peering
     if peering is None or peering.terminating:
         return None
     return peering, await token(client, name, namespace=namespace)
+
+
+def requested(arguments: Mapping[str, Any]) -> dict[str, str]:
+    """The ForeignCluster's `spec.resources` for a front end's arguments: the standard amounts
+    (`RESOURCE_ARGUMENTS`) and `extended_resources`."""
+    wanted = {
+        resource: str(arguments[argument])
+        for argument, resource in RESOURCE_ARGUMENTS.items()
+        if arguments.get(argument) is not None
+    }
+    wanted.update({str(k): str(v) for k, v in (arguments.get("extended_resources") or {}).items()})
+    return wanted
+
+
+def same_amount(known: Any, live: str | None) -> str | None:
+    """The live amount, written as the caller has it when both are the same quantity (`1` and `1000m`)."""
+    from runtime.api.quantity import parse_quantity
+
+    if live is None or not isinstance(known, str):
+        return live
+    try:
+        return known if parse_quantity(known).value == parse_quantity(live).value else live
+    except ValueError:
+        return live
 
 
 # creating

@@ -25,6 +25,8 @@ import pytest
 import urllib3
 from kubernetes import client, config
 
+from .webhookserver import Configurations
+
 
 @dataclass
 class Cluster:
@@ -180,3 +182,51 @@ def namespace(cluster: Cluster, core: client.CoreV1Api) -> Iterator[str]:
 def kubectl_available() -> None:
     if shutil.which("kubectl") is None:
         pytest.fail("kubectl is not on PATH: the kubectl behaviour tests need it")
+
+
+@pytest.fixture
+def gadget_crd(cluster: Cluster) -> Iterator[str]:
+    """A namespaced custom resource `gadgets.<random group>/v1`; yields the group."""
+    group = f"p{uuid.uuid4().hex[:8]}.example.com"
+    ext = client.ApiextensionsV1Api(cluster.api)
+    schema = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+    ext.create_custom_resource_definition(
+        {
+            "metadata": {"name": f"gadgets.{group}"},
+            "spec": {
+                "group": group,
+                "scope": "Namespaced",
+                "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget"},
+                "versions": [
+                    {"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": schema}}
+                ],
+            },
+        }
+    )
+    custom = client.CustomObjectsApi(cluster.api)
+    try:
+        _wait_served(custom, group)
+        yield group
+    finally:
+        ext.delete_custom_resource_definition(f"gadgets.{group}")
+
+
+def _wait_served(custom: client.CustomObjectsApi, group: str) -> None:
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            custom.list_cluster_custom_object(group, "v1", "gadgets")
+            return
+        except client.ApiException as exc:
+            if exc.status != 404 or time.monotonic() > deadline:
+                raise
+        time.sleep(0.05)
+
+
+@pytest.fixture
+def configurations(cluster: Cluster) -> Iterator[Configurations]:
+    made = Configurations(client.AdmissionregistrationV1Api(cluster.api))
+    try:
+        yield made
+    finally:
+        made.delete_all()

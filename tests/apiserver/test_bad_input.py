@@ -119,13 +119,15 @@ def test_namespace_in_body_not_matching_the_url_is_bad_request(
         body["message"]
         == "the namespace of the provided object does not match the namespace sent on the request"
     )
-    status, body = cluster.json(
-        "PUT", f"{base}/keep", {"metadata": {"name": "keep", "namespace": "elsewhere"}}
-    )
-    assert status == 400
-    assert body["message"] == (
-        f"the namespace of the object (elsewhere) does not match the namespace on the request ({namespace})"
-    )
+    # an update is held to the same rule, worded the same, and before the name is looked at
+    for name in ("keep", "other"):
+        status, body = cluster.json(
+            "PUT", f"{base}/keep", {"metadata": {"name": name, "namespace": "elsewhere"}}
+        )
+        assert (status, body["message"]) == (
+            400,
+            "the namespace of the provided object does not match the namespace sent on the request",
+        )
 
 
 def test_name_in_body_not_matching_the_url_on_put_is_bad_request(
@@ -265,7 +267,7 @@ def test_invalid_utf8_inside_a_string_becomes_the_replacement_character(
 
 
 def test_yaml_body_keeps_timestamp_like_values_as_strings(cluster: Cluster, namespace: str) -> None:
-    manifest = b"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: y\n  annotations:\n    day: 2024-01-01\ndata:\n  at: 2024-01-01T10:00:00Z\n"
+    manifest = b"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: dates\n  annotations:\n    day: 2024-01-01\ndata:\n  at: 2024-01-01T10:00:00Z\n"
     status, body = cluster.json(
         "POST",
         f"/api/v1/namespaces/{namespace}/configmaps",
@@ -275,6 +277,57 @@ def test_yaml_body_keeps_timestamp_like_values_as_strings(cluster: Cluster, name
     assert status == 201
     assert body["metadata"]["annotations"] == {"day": "2024-01-01"}
     assert body["data"] == {"at": "2024-01-01T10:00:00Z"}
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        (
+            "metadata:\n  name: y",
+            "cannot unmarshal bool into Go struct field ObjectMeta.metadata.name of type string",
+        ),
+        (
+            "metadata:\n  name: yaml-on\ndata:\n  a: on",
+            "cannot unmarshal bool into Go struct field ConfigMap.data of type string",
+        ),
+        (
+            "metadata:\n  name: yaml-09\ndata:\n  a: 09",
+            "cannot unmarshal number into Go struct field ConfigMap.data of type string",
+        ),
+    ],
+    ids=["y-is-true", "on-is-true", "09-is-a-number"],
+)
+def test_yaml_body_resolves_scalars_as_yaml_1_1(
+    cluster: Cluster, namespace: str, line: str, message: str
+) -> None:
+    """go-yaml v2 reads `y`, `n`, `on`, `off`, `yes`, `no` as booleans and `09` as a number, so a string field refuses them."""
+    status, body = cluster.json(
+        "POST",
+        f"/api/v1/namespaces/{namespace}/configmaps",
+        data=f"apiVersion: v1\nkind: ConfigMap\n{line}\n".encode(),
+        headers={"Content-Type": "application/yaml"},
+    )
+    assert (status, body["reason"], body["message"]) == (
+        400,
+        "BadRequest",
+        f'ConfigMap in version "v1" cannot be handled as a ConfigMap: json: {message}',
+    )
+
+
+def test_yaml_body_with_a_null_key_is_unrecognized(cluster: Cluster, namespace: str) -> None:
+    manifest = b"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: nk\ndata:\n  ~: x\n"
+    status, body = cluster.json(
+        "POST",
+        f"/api/v1/namespaces/{namespace}/configmaps",
+        data=manifest,
+        headers={"Content-Type": "application/yaml"},
+    )
+    assert (status, body["reason"], body["message"]) == (
+        400,
+        "BadRequest",
+        "the object provided is unrecognized (must be of type ConfigMap): unsupported map key of type: "
+        f'%!s(<nil>), key: <nil>, value: "x" ({manifest[:30].hex()} ...)',
+    )
 
 
 def test_yaml_alias_bomb_is_refused(cluster: Cluster, namespace: str) -> None:
@@ -295,3 +348,53 @@ def test_yaml_alias_bomb_is_refused(cluster: Cluster, namespace: str) -> None:
     assert status == 400
     _status(body, 400, "BadRequest")
     assert cluster.raw("GET", "/readyz").status == 200
+
+
+def test_yaml_scalars_of_an_unstructured_body_resolve_as_go_yaml_v2(
+    cluster: Cluster, gadget_crd: str, namespace: str
+) -> None:
+    """A custom resource keeps what the YAML resolved to, so go-yaml v2's rules show as they are."""
+    manifest = (
+        f"apiVersion: {gadget_crd}/v1\nkind: Gadget\nmetadata:\n  name: scalars\n"
+        "v:\n  a: y\n  b: N\n  c: 0o17\n  d: 017\n  e: 09\n  f: 1e3\n  g: 1:30\n  h: 0x1F\n  i: 0b101\n"
+        "  j: 1_000\n  k: .5\n  l: 2024-01-01\n  m: +12\n  q: 1e400\n  r: -0b11\n  s: ~\n  t: 'y'\n"
+        "  u: 12e\n  w: 3.\n  x: 1_0.5\n  bb: Off\n  n: key\n"
+        "y: 1\n1.5: a\n1e3: b\n7: c\n"
+    )
+    status, body = cluster.json(
+        "POST",
+        f"/apis/{gadget_crd}/v1/namespaces/{namespace}/gadgets",
+        data=manifest.encode(),
+        headers={"Content-Type": "application/yaml"},
+    )
+    assert status == 201, body
+    assert body["v"] == {
+        "a": True,
+        "b": False,
+        "c": 15,
+        "d": 15,
+        "e": 9,
+        "f": 1000,
+        "g": "1:30",
+        "h": 31,
+        "i": 5,
+        "j": 1000,
+        "k": 0.5,
+        "l": "2024-01-01",
+        "m": 12,
+        "q": "1e400",
+        "r": -3,
+        "s": None,
+        "t": "y",
+        "u": "12e",
+        "w": 3,
+        "x": 10.5,
+        "bb": False,
+        "false": "key",
+    }
+    assert {key: body[key] for key in ("true", "1.5", "1000", "7")} == {
+        "true": 1,
+        "1.5": "a",
+        "1000": "b",
+        "7": "c",
+    }

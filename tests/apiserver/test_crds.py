@@ -307,10 +307,12 @@ def test_deleting_crd_waits_for_finalizers_of_its_objects(cluster: Cluster, name
         assert widget["metadata"]["finalizers"] == ["example.com/hold"]
         fresh = {**held, "metadata": {"name": "fresh"}}
         status, reply = cluster.json("POST", widgets, fresh)
-        assert (status, reply["reason"], reply["message"]) == (
-            405,
-            "MethodNotAllowed",
-            "create not allowed while custom resource definition is terminating",
+        assert (status, reply["reason"], reply["message"], reply["details"]) == (
+            403,
+            "Forbidden",
+            f'widgets.{group} "fresh" is forbidden: create not allowed while custom resource definition '
+            "is terminating",
+            {"name": "fresh", "group": group, "kind": "widgets"},
         )
         _, crd = cluster.json("GET", crd_path)
         assert crd["metadata"]["finalizers"] == [CLEANUP_FINALIZER]

@@ -15,6 +15,11 @@ def _names(items: list[Any]) -> list[str]:
     return sorted(i.metadata.name for i in items)
 
 
+# Tests that need a kind with nothing in a fresh namespace use Secrets: on a real cluster
+# the controller manager publishes the `kube-root-ca.crt` ConfigMap into every namespace
+# (so ConfigMaps never start empty there), and nothing creates Secrets.
+
+
 @pytest.fixture
 def labelled(core: client.CoreV1Api, namespace: str) -> str:
     for name, labels in [
@@ -23,7 +28,7 @@ def labelled(core: client.CoreV1Api, namespace: str) -> str:
         ("c", {"app": "db"}),
         ("d", {}),
     ]:
-        core.create_namespaced_config_map(namespace, {"metadata": {"name": name, "labels": labels}})
+        core.create_namespaced_secret(namespace, {"metadata": {"name": name, "labels": labels}})
     return namespace
 
 
@@ -42,17 +47,17 @@ def labelled(core: client.CoreV1Api, namespace: str) -> str:
     ids=["equals", "double-equals", "not-equals", "in", "notin", "exists", "not-exists", "and"],
 )
 def test_label_selectors(core: client.CoreV1Api, labelled: str, selector: str, expected: list[str]) -> None:
-    assert _names(core.list_namespaced_config_map(labelled, label_selector=selector).items) == expected
+    assert _names(core.list_namespaced_secret(labelled, label_selector=selector).items) == expected
 
 
 def test_field_selector_on_name(core: client.CoreV1Api, labelled: str) -> None:
-    items = core.list_namespaced_config_map(labelled, field_selector="metadata.name=c").items
+    items = core.list_namespaced_secret(labelled, field_selector="metadata.name=c").items
     assert _names(items) == ["c"]
 
 
 def test_unsupported_field_selector_is_bad_request(cluster: Cluster, labelled: str) -> None:
     status, body = cluster.json(
-        "GET", f"/api/v1/namespaces/{labelled}/configmaps", query=[("fieldSelector", "spec.nodeName=x")]
+        "GET", f"/api/v1/namespaces/{labelled}/secrets", query=[("fieldSelector", "spec.nodeName=x")]
     )
     assert status == 400
     assert (
@@ -95,16 +100,16 @@ def test_event_field_selectors_on_involved_object(core: client.CoreV1Api, namesp
 
 def test_pagination_with_limit_and_continue(core: client.CoreV1Api, namespace: str) -> None:
     for i in range(7):
-        core.create_namespaced_config_map(namespace, {"metadata": {"name": f"cm-{i}"}})
-    first = core.list_namespaced_config_map(namespace, limit=3)
+        core.create_namespaced_secret(namespace, {"metadata": {"name": f"s-{i}"}})
+    first = core.list_namespaced_secret(namespace, limit=3)
     assert len(first.items) == 3
     assert first.metadata._continue
     assert first.metadata.remaining_item_count == 4
-    second = core.list_namespaced_config_map(namespace, limit=3, _continue=first.metadata._continue)
-    third = core.list_namespaced_config_map(namespace, limit=3, _continue=second.metadata._continue)
+    second = core.list_namespaced_secret(namespace, limit=3, _continue=first.metadata._continue)
+    third = core.list_namespaced_secret(namespace, limit=3, _continue=second.metadata._continue)
     assert not third.metadata._continue
     names = [i.metadata.name for i in first.items + second.items + third.items]
-    assert names == sorted(f"cm-{i}" for i in range(7))
+    assert names == sorted(f"s-{i}" for i in range(7))
 
 
 def test_malformed_continue_token_is_bad_request(cluster: Cluster, namespace: str) -> None:
@@ -170,13 +175,13 @@ def test_watch_from_resource_version_replays_changes(
 def test_watch_without_resource_version_starts_with_current_objects(
     core: client.CoreV1Api, namespace: str
 ) -> None:
-    core.create_namespaced_config_map(namespace, {"metadata": {"name": "existing"}})
+    core.create_namespaced_secret(namespace, {"metadata": {"name": "existing"}})
     w = watch.Watch()
     seen = []
-    for event in w.stream(core.list_namespaced_config_map, namespace, timeout_seconds=5):
+    for event in w.stream(core.list_namespaced_secret, namespace, timeout_seconds=5):
         seen.append((event["type"], event["object"].metadata.name))
         if len(seen) == 1:
-            core.create_namespaced_config_map(namespace, {"metadata": {"name": "new"}})
+            core.create_namespaced_secret(namespace, {"metadata": {"name": "new"}})
         if len(seen) == 2:
             w.stop()
     assert seen == [("ADDED", "existing"), ("ADDED", "new")]
@@ -202,7 +207,7 @@ def test_watch_with_selector_reports_objects_leaving_it_as_deleted(
 def test_watch_bookmarks_when_allowed(cluster: Cluster, namespace: str) -> None:
     events = _stream(
         cluster,
-        f"/api/v1/namespaces/{namespace}/configmaps",
+        f"/api/v1/namespaces/{namespace}/secrets",
         [
             ("allowWatchBookmarks", "true"),
             ("sendInitialEvents", "true"),
@@ -219,7 +224,7 @@ def test_watch_bookmarks_when_allowed(cluster: Cluster, namespace: str) -> None:
 def test_watch_ends_after_timeout_seconds(cluster: Cluster, namespace: str) -> None:
     response = cluster.raw(
         "GET",
-        f"/api/v1/namespaces/{namespace}/configmaps",
+        f"/api/v1/namespaces/{namespace}/secrets",
         query=[("watch", "1"), ("timeoutSeconds", "1")],
         stream=True,
         timeout=10,

@@ -346,4 +346,86 @@ def test_cronjob_defaults(cluster: Cluster, namespace: str) -> None:
     assert cj.spec.suspend is False
     assert cj.spec.concurrency_policy == "Allow"
     assert (cj.spec.successful_jobs_history_limit, cj.spec.failed_jobs_history_limit) == (3, 1)
-    assert cj.spec.job_template.spec.backoff_limit == 6
+    job = cj.spec.job_template.spec
+    # the Job's own fields are defaulted when the Job is created, not in its template
+    assert (job.backoff_limit, job.completions, job.parallelism, job.completion_mode) == (
+        None,
+        None,
+        None,
+        None,
+    )
+    container = job.template.spec.containers[0]
+    assert (container.termination_message_path, container.image_pull_policy) == (
+        "/dev/termination-log",
+        "IfNotPresent",
+    )
+    assert job.template.spec.dns_policy == "ClusterFirst"
+
+
+MIRROR = {"kubernetes.io/config.mirror": "x"}
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ({"serviceAccountName": "default"}, "a mirror pod may not reference service accounts"),
+        (
+            {"volumes": [{"name": "s", "secret": {"secretName": "x"}}]},
+            "a mirror pod may not reference secrets",
+        ),
+    ],
+    ids=["service-account", "secret"],
+)
+def test_mirror_pods_may_not_reference_service_accounts_or_secrets(
+    cluster: Cluster, namespace: str, spec: dict[str, Any], message: str
+) -> None:
+    pod = {
+        "metadata": {"name": "mirror", "annotations": MIRROR},
+        "spec": {"nodeName": "n", "containers": [{"name": "c", "image": "x:1"}], **spec},
+    }
+    status, body = cluster.json("POST", f"/api/v1/namespaces/{namespace}/pods", pod)
+    assert (status, body["message"]) == (403, f'pods "mirror" is forbidden: {message}')
+
+
+def test_a_mirror_pod_is_left_as_it_is_and_needs_a_node(cluster: Cluster, namespace: str) -> None:
+    pod: dict[str, Any] = {
+        "metadata": {"name": "mirror", "annotations": MIRROR},
+        "spec": {"containers": [{"name": "c", "image": "x:1"}]},
+    }
+    status, body = cluster.json("POST", f"/api/v1/namespaces/{namespace}/pods", pod)
+    assert (status, body["message"]) == (
+        422,
+        'Pod "mirror" is invalid: metadata.annotations[kubernetes.io/config.mirror]: Invalid value: "x": '
+        "must set spec.nodeName if mirror pod annotation is set",
+    )
+    pod["spec"]["nodeName"] = "n"
+    status, body = cluster.json("POST", f"/api/v1/namespaces/{namespace}/pods", pod)
+    assert status == 201
+    assert (body["spec"].get("serviceAccountName"), body["spec"].get("volumes")) == (None, None)
+
+
+def test_pod_status_updates_keep_metadata_changes_but_not_the_spec(cluster: Cluster, namespace: str) -> None:
+    base = f"/api/v1/namespaces/{namespace}/pods"
+    pod = {"metadata": {"name": "st"}, "spec": {"containers": [{"name": "c", "image": "x:1"}]}}
+    assert cluster.json("POST", base, pod)[0] == 201
+    patch = {
+        "metadata": {"labels": {"via": "status"}, "annotations": {"a": "b"}, "finalizers": ["example.com/x"]},
+        "spec": {"activeDeadlineSeconds": 5},
+    }
+    status, body = cluster.json(
+        "PATCH", f"{base}/st/status", patch, headers={"Content-Type": "application/merge-patch+json"}
+    )
+    assert status == 200
+    meta = body["metadata"]
+    assert (meta["labels"], meta["annotations"], meta["finalizers"]) == (
+        {"via": "status"},
+        {"a": "b"},
+        ["example.com/x"],
+    )
+    assert "activeDeadlineSeconds" not in body["spec"]
+    cluster.json(
+        "PATCH",
+        f"{base}/st",
+        {"metadata": {"finalizers": None}},
+        headers={"Content-Type": "application/merge-patch+json"},
+    )

@@ -11,164 +11,21 @@ are being called.
 
 from __future__ import annotations
 
-import asyncio
-import base64
-import datetime
-import ipaddress
 import json
 import socket
-import ssl
-import threading
 import time
 import uuid
-from collections import defaultdict
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-from aiohttp import web
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from kubernetes import client
 
 from .conftest import Cluster
+from .webhookserver import DENIAL, WARNING, Configurations, WebhookServer
 
 Obj = dict[str, Any]
 ACTIVATION_SECONDS = 30
-DENIAL = "configmaps are closed today"
-WARNING = "this configmap will self-destruct"
-
-
-# --- certificates --------------------------------------------------------------------------------------
-
-
-def _name(common_name: str) -> x509.Name:
-    return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
-
-
-def _certificates(directory: Path) -> tuple[bytes, Path, Path]:
-    """A CA and a serving certificate for 127.0.0.1: (CA PEM, cert file, key file)."""
-    now = datetime.datetime.now(datetime.UTC)
-    ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca = (
-        x509.CertificateBuilder()
-        .subject_name(_name("webhook-test-ca"))
-        .issuer_name(_name("webhook-test-ca"))
-        .public_key(ca_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(hours=1))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .add_extension(
-            x509.KeyUsage(True, False, False, False, False, True, True, False, False), critical=True
-        )
-        .sign(ca_key, hashes.SHA256())
-    )
-    key = ec.generate_private_key(ec.SECP256R1())
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(_name("127.0.0.1"))
-        .issuer_name(ca.subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(hours=1))
-        .add_extension(
-            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False
-        )
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-        .sign(ca_key, hashes.SHA256())
-    )
-    cert_file, key_file = directory / "webhook.crt", directory / "webhook.key"
-    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_file.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-        )
-    )
-    return ca.public_bytes(serialization.Encoding.PEM), cert_file, key_file
-
-
-# --- the webhook server --------------------------------------------------------------------------------
-
-
-def _label_patch(request: Obj) -> list[Obj]:
-    if (request["object"].get("metadata") or {}).get("labels"):
-        return [{"op": "add", "path": "/metadata/labels/mutated", "value": "yes"}]
-    return [{"op": "add", "path": "/metadata/labels", "value": {"mutated": "yes"}}]
-
-
-def _answer(behaviour: str, request: Obj) -> Obj:
-    response: Obj = {"uid": request["uid"], "allowed": behaviour != "deny"}
-    if behaviour == "deny":
-        response["status"] = {"code": 403, "reason": "Forbidden", "message": DENIAL}
-    elif behaviour == "warn":
-        response["warnings"] = [WARNING]
-    elif behaviour == "label":
-        patch = json.dumps(_label_patch(request)).encode()
-        response |= {"patchType": "JSONPatch", "patch": base64.b64encode(patch).decode()}
-    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}
-
-
-class WebhookServer:
-    """HTTPS on 127.0.0.1; `/<behaviour>/<token>` answers as the behaviour says and records the review."""
-
-    def __init__(self, directory: Path) -> None:
-        self.ca_pem, self._cert, self._key = _certificates(directory)
-        self.port = 0
-        self._reviews: dict[str, list[Obj]] = defaultdict(list)
-        self._lock = threading.Lock()
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, name="webhook-server", daemon=True)
-        self._runner: web.AppRunner | None = None
-
-    @property
-    def ca_bundle(self) -> str:
-        return base64.b64encode(self.ca_pem).decode()
-
-    def url(self, behaviour: str, token: str) -> str:
-        return f"https://127.0.0.1:{self.port}/{behaviour}/{token}"
-
-    def reviews(self, token: str) -> list[Obj]:
-        """The AdmissionReview requests received for a token, oldest first."""
-        with self._lock:
-            return [r for path, rs in self._reviews.items() if path.endswith("/" + token) for r in rs]
-
-    def forget(self, token: str) -> None:
-        with self._lock:
-            for path in [p for p in self._reviews if p.endswith("/" + token)]:
-                del self._reviews[path]
-
-    def start(self) -> None:
-        self._thread.start()
-        asyncio.run_coroutine_threadsafe(self._serve(), self._loop).result(timeout=10)
-
-    def stop(self) -> None:
-        if self._runner is not None:
-            asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self._loop).result(timeout=10)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(timeout=10)
-        self._loop.close()
-
-    async def _serve(self) -> None:
-        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        context.load_cert_chain(self._cert, self._key)
-        app = web.Application()
-        app.router.add_post("/{behaviour}/{token}", self._handle)
-        self._runner = web.AppRunner(app, access_log=None)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0, ssl_context=context)
-        await site.start()
-        self.port = int(self._runner.addresses[0][1])
-
-    async def _handle(self, request: web.Request) -> web.Response:
-        review = await request.json()
-        with self._lock:
-            self._reviews[request.path].append(review["request"])
-        return web.json_response(_answer(request.match_info["behaviour"], review["request"]))
 
 
 @pytest.fixture(scope="module")
@@ -219,44 +76,6 @@ def webhook(
         "admissionReviewVersions": ["v1"],
         "timeoutSeconds": 5,
     }
-
-
-class Configurations:
-    """Creates webhook configurations and deletes every one of them when the test ends."""
-
-    def __init__(self, api: client.AdmissionregistrationV1Api) -> None:
-        self.api = api
-        self._made: list[tuple[str, str]] = []
-
-    def add(self, kind: str, webhooks: list[Obj]) -> str:
-        name = f"test-{uuid.uuid4().hex[:10]}"
-        body = {"metadata": {"name": name}, "webhooks": webhooks}
-        if kind == "mutating":
-            self.api.create_mutating_webhook_configuration(body)
-        else:
-            self.api.create_validating_webhook_configuration(body)
-        self._made.append((kind, name))
-        return name
-
-    def delete_all(self) -> None:
-        for kind, name in self._made:
-            try:
-                if kind == "mutating":
-                    self.api.delete_mutating_webhook_configuration(name)
-                else:
-                    self.api.delete_validating_webhook_configuration(name)
-            except client.ApiException as exc:
-                if exc.status != 404:
-                    raise
-
-
-@pytest.fixture
-def configurations(cluster: Cluster) -> Iterator[Configurations]:
-    made = Configurations(client.AdmissionregistrationV1Api(cluster.api))
-    try:
-        yield made
-    finally:
-        made.delete_all()
 
 
 @pytest.fixture

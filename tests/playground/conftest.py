@@ -14,8 +14,12 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 
+from playground.apiserver.kubeconfig import kubeconfig, write_kubeconfig
+from playground.apiserver.pki import CertificateAuthority
 from playground.controlplane import ControlPlaneOptions, Setup
+from playground.controlplane.credentials import ServiceAccountCredentials
 from runtime.api.kinds import NAMESPACES
 from runtime.core import Client, Manager, NotFoundError, Settings
 from tests.apiserver.conftest import start_emulator, stop_emulator
@@ -41,6 +45,25 @@ def fresh_emulator(tmp_path: Path) -> Iterator[Path]:
         stop_emulator(process)
 
 
+def identity_kubeconfig(admin_kubeconfig: Path, user: str, *groups: str) -> Path:
+    """A kubeconfig beside an emulator's admin one, for `user` in `groups`, signed by the emulator's CA."""
+    state_dir = admin_kubeconfig.parent
+    ca = CertificateAuthority.load(state_dir / "pki")
+    cert, key = ca.issue_client(user, organizations=list(groups))
+    server = yaml.safe_load(admin_kubeconfig.read_text())["clusters"][0]["cluster"]["server"]
+    path = state_dir / f"{user.replace(':', '-')}.kubeconfig"
+    config = kubeconfig(
+        server=server,
+        ca_pem=ca.cert_pem,
+        cluster="emulator",
+        user=user,
+        client_cert_pem=cert,
+        client_key_pem=key,
+    )
+    write_kubeconfig(path, config)
+    return path
+
+
 @pytest.fixture
 async def client(emulator_kubeconfig: Path) -> AsyncIterator[Client]:
     async with await Client.from_kubeconfig(emulator_kubeconfig) as api:
@@ -60,11 +83,25 @@ async def namespace(client: Client) -> AsyncIterator[str]:
 async def running(
     kubeconfig: Path, *setups: Setup, options: ControlPlaneOptions | None = None
 ) -> AsyncIterator[Client]:
-    """Run the given components under one manager (no leader election, no HTTP endpoint) until the block ends."""
-    async with await Client.from_kubeconfig(kubeconfig) as api:
-        manager = Manager(api, settings=Settings(server=None))
+    """Run the given components under one manager (no leader election, no HTTP endpoint) until the block ends.
+
+    They run with the identities of the real components, as `python -m playground.controlplane`
+    does: reads as `system:kube-controller-manager`, writes as each controller's ServiceAccount
+    (or `system:kube-scheduler`). The block gets an admin client (`kubeconfig`'s).
+    """
+    controller_manager = identity_kubeconfig(kubeconfig, "system:kube-controller-manager")
+    async with (
+        await Client.from_kubeconfig(kubeconfig) as api,
+        await Client.from_kubeconfig(controller_manager) as reader,
+        await Client.from_kubeconfig(identity_kubeconfig(kubeconfig, "system:kube-scheduler")) as scheduler,
+    ):
+        credentials = ServiceAccountCredentials(
+            reader, scheduler=scheduler, directory=kubeconfig.parent / f"tokens-{uuid.uuid4().hex[:8]}"
+        )
+        manager = Manager(reader, settings=Settings(server=None))
         for setup in setups:
-            setup(manager, options or ControlPlaneOptions())
+            setup(manager, options or ControlPlaneOptions(), credentials)
+        await asyncio.wait_for(credentials.prepare(), 10)
         task = asyncio.create_task(manager.run(), name="components under test")
         try:
             await asyncio.wait_for(manager.informers.wait_synced(), 10)
@@ -73,6 +110,7 @@ async def running(
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+            await credentials.close()
 
 
 async def eventually(condition: Callable[[], object], *, within: float = 10.0, every: float = 0.05) -> None:

@@ -13,6 +13,7 @@ import yaml
 
 from playground import processes
 from playground.cli import main
+from playground.supervisor import read_state
 
 PLAYGROUND = [sys.executable, "-m", "playground"]
 
@@ -34,8 +35,9 @@ def test_up_status_kubeconfig_down(tmp_path: Path) -> None:
     # the kubeconfig path on stdout (relative to the working directory), progress on stderr
     assert started.stdout.splitlines() == [".playground/cli/kubeconfig"]
     assert "kubectl --kubeconfig .playground/cli/kubeconfig get nodes" in started.stderr
-    records = processes.read_records(tmp_path / ".playground" / "cli" / "processes.json")
-    owned = [info.pid for record in records for info in processes.owned_processes(record)]
+    supervised = read_state(tmp_path / ".playground" / "cli" / "processes.json")
+    assert supervised is not None
+    owned = [info.pid for record in supervised.records() for info in processes.owned_processes(record)]
 
     table = run("status", cwd=tmp_path).stdout.splitlines()
     assert table[0].split() == ["NAME", "STATE", "API", "SERVER", "NODES", "KUBECONFIG"]
@@ -50,6 +52,10 @@ def test_up_status_kubeconfig_down(tmp_path: Path) -> None:
         ).stdout
     )
     assert [(c["name"], c["state"], c["apiServer"]) for c in listed] == [("cli", "running", server)]
+    # every process the supervisor runs, by role (the emulator's or the real binaries'), and its state
+    running = {p["role"]: (p["state"], p["exits"]) for p in listed[0]["processes"]}
+    assert {"apiserver", "node/cli-control-plane"} <= set(running)
+    assert set(running.values()) == {("running", 0)}, running
 
     assert run("kubeconfig", "cli", cwd=tmp_path).stdout == ".playground/cli/kubeconfig\n"
     raw = yaml.safe_load(run("kubeconfig", "cli", "--raw", cwd=tmp_path).stdout)

@@ -4,7 +4,10 @@ clusters started, stopped, restarted with their objects and torn down without a 
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
 import json
+import os
+import signal
 import socket
 import sys
 import time
@@ -14,7 +17,8 @@ import pytest
 import yaml
 
 from playground import processes
-from playground.cluster import Cluster, ClusterError, resolve, up
+from playground.cluster import Cluster, ClusterError, down, resolve, up
+from playground.network import names, netns
 from playground.processes import ProcessRecord
 from playground.spec import (
     CONTROL_PLANE_TAINT,
@@ -25,9 +29,18 @@ from playground.spec import (
     node_plans,
     spec_problems,
 )
+from playground.supervisor import (
+    BACKOFF,
+    RUNNING,
+    SUPERVISOR,
+    RoleState,
+    SupervisorState,
+    read_state,
+    write_state,
+)
 from playground.testing import Playground, aclusters
 from runtime.api.image import runtime_image
-from runtime.api.kinds import CONFIGMAPS, NODES, PODS
+from runtime.api.kinds import CONFIGMAPS, NAMESPACES, NODES, PODS
 from runtime.core import APIError, Client
 from tests.playground.conftest import eventually
 
@@ -77,6 +90,12 @@ def test_each_node_gets_its_own_slash_24_and_only_a_multi_node_control_plane_is_
         (ClusterSpec("rome", service_cidr="172.0.0.0/8"), "between /12"),
         (ClusterSpec("rome", pod_cidr="10.0.0.0/8", service_cidr="10.96.0.0/16"), "overlap"),
         (ClusterSpec("rome", api_server_port=70000), "between 1 and 65535"),
+        (ClusterSpec("rome", network="bridge"), "use netns or loopback"),
+        (ClusterSpec("rome", network="loopback", assets="/k8s"), "cannot run real binaries"),
+        (
+            ClusterSpec("rome", pod_cidr="172.30.0.0/16", node_network="172.30.4.0/24"),
+            "overlaps the playground network",
+        ),
     ],
     ids=[
         "uppercase",
@@ -93,6 +112,9 @@ def test_each_node_gets_its_own_slash_24_and_only_a_multi_node_control_plane_is_
         "service-cidr-too-big",
         "overlapping-cidrs",
         "bad-port",
+        "unknown-network",
+        "loopback-with-real-binaries",
+        "pods-on-the-playground-network",
     ],
 )
 def test_invalid_specs_are_explained(spec: ClusterSpec, message: str) -> None:
@@ -185,11 +207,26 @@ def test_stop_takes_descendants_in_other_sessions_and_the_rest_of_a_dead_leaders
         assert info is None or info.is_zombie, info
 
 
-def test_process_records_round_trip(tmp_path: Path) -> None:
+def test_the_supervisor_state_round_trips(tmp_path: Path) -> None:
     record = ProcessRecord(role="node/a", pid=12, start_time=34, cmdline=("x", "y"), log="/l")
-    processes.write_records(tmp_path / "p.json", [record])
-    assert processes.read_records(tmp_path / "p.json") == [record]
-    assert processes.read_records(tmp_path / "missing.json") == []
+    me = ProcessRecord(role=SUPERVISOR, pid=10, start_time=30, cmdline=("s",), log="/s")
+    state = SupervisorState(
+        supervisor=me,
+        roles=(
+            RoleState("node/a", RUNNING, record),
+            RoleState("apiserver", BACKOFF, None, exits=2, last_exit=-9),
+        ),
+    )
+    write_state(tmp_path / "p.json", state)
+    assert read_state(tmp_path / "p.json") == state
+    assert state.records() == [me, record]
+    assert read_state(tmp_path / "missing.json") is None
+    # the launcher's first record of a supervisor never replaces the state the supervisor wrote
+    write_state(tmp_path / "p.json", SupervisorState(supervisor=me), only_if_absent=True)
+    assert read_state(tmp_path / "p.json") == state
+    write_state(tmp_path / "new.json", SupervisorState(supervisor=me), only_if_absent=True)
+    assert read_state(tmp_path / "new.json") == SupervisorState(supervisor=me)
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["new.json", "p.json"]
 
 
 # whole clusters
@@ -246,6 +283,62 @@ async def test_a_cluster_restarts_with_its_objects_and_stops_without_a_trace(tmp
     assert not (tmp_path / "solo").exists()
 
 
+async def test_a_control_plane_process_that_dies_is_restarted(playground: Playground) -> None:
+    (cluster,) = await playground.up("crashy")
+    crashed = cluster.records()["apiserver"]
+    os.kill(crashed.pid, signal.SIGKILL)
+    async with cluster.client() as api:
+
+        async def back() -> bool:
+            try:
+                await api.get(NAMESPACES, "default")
+            except APIError:
+                return False
+            return True
+
+        await eventually(back, within=60)
+    state = cluster.supervisor_state()
+    assert state is not None
+    apiserver = state.role("apiserver")
+    assert apiserver is not None and apiserver.exits == 1 and apiserver.last_exit == -signal.SIGKILL
+    assert apiserver.record is not None and apiserver.record.pid != crashed.pid
+
+
+async def test_down_stops_what_a_killed_supervisor_left_running(tmp_path: Path) -> None:
+    playground = Playground(tmp_path)
+    try:
+        (cluster,) = await playground.up("orphans")
+        pids = _all_pids(cluster)
+        supervisor = cluster.records()[SUPERVISOR]
+        os.kill(supervisor.pid, signal.SIGKILL)
+        await eventually(lambda: not processes.is_running(supervisor), within=10)
+        assert cluster.status().state == "degraded", "its processes run on without their supervisor"
+    finally:
+        await playground.close()
+    assert _gone(pids)
+    assert not (tmp_path / "orphans").exists()
+
+
+@pytest.mark.skipif(
+    bool(os.environ.get("KUBEBUILDER_ASSETS")), reason="the loopback fallback is emulator-only"
+)
+async def test_the_loopback_fallback_runs_without_namespaces(tmp_path: Path) -> None:
+    """The old model, for hosts without CAP_NET_ADMIN: nodes on loopback addresses, nothing in /run/netns."""
+    (spec,) = resolve(["flat"], state_dir=tmp_path, environ={}, network="loopback")
+    (cluster,) = await up([spec], state_dir=tmp_path)
+    try:
+        assert "hostport" not in cluster.records() and not any(
+            r.startswith("kube-proxy/") for r in cluster.records()
+        )
+        async with cluster.client() as api:
+            node = await api.get(NODES, "flat-control-plane")
+        address = next(a["address"] for a in node["status"]["addresses"] if a["type"] == "InternalIP")
+        assert ipaddress.ip_address(address).is_loopback
+        assert not [name for name in netns.names() if name.startswith(f"pg_{names.state_id(tmp_path)}_")]
+    finally:
+        await down(["flat"], state_dir=tmp_path)
+
+
 async def test_a_busy_port_is_refused_before_anything_starts(tmp_path: Path) -> None:
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
@@ -259,7 +352,8 @@ async def test_a_busy_port_is_refused_before_anything_starts(tmp_path: Path) -> 
 async def test_a_process_that_dies_at_start_fails_the_start_with_its_log(tmp_path: Path) -> None:
     spec = ClusterSpec("broken", node_heartbeat=50)  # longer than the agent's default 40 s lease
     with pytest.raises(
-        ClusterError, match=r"(?s)the node/broken-control-plane process exited.*--heartbeat 50"
+        ClusterError,
+        match=r"(?s)the node/broken-control-plane process exited 2 times \(last exit code 2\).*--heartbeat 50",
     ):
         await up([spec], state_dir=tmp_path, wait=30)
     cluster = Cluster.load("broken", state_dir=tmp_path)

@@ -16,12 +16,19 @@ from runtime.operations.install import Cidrs
 
 
 def cluster(tmp_path: Path, name: str = "milan") -> Cluster:
-    return Cluster(
-        ClusterSpec(name=name, pod_cidr="10.200.0.0/16", service_cidr="10.96.0.0/12"), state_dir=tmp_path
+    spec = ClusterSpec(
+        name=name,
+        pod_cidr="10.200.0.0/16",
+        service_cidr="10.96.0.0/12",
+        node_network="172.30.5.0/24",
+        node_addresses=("172.30.5.2",),
     )
+    return Cluster(spec, state_dir=tmp_path)
 
 
-def test_install_options_take_the_discovered_cidrs_the_labels_and_the_webhook_by_url(tmp_path: Path) -> None:
+def test_install_options_take_the_discovered_cidrs_the_labels_and_the_webhook_by_service(
+    tmp_path: Path,
+) -> None:
     milan = cluster(tmp_path)
 
     options = liqo.install_options(
@@ -32,10 +39,11 @@ def test_install_options_take_the_discovered_cidrs_the_labels_and_the_webhook_by
 
     assert uuid.UUID(options.cluster_id)
     assert options.cluster_name == "milan"
-    assert options.api_server_url == milan.spec.api_server_url
+    # other clusters' pods reach the API server at the control-plane node's address, as on kind
+    assert options.api_server_url == milan.spec.internal_api_server_url == "https://172.30.5.2:6443"
     assert (options.pod_cidr, options.service_cidr) == ("10.201.0.0/16", "10.97.0.0/16")
     assert options.cluster_labels == {"region": "north"}
-    assert options.webhook_mode == "url"
+    assert options.webhook_mode == "service"
     assert options.namespace == liqo.NAMESPACE
 
 

@@ -300,7 +300,11 @@ async def step_tokens_and_logs(rome_cluster: Cluster, rome: Client, naples: Clie
     async def logs(*args: str) -> str:
         return await kubectl(config, "logs", "-n", "south", name, *args)
 
-    first = await until(lambda: logs("-c", "probe"), "kubectl logs -c probe")
+    async def two_ticks() -> str | None:
+        text = await logs("-c", "probe")
+        return text if "tick 1" in text else None
+
+    first = await until(two_ticks, "kubectl logs -c probe: two ticks written")
     assert "home namespace south user system:serviceaccount:south:default" in first, first
     tail = await logs("-c", "probe", "--tail=2")
     assert len(tail.splitlines()) == 2 and all(line.startswith("tick") for line in tail.splitlines()), tail

@@ -12,6 +12,7 @@ from .base import ALL_VERBS, Obj, ResourceType, ScaleSubresource, Strategy
 from .core import (
     ConfigMapStrategy,
     CSRStrategy,
+    EndpointSliceStrategy,
     EndpointsStrategy,
     EventStrategy,
     LeaseStrategy,
@@ -243,7 +244,14 @@ def builtin_types(*, service_cidr: str, services: Callable[[], Iterable[Obj]]) -
         ),
         # coordination, discovery, networking, node, scheduling, policy, storage
         t("coordination.k8s.io", "v1", "Lease", "leases", True, strategy=LeaseStrategy()),
-        t("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices", True, strategy=generic),
+        t(
+            "discovery.k8s.io",
+            "v1",
+            "EndpointSlice",
+            "endpointslices",
+            True,
+            strategy=EndpointSliceStrategy(),
+        ),
         t(
             "networking.k8s.io",
             "v1",

@@ -173,8 +173,71 @@ class ServiceAccountStrategy(Strategy):
     pass
 
 
+def endpoint_ip_errors(address: Any, field: str) -> list[Cause]:
+    """kube's `ValidateEndpointIP` (Endpoints and EndpointSlice addresses): no unspecified, loopback or
+    link-local address, since nothing else could reach it (the message is kube's)."""
+    try:
+        ip = ipaddress.ip_address(str(address))
+    except ValueError:
+        return [Cause(field, f"{invalid_value(address)}: must be a valid IP address")]
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    problems = []
+    if ip.is_unspecified:
+        problems.append(f"may not be unspecified ({address})")
+    if ip.is_loopback:
+        problems.append("may not be in the loopback range (127.0.0.0/8, ::1/128)")
+    if ip.is_link_local and not ip.is_multicast:
+        problems.append("may not be in the link-local range (169.254.0.0/16, fe80::/10)")
+    if ip in _LINK_LOCAL_MULTICAST[ip.version]:
+        problems.append("may not be in the link-local multicast range (224.0.0.0/24, ff02::/10)")
+    return [Cause(field, f"{invalid_value(address)}: {problem}") for problem in problems]
+
+
+_LINK_LOCAL_MULTICAST = {4: ipaddress.ip_network("224.0.0.0/24"), 6: ipaddress.ip_network("ff02::/16")}
+
+
 class EndpointsStrategy(Strategy):
     allow_create_on_update = True
+
+    def validate(self, obj: Obj) -> list[Cause]:
+        causes: list[Cause] = []
+        for i, subset in enumerate(obj.get("subsets") or []):
+            if not isinstance(subset, dict):
+                continue
+            for key in ("addresses", "notReadyAddresses"):
+                for j, address in enumerate(subset.get(key) or []):
+                    if isinstance(address, dict) and "ip" in address:
+                        causes += endpoint_ip_errors(address["ip"], f"subsets[{i}].{key}[{j}].ip")
+        return causes
+
+
+class EndpointSliceStrategy(Strategy):
+    """EndpointSlice addresses of type IPv4/IPv6 must be addresses others can reach (FQDN ones are names)."""
+
+    def validate(self, obj: Obj) -> list[Cause]:
+        family = {"IPv4": 4, "IPv6": 6}.get(str(obj.get("addressType")))
+        if family is None:
+            return []
+        causes: list[Cause] = []
+        for i, endpoint in enumerate(obj.get("endpoints") or []):
+            if not isinstance(endpoint, dict):
+                continue
+            for j, address in enumerate(endpoint.get("addresses") or []):
+                field = f"endpoints[{i}].addresses[{j}]"
+                causes += _ip_family_errors(address, family, field) + endpoint_ip_errors(address, field)
+        return causes
+
+
+def _ip_family_errors(address: Any, family: int, field: str) -> list[Cause]:
+    """kube's `IsValidIPv4Address` / `IsValidIPv6Address`."""
+    try:
+        ip = ipaddress.ip_address(str(address))
+    except ValueError:
+        ip = None
+    if ip is None or ip.version != family:
+        return [Cause(field, f"{invalid_value(address)}: must be a valid IPv{family} address")]
+    return []
 
 
 class LeaseStrategy(Strategy):

@@ -15,6 +15,8 @@ from .base import Obj, Strategy
 
 TERMINAL_PHASES = ("Succeeded", "Failed")
 DEFAULT_GRACE_SECONDS = 30
+#: a kubelet's copy of one of its static pods carries it
+MIRROR_POD_ANNOTATION = "kubernetes.io/config.mirror"
 
 #: the only spec fields an update may change (besides image, handled separately)
 _MUTABLE_SPEC_FIELDS = (
@@ -179,8 +181,27 @@ class PodStrategy(Strategy):
         spec = obj.get("spec")
         obj["status"] = {"phase": "Pending", "qosClass": _qos_class(spec if isinstance(spec, dict) else {})}
 
+    def prepare_for_status_update(self, new: Obj, old: Obj) -> None:
+        """podStatusStrategy: `pods/status` takes the spec and owner references from the stored pod, but keeps the
+        labels, annotations and finalizers it was sent (which is why NodeRestriction checks a kubelet's labels)."""
+        new["spec"] = copy.deepcopy(old.get("spec") or {})
+        meta, old_meta = new.setdefault("metadata", {}), old.get("metadata") or {}
+        meta.pop("ownerReferences", None)
+        if "ownerReferences" in old_meta:
+            meta["ownerReferences"] = copy.deepcopy(old_meta["ownerReferences"])
+
     def validate(self, obj: Obj) -> list[Cause]:
-        return validate_pod_spec(obj.get("spec"), "spec")
+        causes = validate_pod_spec(obj.get("spec"), "spec")
+        annotations = (obj.get("metadata") or {}).get("annotations") or {}
+        if MIRROR_POD_ANNOTATION in annotations and not (obj.get("spec") or {}).get("nodeName"):
+            causes.append(
+                Cause(
+                    f"metadata.annotations[{MIRROR_POD_ANNOTATION}]",
+                    f'Invalid value: "{annotations[MIRROR_POD_ANNOTATION]}": must set spec.nodeName if mirror pod '
+                    "annotation is set",
+                )
+            )
+        return causes
 
     def validate_update(self, new: Obj, old: Obj) -> list[Cause]:
         causes = self.validate(new)

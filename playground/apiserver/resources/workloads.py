@@ -100,7 +100,11 @@ def default_workload_spec(kind: str, spec: Obj) -> None:
 
 
 class CronJobStrategy(Strategy):
-    """CronJobs: defaults for the schedule policy and for the Job they stamp out."""
+    """CronJobs: defaults for the schedule policy and for the pod template of the Job they stamp out.
+
+    SetDefaults_CronJob leaves `jobTemplate.spec` itself alone (no backoffLimit,
+    completions, parallelism): those are defaulted when the Job is created from it.
+    """
 
     has_generation = True
 
@@ -118,8 +122,9 @@ class CronJobStrategy(Strategy):
             },
         )
         job_spec = (spec.get("jobTemplate") or {}).get("spec")
-        if isinstance(job_spec, dict):
-            default_workload_spec("Job", job_spec)
+        template_spec = (job_spec.get("template") or {}).get("spec") if isinstance(job_spec, dict) else None
+        if isinstance(template_spec, dict):
+            default_pod_spec(template_spec)
 
 
 class WorkloadStrategy(Strategy):

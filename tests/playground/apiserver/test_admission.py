@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import datetime
+import functools
 import ipaddress
 import json
 import socket
@@ -26,6 +27,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from playground.apiserver.admission import AdmissionRequest, WebhookDispatcher, admission_review, rule_matches
 from playground.apiserver.errors import APIError
 from playground.apiserver.identity import UserInfo
+from playground.apiserver.service_resolver import ResolveError
 
 Obj = dict[str, Any]
 Answer = Obj | web.StreamResponse
@@ -265,7 +267,7 @@ async def make_dispatcher() -> AsyncIterator[Callable[..., WebhookDispatcher]]:
         dispatcher = WebhookDispatcher(
             configurations=lambda kind: configs[kind],
             namespace=known.get,
-            resolve_service=lambda ns, name, port: (services or {}).get((ns, name, port)),
+            resolve_service=functools.partial(_resolve, services or {}),
             apply_patch=fake_json_patch,
         )
         made.append(dispatcher)
@@ -274,6 +276,12 @@ async def make_dispatcher() -> AsyncIterator[Callable[..., WebhookDispatcher]]:
     yield make
     for dispatcher in made:
         await dispatcher.close()
+
+
+def _resolve(services: dict[tuple[str, str, int], str], namespace: str, name: str, port: int) -> str:
+    if (namespace, name, port) not in services:
+        raise ResolveError(f'no endpoints available for service "{name}"')
+    return services[(namespace, name, port)]
 
 
 # --- rule matching -----------------------------------------------------------------------------

@@ -7,7 +7,15 @@ from typing import Any
 import pytest
 import yaml
 
-from playground.apiserver.decoding import MAX_DEPTH, TypeMismatch, loads_json, loads_yaml, typed
+from playground.apiserver.decoding import (
+    MAX_DEPTH,
+    TypeMismatch,
+    UnsupportedKeyError,
+    go_yaml_scalar,
+    loads_json,
+    loads_yaml,
+    typed,
+)
 
 
 def _nested(depth: int) -> bytes:
@@ -43,14 +51,77 @@ def test_json_invalid_utf8_in_strings_becomes_the_replacement_character() -> Non
 
 
 def test_yaml_timestamps_stay_strings_and_keys_become_strings() -> None:
-    loaded = loads_yaml(b"day: 2024-01-01\nat: 2024-01-01T10:00:00Z\n1: one\n2.5: half\n~: nothing\n")
+    loaded = loads_yaml(b"day: 2024-01-01\nat: 2024-01-01T10:00:00Z\n1: one\n2.5: half\ny: yes\n1e3: k\n")
     assert loaded == {
         "day": "2024-01-01",
         "at": "2024-01-01T10:00:00Z",
         "1": "one",
         "2.5": "half",
-        "null": "nothing",
+        "true": True,
+        "1000": "k",
     }
+
+
+def test_a_null_yaml_key_is_refused_as_sigs_k8s_io_yaml_refuses_it() -> None:
+    with pytest.raises(UnsupportedKeyError) as err:
+        loads_yaml(b"~: {b: 2}\n")
+    assert str(err.value) == (
+        'unsupported map key of type: %!s(<nil>), key: <nil>, value: map[interface {}]interface {}{"b":2}'
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("y", True),
+        ("Y", True),
+        ("yes", True),
+        ("on", True),
+        ("n", False),
+        ("NO", False),
+        ("Off", False),
+        ("~", None),
+        ("null", None),
+        ("0o17", 15),
+        ("017", 15),
+        ("0x1F", 31),
+        ("0b101", 5),
+        ("-0b11", -3),
+        ("+12", 12),
+        ("1_000", 1000),
+        ("09", 9.0),
+        ("1e3", 1000.0),
+        (".5", 0.5),
+        ("3.", 3.0),
+        ("1_0.5", 10.5),
+        ("1:30", "1:30"),
+        ("2024-01-01", "2024-01-01"),
+        ("1e400", "1e400"),
+        ("12e", "12e"),
+        ("O", "O"),
+        ("yes please", "yes please"),
+        ("18446744073709551615", 18446744073709551615),
+    ],
+)
+def test_plain_scalars_resolve_as_go_yaml_v2_resolves_them(text: str, value: object) -> None:
+    resolved = go_yaml_scalar(text)
+    assert (resolved, type(resolved)) == (value, type(value))
+
+
+@pytest.mark.parametrize(
+    ("key", "text"),
+    [
+        (1.5, "1.5"),
+        (1000.0, "1000"),
+        (1e6, "1e+06"),
+        (1.2345678, "1.2345678"),
+        (0.0001, "0.0001"),
+        (1e-5, "1e-05"),
+        (1e39, ".inf"),
+    ],
+)
+def test_float_keys_are_written_as_sigs_k8s_io_yaml_writes_them(key: float, text: str) -> None:
+    assert loads_yaml(f"{key!r}: x\n".encode()) == {text: "x"}
 
 
 @pytest.mark.parametrize(

@@ -26,6 +26,8 @@ from playground.apiserver.rbac import (
     covers,
     escalation_error,
     forbidden_error,
+    node_rules,
+    reconciled,
     rules_for,
     uncovered_rules,
 )
@@ -580,26 +582,86 @@ ANONYMOUS = UserInfo("system:anonymous", (UNAUTHENTICATED_GROUP,))
 
 def test_bootstrap_objects_carry_the_rbac_defaults_markers() -> None:
     objects = bootstrap_policy()
-    names = [(o["kind"], o["metadata"]["name"]) for o in objects]
-    assert names == [
-        ("ClusterRole", "cluster-admin"),
-        ("ClusterRole", "system:discovery"),
-        ("ClusterRole", "system:basic-user"),
-        ("ClusterRole", "system:public-info-viewer"),
-        ("ClusterRole", "admin"),
-        ("ClusterRole", "edit"),
-        ("ClusterRole", "view"),
-        ("ClusterRoleBinding", "cluster-admin"),
-        ("ClusterRoleBinding", "system:basic-user"),
-        ("ClusterRoleBinding", "system:discovery"),
-        ("ClusterRoleBinding", "system:public-info-viewer"),
-    ]
+    kinds = [o["kind"] for o in objects]
+    # roles come before the bindings that name them, as the bootstrap hook creates them
+    assert kinds == sorted(kinds, key=["ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"].index)
     for obj in objects:
         assert obj["apiVersion"] == "rbac.authorization.k8s.io/v1"
         assert obj["metadata"]["labels"]["kubernetes.io/bootstrapping"] == "rbac-defaults"
         assert obj["metadata"]["annotations"] == {"rbac.authorization.kubernetes.io/autoupdate": "true"}
-        assert "aggregationRule" not in obj
+    names = {(o["kind"], o["metadata"]["name"]) for o in objects}
+    for role in (
+        "cluster-admin",
+        "system:node",
+        "system:node-proxier",
+        "system:kube-scheduler",
+        "system:kube-controller-manager",
+        "system:kube-dns",
+        "system:public-info-viewer",
+        "system:controller:deployment-controller",
+        "system:controller:endpointslice-controller",
+    ):
+        assert ("ClusterRole", role) in names
+    for binding in (o for o in objects if o["kind"].endswith("Binding")):
+        ref = binding["roleRef"]
+        assert (ref["kind"], ref["name"]) in names, binding["metadata"]["name"]
+    assert ("Role", "extension-apiserver-authentication-reader") in names
     assert BOOTSTRAP.cluster_role("edit")["metadata"]["labels"][f"{RBAC_GROUP}/aggregate-to-admin"] == "true"  # type: ignore[index]
+
+
+def test_the_node_rules_are_the_system_node_role() -> None:
+    assert node_rules() == BOOTSTRAP.cluster_role("system:node")["rules"]  # type: ignore[index]
+
+
+def test_bootstrap_binds_the_components_to_their_roles() -> None:
+    scheduler = UserInfo("system:kube-scheduler", (AUTHENTICATED_GROUP,))
+    proxy = UserInfo("system:kube-proxy", (AUTHENTICATED_GROUP,))
+    assert authorize(
+        req(scheduler, "create", "pods", namespace="a", name="p", subresource="binding"), BOOTSTRAP
+    ).allowed
+    assert not authorize(req(scheduler, "create", "pods", namespace="a"), BOOTSTRAP).allowed
+    assert authorize(req(proxy, "list", "endpointslices", group="discovery.k8s.io"), BOOTSTRAP).allowed
+    assert not authorize(
+        req(proxy, "get", "endpointslices", group="discovery.k8s.io", name="e"), BOOTSTRAP
+    ).allowed
+    deployments = service_account_user("kube-system", "deployment-controller")
+    assert authorize(
+        req(deployments, "create", "replicasets", namespace="a", group="apps"), BOOTSTRAP
+    ).allowed
+
+
+def test_reconciling_a_default_adds_what_it_lacks_and_keeps_the_rest() -> None:
+    default = BOOTSTRAP.cluster_role("system:node-proxier")
+    assert default is not None
+    stored = {
+        **default,
+        "rules": [*default["rules"][1:], {"apiGroups": ["x"], "resources": ["y"], "verbs": ["get"]}],
+    }
+    updated = reconciled(stored, default)
+    assert updated is not None
+    assert covers(updated["rules"], default["rules"])
+    assert {"apiGroups": ["x"], "resources": ["y"], "verbs": ["get"]} in updated["rules"]
+    assert reconciled(updated, default) is None
+    pinned = {
+        **stored,
+        "metadata": {
+            **stored["metadata"],
+            "annotations": {"rbac.authorization.kubernetes.io/autoupdate": "false"},
+        },
+    }
+    assert reconciled(pinned, default) is None
+
+
+def test_reconciling_a_default_binding_adds_its_subjects() -> None:
+    default = next(
+        o
+        for o in bootstrap_policy()
+        if o["kind"] == "ClusterRoleBinding" and o["metadata"]["name"] == "system:discovery"
+    )
+    stored = {**default, "subjects": [subject("User", "alice")]}
+    updated = reconciled(stored, default)
+    assert updated is not None
+    assert updated["subjects"] == [subject("User", "alice"), *default["subjects"]]
 
 
 def _bound(user: UserInfo, role_name: str) -> Policy:

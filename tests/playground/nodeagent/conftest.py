@@ -1,7 +1,9 @@
 """Fixtures for the node agent: run agents in-process against an emulator of the test's own.
 
 `agent(kubeconfig, options)` runs one `NodeAgent` as a task of the test's event loop
-until the block ends (the test fails if the agent crashed); `pod(...)` is a minimal pod
+until the block ends (the test fails if the agent crashed), with the identity a real
+kubelet has: `system:node:<node>` in `system:nodes`, signed by the emulator's CA
+(`kubeconfig` is its admin one; `user` and `groups` give another); `pod(...)` is a minimal pod
 bound to a node by `spec.nodeName`, as if the scheduler had placed it.
 """
 
@@ -19,10 +21,12 @@ import pytest
 from playground.nodeagent import NodeAgent, NodeAgentOptions
 from runtime.api.kinds import NAMESPACES, PODS, SERVICEACCOUNTS
 from runtime.core import Client, NotFoundError
+from tests.playground.conftest import identity_kubeconfig
 
 JSON = dict[str, Any]
 #: restart and pull back-off for tests: short enough to see several restarts in a second or two
 TEST_BACKOFF = 0.2
+NODES_GROUP = "system:nodes"
 
 
 def options(node: str = "node-1", **overrides: Any) -> NodeAgentOptions:
@@ -38,8 +42,15 @@ def options(node: str = "node-1", **overrides: Any) -> NodeAgentOptions:
 
 
 @contextlib.asynccontextmanager
-async def agent(kubeconfig: Path, agent_options: NodeAgentOptions) -> AsyncIterator[NodeAgent]:
-    async with await Client.from_kubeconfig(kubeconfig) as api:
+async def agent(
+    kubeconfig: Path,
+    agent_options: NodeAgentOptions,
+    *,
+    user: str | None = None,
+    groups: tuple[str, ...] = (NODES_GROUP,),
+) -> AsyncIterator[NodeAgent]:
+    kubelet = identity_kubeconfig(kubeconfig, user or f"system:node:{agent_options.node_name}", *groups)
+    async with await Client.from_kubeconfig(kubelet) as api:
         node_agent = NodeAgent(api, agent_options)
         task = asyncio.create_task(node_agent.run(), name=f"agent under test {agent_options.node_name}")
         ready = asyncio.create_task(node_agent.ready.wait())

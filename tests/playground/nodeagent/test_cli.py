@@ -15,7 +15,7 @@ from playground.nodeagent.__main__ import argument_parser, options_from
 from playground.nodeagent.options import parse_label, parse_taint
 from runtime.api.kinds import NODES
 from runtime.core import Client, NotFoundError
-from tests.playground.conftest import eventually
+from tests.playground.conftest import eventually, identity_kubeconfig
 
 
 def test_flags_become_options(tmp_path: Path) -> None:
@@ -35,8 +35,6 @@ def test_flags_become_options(tmp_path: Path) -> None:
             "k=v:NoSchedule",
             "--taint",
             "bare:NoExecute",
-            "--role",
-            "control-plane",
             "--state-dir",
             str(tmp_path),
         ]
@@ -44,7 +42,6 @@ def test_flags_become_options(tmp_path: Path) -> None:
     options = options_from(args)
     assert options.labels == {"a": "b", "empty": ""}
     assert options.taints == (Taint("k", "NoSchedule", "v"), Taint("bare", "NoExecute"))
-    assert options.role == "control-plane"
     assert options.state_dir == tmp_path
     assert (options.lease_duration, options.heartbeat) == (40, 10.0)
 
@@ -121,12 +118,13 @@ async def test_agent_process_registers_its_node_and_stops_on_sigterm(
     fresh_emulator: Path, tmp_path: Path
 ) -> None:
     log = (tmp_path / "agent.log").open("wb")
+    kubelet = identity_kubeconfig(fresh_emulator, "system:node:proc-node", "system:nodes")
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
         "playground.nodeagent",
         "--kubeconfig",
-        str(fresh_emulator),
+        str(kubelet),
         "--node",
         "proc-node",
         "--pod-cidr",

@@ -61,7 +61,7 @@ class FakeRunner:
     def pod_ip(self, pod: JSON) -> str | None:
         return None
 
-    async def start(self, pod: JSON, *, pod_ip: str) -> None:
+    async def start(self, pod: JSON, *, pod_ip: str, netns: Path | None = None) -> None:
         raise AssertionError("not started here")
 
     async def stop(self, uid: str, *, grace_period: float) -> None:

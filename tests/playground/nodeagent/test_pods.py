@@ -12,7 +12,7 @@ from kubernetes.client import CoreV1Api
 
 from playground.nodeagent.simulated import CRASH_IMAGE, EXIT0_IMAGE, FAIL_PULL_IMAGE
 from runtime.api.image import runtime_image
-from runtime.api.kinds import EVENTS, NODES, PODS
+from runtime.api.kinds import CLUSTERROLEBINDINGS, CLUSTERROLES, EVENTS, NODES, PODS
 from runtime.core import Client
 from tests.apiserver.conftest import api_client
 from tests.playground.conftest import eventually
@@ -35,6 +35,14 @@ async def events_of(api: Client, namespace: str, name: str) -> list[tuple[str, s
     ]
 
 
+async def started_events(
+    api: Client, namespace: str, name: str, container: str
+) -> list[tuple[str, str, str]]:
+    """The pod's kubelet Events once `container`'s Started is among them (empty before)."""
+    found = await events_of(api, namespace, name)
+    return found if ("Normal", "Started", f"Started container {container}") in found else []
+
+
 async def running_and_ready(api: Client, namespace: str, name: str) -> JSON | None:
     obj = await get_pod(api, namespace, name)
     ready = phase(obj) == "Running" and condition(obj, "Ready").get("status") == "True"
@@ -48,6 +56,8 @@ async def test_pod_runs_ready_with_an_ip_from_the_node_cidr(
         await api.create(PODS, pod("web", init_images=("busybox:1.36",)), namespace=ns)
         await eventually(lambda: running_and_ready(api, ns, "web"), within=15)
         obj = await get_pod(api, ns, "web")
+        # the kubelet records a container's Events after the status that shows it running
+        await eventually(lambda: started_events(api, ns, "web", "main"), within=15)
         kubelet_events = await events_of(api, ns, "web")
         node = await api.get(NODES, "node-1")
     assert obj is not None
@@ -75,6 +85,32 @@ async def test_pod_runs_ready_with_an_ip_from_the_node_cidr(
     assert ("Normal", "Created", "Created container: main") in kubelet_events
     assert ("Normal", "Started", "Started container main") in kubelet_events
     assert ("Normal", "Started", "Started container init-0") in kubelet_events
+
+
+async def test_pods_start_while_the_kubelets_services_watch_is_refused(
+    fresh_emulator: Path, api: Client, ns: str
+) -> None:
+    """The kubelet's Services informer (the `kubernetes` Service, the names stand-ins resolve) is not
+    waited for: a kubelet refused Services still registers its node and runs its pods."""
+    node_role = await api.get(CLUSTERROLES, "system:node")
+    rules = []
+    for rule in node_role["rules"]:
+        resources = [r for r in rule.get("resources") or [] if r != "services"]
+        if resources or not rule.get("resources"):
+            rules.append({**rule, "resources": resources} if rule.get("resources") else rule)
+    user = "kubelet-without-services"
+    await api.create(CLUSTERROLES, {"metadata": {"name": user}, "rules": rules})
+    await api.create(
+        CLUSTERROLEBINDINGS,
+        {
+            "metadata": {"name": user},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": user},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}],
+        },
+    )
+    async with agent(fresh_emulator, options(), user=user, groups=()):
+        await api.create(PODS, pod("web"), namespace=ns)
+        await eventually(lambda: running_and_ready(api, ns, "web"), within=15)
 
 
 async def test_graceful_deletion_stops_and_removes_the_pod(

@@ -329,8 +329,7 @@ async def test_without_mount_namespaces_pods_do_not_start(tmp_path: Path) -> Non
     recorder = Recorder()
     node = NodeContext(
         address="127.0.0.1",
-        api_host="127.0.0.1",
-        api_port=6443,
+        api_endpoint=lambda: ("127.0.0.1", 6443),
         pods_dir=tmp_path,
         objects=Objects(),
         notify=recorder.notify,

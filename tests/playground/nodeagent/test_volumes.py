@@ -14,6 +14,7 @@ import pytest
 from playground.nodeagent.downward import PodContext
 from playground.nodeagent.objects import IssuedToken
 from playground.nodeagent.volumes import PodVolumes, VolumeError, write_atomically
+from runtime.core import ForbiddenError
 
 JSON = dict[str, Any]
 START = datetime(2025, 1, 1, tzinfo=UTC)
@@ -29,12 +30,23 @@ class FakeSource:
         self.lifetime = lifetime
         self.now = START
         self.requests: list[tuple[str, int]] = []
+        #: token requests refused before one is granted
+        self.refusals = 0
 
     async def get(self, kind: str, namespace: str, name: str) -> JSON | None:
         assert namespace == "shop"
         return self.objects.get((kind, name))
 
     async def token(self, pod: JSON, *, audience: str, expiration_seconds: int) -> IssuedToken:
+        if self.refusals:
+            self.refusals -= 1
+            raise ForbiddenError(
+                {
+                    "code": 403,
+                    "reason": "Forbidden",
+                    "message": "no relationship found between node 'n' and this object",
+                }
+            )
         self.requests.append((audience, expiration_seconds))
         return IssuedToken(
             token=f"token-{len(self.requests)}", issued=self.now, expires=self.now + self.lifetime
@@ -253,6 +265,18 @@ async def test_token_is_refreshed_after_80_percent_of_its_lifetime(tmp_path: Pat
     await volumes.materialise()
     assert token.read_text() == "token-2"
     assert source.requests == [("vault", 1000), ("vault", 1000)]
+
+
+async def test_a_refused_token_request_fails_the_mount_for_a_retry(tmp_path: Path) -> None:
+    """The Node authorizer refuses a node's token request until it has seen the pod bound to the node."""
+    source = FakeSource({})
+    source.refusals = 1
+    pod = pod_with({"name": "tok", "projected": {"sources": [{"serviceAccountToken": {"path": "t"}}]}})
+    volumes = volumes_for(pod, source, tmp_path)
+    with pytest.raises(VolumeError, match=r'volume "tok" : failed to fetch token: .*no relationship found'):
+        await volumes.materialise()
+    await volumes.materialise()
+    assert (volumes.path("tok") / "t").read_text() == "token-1"
 
 
 async def test_long_lived_tokens_are_refreshed_after_a_day(tmp_path: Path) -> None:

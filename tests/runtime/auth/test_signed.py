@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import logging
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from playground.controllers import namespace as namespace_controller
-from playground.controlplane import ControlPlaneOptions
 from runtime.api import constants as c
 from runtime.api.crds import TENANTS
 from runtime.api.kinds import NAMESPACES
@@ -18,7 +18,7 @@ from runtime.controllers.options import ControllerOptions
 from runtime.core import Client, NotFoundError, UnauthorizedError
 from runtime.forge import credential as contract
 from runtime.forge.tenant import tenant_namespace_name
-from tests.playground.conftest import eventually
+from tests.playground.conftest import eventually, running
 
 from .cluster import NAMESPACE, Consumer, controllers, new_token, serving
 
@@ -76,16 +76,14 @@ async def test_a_revoke_request_cannot_be_replayed_as_a_renewal(admin: Client, a
 
 
 async def test_revoke_deletes_the_tenant_and_the_controller_removes_its_namespace(
-    admin: Client, auth_client: Client, manager_client: Client
+    admin: Client, auth_client: Client, manager_client: Client, installed_kubeconfig: Path
 ) -> None:
     token, _ = await new_token(admin)
     options = ControllerOptions(namespace=NAMESPACE)
     async with (
         serving(auth_client) as server,
         controllers(manager_client, tenant_controller.setup, options=options),
-        controllers(
-            admin, lambda m, _: namespace_controller.setup(m, ControlPlaneOptions()), options=options
-        ),
+        running(installed_kubeconfig, namespace_controller.setup),
     ):
         consumer = Consumer(server)
         credential = await consumer.peer(token)

@@ -13,7 +13,6 @@ import pytest
 import yaml
 
 from playground.controllers import gc
-from playground.controlplane import ControlPlaneOptions
 from runtime.api import constants as c
 from runtime.api.crds import VIRTUALNODES
 from runtime.api.kinds import (
@@ -28,10 +27,11 @@ from runtime.api.kinds import (
 )
 from runtime.controllers.offloading import virtualnode
 from runtime.controllers.options import ControllerOptions
-from runtime.core import Client, ForbiddenError, Manager, NotFoundError, Resource, Settings
+from runtime.core import Client, ForbiddenError, NotFoundError, Resource
 from runtime.forge.virtualnode import virtual_node
 from tests.apiserver.conftest import start_emulator, stop_emulator
 from tests.playground.conftest import eventually
+from tests.playground.conftest import running as run_components
 
 from .installed import OPTIONS, install, running
 
@@ -213,16 +213,8 @@ async def deleted_everything(admin: Client) -> bool:
 @contextlib.asynccontextmanager
 async def garbage_collector(kubeconfig: Path) -> AsyncIterator[None]:
     """The playground's garbage collector (it completes foreground deletions)."""
-    async with await Client.from_kubeconfig(kubeconfig) as api:
-        manager = Manager(api, settings=Settings(server=None))
-        gc.setup(manager, ControlPlaneOptions())
-        task = asyncio.create_task(manager.run(), name="garbage collector under test")
-        try:
-            yield
-        finally:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+    async with run_components(kubeconfig, gc.setup):
+        yield
 
 
 async def test_deleting_the_virtual_node_removes_its_virtual_kubelet_and_node(

@@ -44,6 +44,7 @@ from typing import Any
 
 from playground.controllers import endpointslice, gc, namespace, serviceaccount
 from playground.controlplane import ControlPlaneOptions
+from playground.controlplane.credentials import ServiceAccountCredentials
 from runtime.api import constants as c
 from runtime.api.crds import FOREIGNCLUSTERS, VIRTUALNODES
 from runtime.api.kinds import DEPLOYMENTS, NODES, SECRETS
@@ -115,6 +116,13 @@ async def _service_account_client(cluster: Cluster, namespace: str, name: str, *
     client = await Client.from_kubeconfig_dict(config)
     cluster.clients.append(client)
     return client
+
+
+async def _renewing(credentials: ServiceAccountCredentials) -> None:
+    try:
+        await credentials.run()
+    finally:
+        await credentials.close()
 
 
 class Clusters:
@@ -223,9 +231,15 @@ class Clusters:
         """Start (or start again) the cluster's components."""
         control_plane = Manager(cluster.admin, settings=Settings(server=None))
         root_ca = (cluster.admin.config.certificate_authority or b"").decode()
+        # the controllers write as kube-controller-manager's ServiceAccounts, as on a playground cluster
+        credentials = ServiceAccountCredentials(
+            cluster.admin, scheduler=cluster.admin, directory=cluster.kubeconfig.parent / "tokens"
+        )
         for setup in (namespace.setup, gc.setup, serviceaccount.setup, endpointslice.setup):
-            setup(control_plane, ControlPlaneOptions(root_ca=root_ca))
+            setup(control_plane, ControlPlaneOptions(root_ca=root_ca), credentials)
+        await credentials.prepare()
         self._run(cluster, "control plane", control_plane.run())
+        self._run(cluster, "controller tokens", _renewing(credentials))
         self._run(cluster, "virtual kubelets", self._virtual_kubelets(cluster))
         server = await self._auth_service(cluster, port=0)
         if self.webhook:

@@ -1,0 +1,89 @@
+"""`liqo:index:Generate`: on the provider cluster, a peering token for one consumer, with what the consumer
+needs to use it. The token is a secret Output, issued by the `Token` dynamic resource
+(`runtime.operations.token`); destroying the component revokes it."""
+
+from typing import NotRequired, TypedDict
+
+import pulumi
+
+from runtime.api import constants as c
+from runtime.api import validation
+
+from . import _args
+from .providers.token import TIMEOUTS, Token
+
+TYPE = "liqo:index:Generate"
+
+
+class GenerateArgs(TypedDict):
+    """The arguments of a Generate (those of `liqo_generate`)."""
+
+    kubeconfig: pulumi.Input[str]
+    """A kubeconfig for the provider cluster (its content, YAML or JSON). Kept secret."""
+    context: NotRequired[pulumi.Input[str]]
+    """The kubeconfig context to use (default: its current context)."""
+    namespace: NotRequired[pulumi.Input[str]]
+    """Namespace of the Liqo runtime on the provider (default `liqo`)."""
+    expires_in: NotRequired[pulumi.Input[str]]
+    """How long the token is accepted for new peerings, as a duration such as "24h" (default: until the
+    component is destroyed). Changing it issues a new token."""
+
+
+def _duration_problem(text: str) -> str:
+    try:
+        validation.parse_duration(text)
+    except validation.DurationError as exc:
+        return f"{exc}."
+    return ""
+
+
+class Generate(pulumi.ComponentResource):
+    """Issues a peering token on the provider cluster for one consumer, revoked when the component is
+    destroyed, and exposes what a Peer on the consumer needs."""
+
+    cluster_id: pulumi.Output[str]
+    """The provider's cluster ID (for `PeerArgs.cluster_id`)."""
+    cluster_name: pulumi.Output[str]
+    """The provider's cluster name (for `PeerArgs.cluster_name`)."""
+    auth_ep: pulumi.Output[str]
+    """URL of the provider's authentication service (for `PeerArgs.cluster_authurl`)."""
+    local_token: pulumi.Output[str]
+    """The peering token (for `PeerArgs.cluster_token`). Secret."""
+    expires_at: pulumi.Output[str]
+    """When the token expires (RFC 3339), "" when it does not."""
+
+    def __init__(self, name: str, args: GenerateArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        # checked before anything is registered: a bad argument leaves no half-made component
+        values = _args.checked(
+            "Generate",
+            args,
+            required=("kubeconfig",),
+            rules={"namespace": validation.namespace, "expires_in": _duration_problem},
+        )
+        bounds = _args.timeouts("Generate", opts, TIMEOUTS)
+        super().__init__(TYPE, name, {}, opts)
+        token = Token(
+            f"{name}-token",
+            {
+                "kubeconfig": pulumi.Output.secret(values["kubeconfig"]),
+                "context": values.get("context"),
+                "timeouts": bounds,
+                "namespace": values.get("namespace") or c.DEFAULT_NAMESPACE,
+                "expires_in": values.get("expires_in") or "",
+            },
+            _args.child_options(self, opts),
+        )
+        self.cluster_id = token.cluster_id
+        self.cluster_name = token.cluster_name
+        self.auth_ep = token.auth_ep
+        self.local_token = pulumi.Output.secret(token.local_token)
+        self.expires_at = token.expires_at
+        self.register_outputs(
+            {
+                "cluster_id": self.cluster_id,
+                "cluster_name": self.cluster_name,
+                "auth_ep": self.auth_ep,
+                "local_token": self.local_token,
+                "expires_at": self.expires_at,
+            }
+        )

@@ -1,0 +1,260 @@
+"""`liqo:index:Install`: the Liqo runtime in one cluster, as Pulumi resources.
+
+The runtime's objects are `runtime.forge.install.install_manifests()`, each wrapped in
+the `pulumi_kubernetes` resource of its kind (`_objects.kubernetes_object`), the
+Namespace and the CRDs first and every other object depending on them. Two dynamic
+resources do what Kubernetes resources cannot: `Discovery` finds the values the
+manifests need from the cluster (the cluster id an earlier install left, the CIDRs not
+given), and `Runtime`, created after every object, waits until the runtime runs and
+publishes its identity (the component's outputs), reads it back for drift, and on
+destroy refuses while peerings hold the runtime unless `force`. Without `purge`, a
+destroy leaves the Namespace, the CRDs and the identity ConfigMap (`retain_on_delete`),
+so a reinstall keeps the cluster id its peers know, as `liqo_install` does.
+"""
+
+import functools
+import operator
+from collections.abc import Callable
+from dataclasses import asdict
+from typing import Any, NotRequired, TypedDict
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from runtime.api import constants as c
+from runtime.api.image import runtime_image
+from runtime.forge.install import (
+    USER_OPTIONS,
+    WEBHOOK_MODES,
+    InstallOptions,
+    install_manifests,
+    option_problem,
+    placeholder_options,
+)
+
+from . import _args
+from ._objects import kubernetes_object, resource_name
+from .providers.install import TIMEOUTS, Discovery, Runtime
+
+TYPE = "liqo:index:Install"
+
+
+class InstallArgs(TypedDict):
+    """The arguments of an Install (the options of `liqo_install`)."""
+
+    kubeconfig: pulumi.Input[str]
+    """A kubeconfig for the cluster (its content, YAML or JSON), with rights to install cluster-wide objects.
+    Kept secret."""
+    cluster_name: pulumi.Input[str]
+    """Name of this cluster, as its peers know it: a DNS label of at most 58 characters (the virtual node
+    standing for it in a consumer is `liqo-<cluster_name>`)."""
+    context: NotRequired[pulumi.Input[str]]
+    """The kubeconfig context to use (default: its current context)."""
+    cluster_labels: NotRequired[pulumi.Input[dict[str, str]]]
+    """Labels this cluster suggests for the virtual nodes that stand for it in its consumers."""
+    namespace: NotRequired[pulumi.Input[str]]
+    """Namespace of the runtime (default `liqo`). Changing it reinstalls."""
+    pod_cidr: NotRequired[pulumi.Input[str]]
+    """The cluster's pod CIDR. Default: what the cluster tells (kubeadm's `kubeadm-config`, the
+    kube-controller-manager's `--cluster-cidr`, else the smallest network covering the nodes' `spec.podCIDR`)."""
+    service_cidr: NotRequired[pulumi.Input[str]]
+    """The cluster's Service CIDR. Default: what the cluster tells (kubeadm's `kubeadm-config`, or the API
+    server's valid Service range)."""
+    sharing_percentage: NotRequired[pulumi.Input[int]]
+    """Percentage (1-100) of this cluster's free resources a consumer gets when it asks for no specific amount
+    (default 90)."""
+    image: NotRequired[pulumi.Input[str]]
+    """Image of the runtime's components (default: the runtime image of this package's version)."""
+    webhook_mode: NotRequired[pulumi.Input[str]]
+    """How the API server reaches the runtime's webhook: `service` (its Service, default) or `url` (its pod
+    address; the playground needs `url`, as it has no Service network)."""
+    api_server_url: NotRequired[pulumi.Input[str]]
+    """URL other clusters reach this cluster's API server at (consumers' credentials point there). Default:
+    the server of the kubeconfig."""
+    auth_url: NotRequired[pulumi.Input[str]]
+    """URL other clusters reach the authentication service at (an Ingress in front of it, say). Default: the
+    URL the service derives from its Service (see `auth_service_type`)."""
+    auth_service_type: NotRequired[pulumi.Input[str]]
+    """Type of the authentication service's Service: `NodePort` (default), `LoadBalancer` or `ClusterIP`; it
+    decides the URL the service publishes. Changes in place."""
+    force: NotRequired[pulumi.Input[bool]]
+    """Let destroy proceed while peerings (ForeignClusters) or offloaded namespaces exist: they are deleted
+    first. Apply it before the destroy."""
+    purge: NotRequired[bool]
+    """On destroy, also delete the namespace, the CRDs and the cluster identity (the next install gets a new
+    cluster ID, which consumers that peered before refuse). A plain value: it decides which objects Pulumi
+    keeps on delete."""
+
+
+class Install(pulumi.ComponentResource):
+    """Installs the Liqo runtime (CRDs, controller manager, authentication service, webhook) in a cluster,
+    upgrades it in place and uninstalls it."""
+
+    cluster_id: pulumi.Output[str]
+    """The cluster ID, kept across reinstalls unless purged."""
+    cluster_name: pulumi.Output[str]
+    """The cluster name peers know this cluster by."""
+    namespace: pulumi.Output[str]
+    """The namespace of the runtime."""
+    auth_url: pulumi.Output[str]
+    """URL of the authentication service, as the running service publishes it."""
+    version: pulumi.Output[str]
+    """Version of the installed runtime."""
+    pod_cidr: pulumi.Output[str]
+    """The pod CIDR the runtime was installed with."""
+    service_cidr: pulumi.Output[str]
+    """The Service CIDR the runtime was installed with."""
+
+    def __init__(self, name: str, args: InstallArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        # checked before anything is registered: a bad argument leaves no half-made component
+        values = _check(args)
+        bounds = _args.timeouts("Install", opts, TIMEOUTS)
+        super().__init__(TYPE, name, {}, opts)
+        kubeconfig = pulumi.Output.secret(values["kubeconfig"])
+        context = values.get("context")
+        namespace = values.get("namespace") or c.DEFAULT_NAMESPACE
+        purge = bool(values.get("purge"))
+
+        self.kubernetes = k8s.Provider(
+            f"{name}-kubernetes",
+            kubeconfig=kubeconfig,
+            context=context,
+            # the identity ConfigMap changes in place: the runtime writes its auth URL into it
+            enable_config_map_mutable=True,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        discovery = Discovery(
+            f"{name}-discovery",
+            {
+                "kubeconfig": kubeconfig,
+                "context": context,
+                "timeouts": bounds,
+                "namespace": namespace,
+                "pod_cidr": values.get("pod_cidr"),
+                "service_cidr": values.get("service_cidr"),
+                "api_server_url": values.get("api_server_url"),
+            },
+            _args.child_options(self, opts),
+        )
+        given: dict[str, Any] = {
+            "cluster_name": values["cluster_name"],
+            "cluster_labels": values.get("cluster_labels") or {},
+            "namespace": namespace,
+            "sharing_percentage": values.get("sharing_percentage") or 90,
+            "image": values.get("image") or runtime_image(),
+            "webhook_mode": values.get("webhook_mode") or "service",
+            "auth_service_type": values.get("auth_service_type") or "NodePort",
+            "auth_url": values.get("auth_url") or "",
+        }
+        options = pulumi.Output.all(
+            cluster_id=discovery.cluster_id,
+            api_server_url=discovery.api_server_url,
+            pod_cidr=discovery.discovered_pod_cidr,
+            service_cidr=discovery.discovered_service_cidr,
+            **given,
+        ).apply(lambda values: {**values, "sharing_percentage": int(values["sharing_percentage"])})
+        manifests = options.apply(lambda values: install_manifests(InstallOptions(**values)))
+        known = _known_objects(given)
+
+        shapes = install_manifests(
+            placeholder_options(namespace if isinstance(namespace, str) else c.DEFAULT_NAMESPACE)
+        )
+        first: list[pulumi.Resource] = []
+        children: list[pulumi.Resource] = []
+        for index, shape in enumerate(shapes):
+            kind = shape["kind"]
+            leading = kind in ("Namespace", "CustomResourceDefinition")
+            kept = leading or (
+                kind == "ConfigMap" and shape["metadata"]["name"] == c.CLUSTER_IDENTITY_CONFIGMAP
+            )
+            child = kubernetes_object(
+                resource_name(name, shape),
+                _object(known[index], manifests, index),
+                shape=shape,
+                opts=_args.child_options(
+                    self,
+                    opts,
+                    provider=self.kubernetes,
+                    depends_on=[] if leading else list(first),
+                    retain_on_delete=kept and not purge,
+                ),
+            )
+            (first if leading else children).append(child)
+        self.objects = [*first, *children]
+
+        runtime = Runtime(
+            f"{name}-runtime",
+            {
+                "kubeconfig": kubeconfig,
+                "context": context,
+                "timeouts": bounds,
+                "options": options,
+                "force": values.get("force") or False,
+            },
+            _args.child_options(self, opts, depends_on=self.objects),
+        )
+        self.cluster_id = runtime.cluster_id
+        self.cluster_name = runtime.cluster_name
+        self.namespace = pulumi.Output.from_input(namespace)
+        self.auth_url = runtime.auth_url
+        self.version = runtime.version
+        self.pod_cidr = discovery.discovered_pod_cidr
+        self.service_cidr = discovery.discovered_service_cidr
+        self.register_outputs(
+            {
+                "cluster_id": self.cluster_id,
+                "cluster_name": self.cluster_name,
+                "namespace": self.namespace,
+                "auth_url": self.auth_url,
+                "version": self.version,
+                "pod_cidr": self.pod_cidr,
+                "service_cidr": self.service_cidr,
+            }
+        )
+
+
+def _object(
+    known: dict[str, Any] | None, manifests: pulumi.Output[list[dict[str, Any]]], index: int
+) -> pulumi.Input[dict[str, Any]]:
+    return known if known is not None else manifests.apply(operator.itemgetter(index))
+
+
+def _known_objects(given: dict[str, Any]) -> list[dict[str, Any] | None]:
+    """The objects that depend on no discovered value (CRDs, RBAC, ...), known now when every argument is a
+    plain value, so a preview shows them (and pulumi_kubernetes can plan a CRD, which needs its group);
+    None for the others and when an argument is an Output."""
+    if any(isinstance(value, pulumi.Output) for value in given.values()):
+        return [None] * len(install_manifests(placeholder_options()))
+    plain = {**given, "sharing_percentage": int(given["sharing_percentage"])}
+    one = install_manifests(InstallOptions(**{**asdict(placeholder_options()), **plain}))
+    other = install_manifests(
+        InstallOptions(
+            **{
+                **asdict(placeholder_options()),
+                **plain,
+                "cluster_id": "11111111-1111-1111-1111-111111111111",
+                "api_server_url": "https://other.invalid",
+                "pod_cidr": "10.2.0.0/16",
+                "service_cidr": "10.3.0.0/16",
+            }
+        )
+    )
+    return [first if first == second else None for first, second in zip(one, other, strict=True)]
+
+
+def _check(args: InstallArgs) -> dict[str, Any]:
+    rules: dict[str, Callable[[Any], str]] = {
+        argument: functools.partial(option_problem, argument)
+        for argument in (*USER_OPTIONS, "auth_service_type")
+    }
+    rules["webhook_mode"] = _webhook_mode_problem
+    rules["image"] = _image_problem
+    return _args.checked("Install", args, required=("kubeconfig", "cluster_name"), rules=rules)
+
+
+def _webhook_mode_problem(mode: Any) -> str:
+    return "" if mode in WEBHOOK_MODES else f'"{mode}" is not a webhook mode: use "service" or "url".'
+
+
+def _image_problem(image: Any) -> str:
+    return "" if str(image).strip() else "it cannot be empty."
