@@ -31,12 +31,18 @@ def pages() -> dict[Path, str]:
     for component in COMPONENTS:
         token = f"{package['name']}:index:{component.__name__}"
         found[DOCS / f"{component.__name__.lower()}.md"] = api_markdown(
-            component, token, package["resources"][token]
+            component, token, package["resources"][token], types=package.get("types") or {}
         )
     return found
 
 
-def api_markdown(component: type[pulumi.ComponentResource], token: str, resource: dict[str, Any]) -> str:
+def api_markdown(
+    component: type[pulumi.ComponentResource],
+    token: str,
+    resource: dict[str, Any],
+    *,
+    types: dict[str, dict[str, Any]],
+) -> str:
     args = inspect.get_annotations(component.__init__)["args"]
     required = set(resource.get("requiredInputs") or [])
     lines = [
@@ -56,6 +62,9 @@ def api_markdown(component: type[pulumi.ComponentResource], token: str, resource
         lines.append(
             f"| `{python}` | `{name}` | {_type(spec)} | {'yes' if name in required else 'no'} | {_text(spec)} |"
         )
+    for reference in dict.fromkeys(_reference(spec) for spec in inputs.values()):
+        if reference:
+            lines += _type_table(reference, types[reference])
     lines += [
         "",
         "### Outputs",
@@ -80,7 +89,36 @@ def _text(spec: dict[str, Any]) -> str:
     return description(spec).replace("|", "\\|")
 
 
+def _type_table(reference: str, spec: dict[str, Any]) -> list[str]:
+    """The fields of an object type the arguments refer to (`ReflectionArgs`), as a table of their own."""
+    lines = [
+        "",
+        f"#### `{_type_name(reference)}`",
+        "",
+        "| Python | Other languages | Type | Description |",
+        "| --- | --- | --- | --- |",
+    ]
+    for name, field in (spec.get("properties") or {}).items():
+        lines.append(f"| `{_snake_case(name)}` | `{name}` | {_type(field)} | {_text(field)} |")
+    return lines
+
+
+def _reference(spec: dict[str, Any]) -> str:
+    """The type token an argument refers to ("" for a plain type)."""
+    return str(spec.get("$ref", "")).removeprefix("#/types/")
+
+
+def _type_name(reference: str) -> str:
+    return reference.rpartition(":")[2]
+
+
+def _snake_case(name: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
 def _type(spec: dict[str, Any]) -> str:
+    if _reference(spec):
+        return f"`{_type_name(_reference(spec))}`"
     kind = spec.get("type", "object")
     if kind == "array":
         return f"list of {_type(spec.get('items') or {})}"

@@ -12,7 +12,7 @@ import pulumi.dynamic
 
 from runtime.api import constants as c
 from runtime.core import APIConnectionError, APIError
-from runtime.forge.install import InstallOptions
+from runtime.forge.install import install_options
 from runtime.operations import install
 from runtime.operations.waits import StopRequested, WaitTimeoutError
 
@@ -164,7 +164,7 @@ class RuntimeProvider(pulumi.dynamic.ResourceProvider):
             logger.warning("Install %s: %s", id_, warning)
 
     def _ready(self, props: dict[str, Any], operation: str) -> dict[str, Any]:
-        options = InstallOptions(**props["options"])
+        options = install_options(props["options"])
         bound = seconds(props, operation, default=TIMEOUTS[operation])
         try:
             ready = _cluster.run(

@@ -14,6 +14,7 @@ import ipaddress
 import json
 import re
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, get_args
 
@@ -24,6 +25,7 @@ from runtime.api.image import package_version, runtime_image
 from .meta import labels, metadata
 from .rbac import cluster_roles, component_bindings
 from .reflection import ReflectionOptions, ReflectionOptionsError
+from .reflection import from_values as reflection_from_values
 
 JSON = dict[str, Any]
 
@@ -140,6 +142,19 @@ USER_OPTIONS: Final = (
     "auth_url",
     "cluster_labels",
 )
+
+
+def install_options(values: Mapping[str, Any]) -> InstallOptions:
+    """`InstallOptions` from plain values (a front end's state, `dataclasses.asdict` of options): `reflection`
+    as a mapping of its fields (missing: the defaults). InstallOptionsError when `reflection` holds an invalid
+    value (the other options are checked by `validate`)."""
+    reflection = values.get("reflection")
+    if not isinstance(reflection, ReflectionOptions):
+        try:
+            reflection = reflection_from_values(reflection or {})
+        except ReflectionOptionsError as error:
+            raise InstallOptionsError(f"reflection.{error.option}", str(error).partition(": ")[2]) from None
+    return InstallOptions(**{**values, "reflection": reflection})
 
 
 def placeholder_options(namespace: str = c.DEFAULT_NAMESPACE) -> InstallOptions:

@@ -21,7 +21,7 @@ import argparse
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Any, Final
 
 #: the reflected kinds, in the order their flags are written (Liqo's names)
 KINDS: Final = ("pod", "configmap", "secret", "service", "endpointslice", "ingress", "event")
@@ -120,6 +120,35 @@ def from_flags(workers: Mapping[str, int], ingress_classes: Sequence[str] = ()) 
         classes[local] = remote
     given = {kind + _WORKERS_SUFFIX: count for kind, count in workers.items()}
     options = ReflectionOptions(**given, ingress_classes=classes)
+    options.validate()
+    return options
+
+
+def from_values(values: Mapping[str, Any]) -> ReflectionOptions:
+    """The options from plain values, as a front end holds them (`<kind>_workers`, `ingress_classes`; missing
+    or None: the default), the shape `dataclasses.asdict` gives back.
+
+    ReflectionOptionsError names the first value that is not an option or not valid.
+    """
+    fields = {kind + _WORKERS_SUFFIX for kind in KINDS}
+    for name in values:
+        if name not in fields and name != "ingress_classes":
+            raise ReflectionOptionsError(
+                name, f"not a reflection option (options: {', '.join(sorted(fields))}, ingress_classes)"
+            )
+    given: dict[str, Any] = {}
+    for name in sorted(fields):
+        count = values.get(name)
+        if count is None:
+            continue
+        if isinstance(count, bool) or not isinstance(count, int | float) or count != int(count):
+            raise ReflectionOptionsError(name, f"{count!r} is not a whole number of workers")
+        given[name] = int(count)
+    classes = values.get("ingress_classes")
+    if classes is not None and not isinstance(classes, Mapping):
+        raise ReflectionOptionsError("ingress_classes", f"{classes!r} is not a map of ingress class names")
+    mapped = {str(local): str(remote) for local, remote in (classes or {}).items()}
+    options = ReflectionOptions(**given, ingress_classes=mapped)
     options.validate()
     return options
 

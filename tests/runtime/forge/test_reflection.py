@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 
 import pytest
 
 from runtime.forge import reflection
+from runtime.forge.install import InstallOptionsError, install_options, placeholder_options
 from runtime.forge.reflection import ReflectionOptions, ReflectionOptionsError
 
 
@@ -41,3 +43,37 @@ def test_invalid_options_name_the_option(options: ReflectionOptions, option: str
 def test_a_malformed_ingress_class_flag_is_refused() -> None:
     with pytest.raises(ReflectionOptionsError, match="consumer class"):
         reflection.from_flags({}, ["nginx"])
+
+
+def test_plain_values_round_trip_as_a_front_end_holds_them() -> None:
+    options = ReflectionOptions(secret_workers=0, event_workers=7, ingress_classes={"nginx": "haproxy"})
+    assert reflection.from_values(dataclasses.asdict(options)) == options
+    # another language's numbers arrive as floats; missing and None fields are the defaults
+    assert reflection.from_values({"secret_workers": 0.0, "event_workers": None}) == ReflectionOptions(
+        secret_workers=0
+    )
+
+
+@pytest.mark.parametrize(
+    ("values", "option"),
+    [
+        ({"secrets_workers": 1}, "secrets_workers"),
+        ({"pod_workers": 1.5}, "pod_workers"),
+        ({"pod_workers": True}, "pod_workers"),
+        ({"pod_workers": -2}, "pod_workers"),
+        ({"ingress_classes": ["nginx"]}, "ingress_classes"),
+    ],
+    ids=["unknown", "fraction", "bool", "negative", "not-a-map"],
+)
+def test_invalid_values_name_the_option(values: dict[str, object], option: str) -> None:
+    with pytest.raises(ReflectionOptionsError) as error:
+        reflection.from_values(values)
+    assert error.value.option == option
+
+
+def test_install_options_from_plain_values_carry_the_reflection_options() -> None:
+    options = dataclasses.replace(placeholder_options(), reflection=ReflectionOptions(ingress_workers=0))
+    assert install_options(dataclasses.asdict(options)) == options
+    with pytest.raises(InstallOptionsError) as error:
+        install_options({**dataclasses.asdict(options), "reflection": {"ingress_workers": -1}})
+    assert error.value.attribute == "reflection.ingress_workers"
