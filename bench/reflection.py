@@ -45,8 +45,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import aiohttp
-
 # `python bench/reflection.py` puts bench/ first on sys.path; the repository root makes `bench.*` importable.
 if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
     sys.path[0] = str(Path(__file__).resolve().parent.parent)
@@ -242,13 +240,12 @@ async def virtual_kubelet_pod(api: Client) -> dict[str, Any]:
     return running[0]
 
 
-async def scrape(pod: Mapping[str, Any]) -> str:
-    url = f"http://{pod['status']['podIP']}:{HEALTH_PORT}/metrics"
-    async with (
-        aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30)) as session,
-        session.get(url) as answer,
-    ):
-        return await answer.text()
+async def scrape(cluster: Cluster, pod: Mapping[str, Any]) -> str:
+    """The pod's /metrics, fetched from inside the cluster's network (pod addresses are not routed to the host)."""
+    status, text = await cluster.http_get(str(pod["status"]["podIP"]), HEALTH_PORT, "/metrics", seconds=30)
+    if status != 200:
+        raise RuntimeError(f"{CONSUMER}: the virtual kubelet's /metrics answered {status}")
+    return text
 
 
 def requests(scraped: str) -> dict[tuple[str, str], float]:
@@ -346,13 +343,13 @@ async def latency(
         put_latencies(run, f"direct_burst_{args.burst}", await burst(milan, DIRECT, direct, names, "1"))
         kubelet = await virtual_kubelet_pod(rome)
         pids = component_of(rome_cluster, kubelet).pids()
-        first, ticks = await scrape(kubelet), cpu_ticks(pids)
+        first, ticks = await scrape(rome_cluster, kubelet), cpu_ticks(pids)
         put_latencies(run, f"reflect_burst_{args.burst}", await burst(rome, REFLECTED, copies, names, "1"))
         run.put("vk_cpu_ms_per_change", round(1000 * (cpu_ticks(pids) - ticks) / CLOCK_TICKS / args.burst, 2))
         log(f"burst of {args.burst}: reflected p99 {run.figures[f'reflect_burst_{args.burst}_p99_s']} s")
         # the Events of the burst are written after the copies: let them land before counting
         await asyncio.sleep(5)
-        last = await scrape(kubelet)
+        last = await scrape(rome_cluster, kubelet)
         before, after = requests(first), requests(last)
         for figure, total, count in TIME_SPLITS:
             handled = samples(last, count) - samples(first, count)
@@ -397,14 +394,14 @@ async def restart(
             pod = await virtual_kubelet_pod(rome)
             if not pod["status"].get("podIP"):
                 return None
-            text = await scrape(pod)
-        except (RuntimeError, aiohttp.ClientError, TimeoutError, KeyError):
+            text = await scrape(rome_cluster, pod)
+        except (RuntimeError, OSError, TimeoutError, KeyError):
             return None
         return text if reflected(text, REFLECTED) >= expected else None
 
     await wait_for(again, seconds=300, what="the virtual kubelet back, everything reflected again")
     await asyncio.sleep(5)
-    counted = requests(await scrape(await virtual_kubelet_pod(rome)))
+    counted = requests(await scrape(rome_cluster, await virtual_kubelet_pod(rome)))
     run.put(
         "writes_after_restart",
         sum(counted.get(("provider", verb), 0.0) for verb in WRITES) + counted.get(("local", "create"), 0.0),
@@ -425,7 +422,7 @@ async def memory(
     await create_configmaps(rome, HELD, [f"held-{i:05d}" for i in range(count)])
 
     async def held() -> bool:
-        return reflected(await scrape(kubelet), HELD) >= count
+        return reflected(await scrape(rome_cluster, kubelet), HELD) >= count
 
     started = time.perf_counter()
     await wait_for(held, seconds=max(600.0, count * 0.1), what=f"{count} ConfigMaps reflected")
