@@ -27,7 +27,6 @@ Terraform's lifecycle onto it:
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import time
 from collections.abc import Mapping
@@ -680,20 +679,12 @@ def _planned_reflection(configured: Any) -> Any:
 
 
 def _reflection_options(value: Any) -> ReflectionOptions:
-    from runtime.forge.reflection import KINDS, ReflectionOptions
+    """The options planned (values not known yet: their defaults; the plan checked every known one)."""
+    from runtime.forge.reflection import ReflectionOptions, from_values
 
     if not isinstance(value, Mapping):
         return ReflectionOptions()
-    workers: dict[str, Any] = {
-        f"{kind}_workers": int(value[f"{kind}_workers"])
-        for kind in KINDS
-        if is_known(value.get(f"{kind}_workers")) and value.get(f"{kind}_workers") is not None
-    }
-    classes = value.get("ingress_classes")
-    options = ReflectionOptions(
-        ingress_classes=dict(classes) if is_known(classes) and classes is not None else {}
-    )
-    return dataclasses.replace(options, **workers)
+    return from_values({name: field for name, field in value.items() if is_known(field)})
 
 
 def _reflection_state(options: ReflectionOptions) -> dict[str, Any]:
@@ -705,41 +696,22 @@ def _reflection_state(options: ReflectionOptions) -> dict[str, Any]:
 
 
 def _check_reflection(diags: Diagnostics, configured: Any) -> None:
-    """Each configured reflection option, as `ReflectionOptions.validate` sees it, an error on its field."""
-    from runtime.forge.reflection import KINDS, ReflectionOptions, ReflectionOptionsError
+    """Each configured reflection option, as `runtime.forge.reflection.from_values` sees it, an error on its
+    field."""
+    from runtime.forge.reflection import ReflectionOptionsError, from_values
 
     if not isinstance(configured, Mapping):
         return
-    for kind in KINDS:
-        name = f"{kind}_workers"
-        value = configured.get(name)
+    for name, value in configured.items():
         if value is None or not is_known(value):
             continue
-        if not isinstance(value, int | float) or value != int(value):
-            diags.add_error(
-                f"Invalid reflection.{name}",
-                f"{value} is not a whole number of workers.",
-                path=["reflection", name],
-            )
-            continue
         try:
-            change: dict[str, Any] = {name: int(value)}
-            dataclasses.replace(ReflectionOptions(), **change).validate()
+            from_values({name: value})
         except ReflectionOptionsError as exc:
             diags.add_error(
                 f"Invalid reflection.{name}",
                 _sentence(str(exc).partition(": ")[2]),
                 path=["reflection", name],
-            )
-    classes = configured.get("ingress_classes")
-    if classes is not None and is_known(classes):
-        try:
-            ReflectionOptions(ingress_classes=dict(classes)).validate()
-        except ReflectionOptionsError as exc:
-            diags.add_error(
-                "Invalid reflection.ingress_classes",
-                _sentence(str(exc).partition(": ")[2]),
-                path=["reflection", "ingress_classes"],
             )
 
 
