@@ -402,6 +402,20 @@ async def test_a_refused_reflection_is_an_event_with_the_providers_reason(cluste
     scraped = await scrape(clusters)
     errors = sample(scraped, 'liqo_virtual_kubelet_reflection_error_counter_total{cluster_id="')
     assert errors is not None and errors >= 1
+    assert await has_event(rome, "work", "late", c.REASON_SUCCESSFUL_REFLECTION) is None
+
+    # the tenant back: the retried write succeeds, and the recovery is an Event of its own
+    await naples.admin.patch(
+        TENANTS,
+        tenant["metadata"]["name"],
+        {"spec": {"tenantCondition": "Active"}},
+        namespace=tenant["metadata"]["namespace"],
+    )
+    await clusters.eventually(lambda: get(naples.admin, CONFIGMAPS, "late", namespace=TWIN), within=60)
+    recovered = await clusters.eventually(
+        lambda: has_event(rome, "work", "late", c.REASON_SUCCESSFUL_REFLECTION), within=30
+    )
+    assert recovered["type"] == "Normal" and "naples" in recovered["message"]
 
 
 @pytest.mark.slow
