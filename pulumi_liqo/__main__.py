@@ -8,8 +8,8 @@ from the components' typed Args and Outputs (`pulumi.provider.experimental`), an
 
 from pulumi.provider.experimental import component_provider_host
 
-from . import Generate, Install, Peer
+from . import Generate, Install, Offload, Peer
 from ._schema import NAME, version
 
 if __name__ == "__main__":
-    component_provider_host(components=[Install, Generate, Peer], name=NAME, version=version())
+    component_provider_host(components=[Install, Generate, Peer, Offload], name=NAME, version=version())

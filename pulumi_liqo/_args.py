@@ -24,8 +24,9 @@ class ArgumentError(ValueError):
 
 
 def check(component: str, argument: str, value: Any, problem: Callable[[Any], str]) -> Any:
-    """`value`, checked: raises now, or once an Output is known (the Output returned is the checked one, so
-    whatever uses it fails with this message), when `problem(value)` says what is wrong. None is not checked."""
+    """`value`, checked: raises now, or once the Outputs it holds are known (the Output returned is the checked
+    value, so whatever uses it fails with this message), when `problem(value)` says what is wrong. None is not
+    checked."""
 
     def verify(known: Any) -> Any:
         if known is not None:
@@ -34,9 +35,20 @@ def check(component: str, argument: str, value: Any, problem: Callable[[Any], st
                 raise ArgumentError(component, argument, found)
         return known
 
-    if isinstance(value, pulumi.Output):
-        return value.apply(verify)
+    if holds_output(value):
+        return pulumi.Output.from_input(value).apply(verify)
     return verify(value)
+
+
+def holds_output(value: Any) -> bool:
+    """Whether a value is an Output or holds one (in a list or a dict, at any depth)."""
+    if isinstance(value, pulumi.Output):
+        return True
+    if isinstance(value, Mapping):
+        return any(holds_output(item) for item in value.values())
+    if isinstance(value, list | tuple):
+        return any(holds_output(item) for item in value)
+    return False
 
 
 def checked(

@@ -41,7 +41,7 @@ def api_markdown(
     token: str,
     resource: dict[str, Any],
     *,
-    types: dict[str, dict[str, Any]],
+    types: dict[str, Any] | None = None,
 ) -> str:
     args = inspect.get_annotations(component.__init__)["args"]
     required = set(resource.get("requiredInputs") or [])
@@ -62,9 +62,6 @@ def api_markdown(
         lines.append(
             f"| `{python}` | `{name}` | {_type(spec)} | {'yes' if name in required else 'no'} | {_text(spec)} |"
         )
-    for reference in dict.fromkeys(_reference(spec) for spec in inputs.values()):
-        if reference:
-            lines += _type_table(reference, types[reference])
     lines += [
         "",
         "### Outputs",
@@ -77,7 +74,50 @@ def api_markdown(
         name = camel_case(python)
         if name in outputs:
             lines.append(f"| `{python}` | `{name}` | {_type(outputs[name])} | {_text(outputs[name])} |")
+    for ref in _references(resource, types or {}):
+        lines += _type_markdown(ref, (types or {})[ref])
     return "\n".join(lines) + "\n"
+
+
+def _references(resource: dict[str, Any], types: dict[str, Any]) -> list[str]:
+    """The object types a component's arguments and outputs use, at any depth, in order of first use."""
+    found: list[str] = []
+
+    def visit(spec: Any) -> None:
+        if isinstance(spec, dict):
+            ref = spec.get("$ref")
+            if isinstance(ref, str) and ref.startswith("#/types/") and ref[8:] not in found:
+                found.append(ref[8:])
+                visit(types.get(ref[8:]) or {})
+            for value in spec.values():
+                visit(value)
+        elif isinstance(spec, list):
+            for value in spec:
+                visit(value)
+
+    visit([resource.get("inputProperties") or {}, resource.get("properties") or {}])
+    return found
+
+
+def _type_markdown(token: str, spec: dict[str, Any]) -> list[str]:
+    required = set(spec.get("required") or [])
+    lines = [
+        "",
+        f"### `{token.rsplit(':', 1)[-1]}`",
+        "",
+        "| Python | Other languages | Type | Required | Description |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for name, prop in (spec.get("properties") or {}).items():
+        python = _snake(name)
+        lines.append(
+            f"| `{python}` | `{name}` | {_type(prop)} | {'yes' if name in required else 'no'} | {_text(prop)} |"
+        )
+    return lines
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
 
 
 def description(spec: dict[str, Any]) -> str:
@@ -89,36 +129,10 @@ def _text(spec: dict[str, Any]) -> str:
     return description(spec).replace("|", "\\|")
 
 
-def _type_table(reference: str, spec: dict[str, Any]) -> list[str]:
-    """The fields of an object type the arguments refer to (`ReflectionArgs`), as a table of their own."""
-    lines = [
-        "",
-        f"#### `{_type_name(reference)}`",
-        "",
-        "| Python | Other languages | Type | Description |",
-        "| --- | --- | --- | --- |",
-    ]
-    for name, field in (spec.get("properties") or {}).items():
-        lines.append(f"| `{_snake_case(name)}` | `{name}` | {_type(field)} | {_text(field)} |")
-    return lines
-
-
-def _reference(spec: dict[str, Any]) -> str:
-    """The type token an argument refers to ("" for a plain type)."""
-    return str(spec.get("$ref", "")).removeprefix("#/types/")
-
-
-def _type_name(reference: str) -> str:
-    return reference.rpartition(":")[2]
-
-
-def _snake_case(name: str) -> str:
-    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
-
-
 def _type(spec: dict[str, Any]) -> str:
-    if _reference(spec):
-        return f"`{_type_name(_reference(spec))}`"
+    ref = spec.get("$ref")
+    if isinstance(ref, str):
+        return f"`{ref.rsplit(':', 1)[-1]}`"
     kind = spec.get("type", "object")
     if kind == "array":
         return f"list of {_type(spec.get('items') or {})}"

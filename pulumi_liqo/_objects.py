@@ -39,13 +39,23 @@ _CAMEL: Final = re.compile(r"(?<!^)(?=[A-Z])")
 
 
 def kubernetes_object(
-    name: str, obj: pulumi.Input[JSON], *, shape: Mapping[str, Any], opts: pulumi.ResourceOptions
+    name: str,
+    obj: pulumi.Input[JSON],
+    *,
+    shape: Mapping[str, Any],
+    opts: pulumi.ResourceOptions,
+    known: Mapping[str, Any] | None = None,
 ) -> pulumi.CustomResource:
     """The `pulumi_kubernetes` resource `name` for `obj` (a builder's dict, or an Output of one shaped like
-    `shape`)."""
+    `shape`); the fields in `known` are given as they are (known in a preview), the others taken from `obj`."""
     api_version, kind = str(shape["apiVersion"]), str(shape["kind"])
     body = pulumi.Output.from_input(obj)
-    fields = {_snake(key): body.apply(_field(key)) for key in shape if key not in ("apiVersion", "kind")}
+    given = known or {}
+    fields = {
+        _snake(key): given[key] if key in given else body.apply(_field(key))
+        for key in shape
+        if key not in ("apiVersion", "kind")
+    }
     group, _, version = api_version.rpartition("/")
     module = _BUILTIN_GROUPS.get(group)
     if module is None:

@@ -9,10 +9,10 @@ from pulumi.provider.experimental.component import ComponentProvider
 
 from runtime.api.image import package_version
 
-from . import Generate, Install, Peer
+from . import Generate, Install, Offload, Peer
 
 NAME = "liqo"
-COMPONENTS = (Install, Generate, Peer)
+COMPONENTS = (Install, Generate, Peer, Offload)
 
 
 def version() -> str:

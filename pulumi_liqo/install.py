@@ -39,6 +39,8 @@ from ._objects import kubernetes_object, resource_name
 from .providers.install import TIMEOUTS, Discovery, Runtime
 
 TYPE = "liqo:index:Install"
+#: a type of the kubernetes package, to find the Provider the component was given for it
+KUBERNETES_TYPE = "kubernetes:core/v1:Namespace"
 
 
 class ReflectionArgs(TypedDict):
@@ -95,10 +97,11 @@ class InstallArgs(TypedDict):
     """Image of the runtime's components (default: the runtime image of this package's version)."""
     webhook_mode: NotRequired[pulumi.Input[str]]
     """How the API server reaches the runtime's webhook: `service` (its Service, default) or `url` (its pod
-    address; the playground needs `url`, as it has no Service network)."""
+    address, for an API server that cannot reach Services, such as one run outside its cluster's network)."""
     api_server_url: NotRequired[pulumi.Input[str]]
     """URL other clusters reach this cluster's API server at (consumers' credentials point there). Default:
-    the server of the kubeconfig."""
+    the server of the kubeconfig, unless it is a loopback address (a kind or playground cluster reached
+    through a port of this host): then a control-plane node's address and port 6443, as liqoctl does."""
     auth_url: NotRequired[pulumi.Input[str]]
     """URL other clusters reach the authentication service at (an Ingress in front of it, say). Default: the
     URL the service derives from its Service (see `auth_service_type`)."""
@@ -146,12 +149,14 @@ class Install(pulumi.ComponentResource):
         namespace = values.get("namespace") or c.DEFAULT_NAMESPACE
         purge = bool(values.get("purge"))
 
-        self.kubernetes = k8s.Provider(
+        self.kubernetes: pulumi.ProviderResource = self.get_provider(KUBERNETES_TYPE) or k8s.Provider(
             f"{name}-kubernetes",
             kubeconfig=kubeconfig,
             context=context,
-            # the identity ConfigMap changes in place: the runtime writes its auth URL into it
+            # the identity ConfigMap changes in place when the identity arguments do
             enable_config_map_mutable=True,
+            # a destroy without purge leaves the namespace, the CRDs and the identity: the next install adopts them
+            upsert_existing_objects=True,
             opts=pulumi.ResourceOptions(parent=self),
         )
         discovery = Discovery(
@@ -180,13 +185,13 @@ class Install(pulumi.ComponentResource):
         }
         options = pulumi.Output.all(
             cluster_id=discovery.cluster_id,
-            api_server_url=discovery.api_server_url,
+            api_server_url=discovery.discovered_api_server_url,
             pod_cidr=discovery.discovered_pod_cidr,
             service_cidr=discovery.discovered_service_cidr,
             **given,
         ).apply(lambda values: {**values, "sharing_percentage": int(values["sharing_percentage"])})
         manifests = options.apply(lambda values: install_manifests(install_options(values)))
-        known = _known_objects(given)
+        known = _known_fields(given)
 
         shapes = install_manifests(
             placeholder_options(namespace if isinstance(namespace, str) else c.DEFAULT_NAMESPACE)
@@ -201,8 +206,9 @@ class Install(pulumi.ComponentResource):
             )
             child = kubernetes_object(
                 resource_name(name, shape),
-                _object(known[index], manifests, index),
+                manifests.apply(operator.itemgetter(index)),
                 shape=shape,
+                known=known[index],
                 opts=_args.child_options(
                     self,
                     opts,
@@ -220,6 +226,7 @@ class Install(pulumi.ComponentResource):
                 "kubeconfig": kubeconfig,
                 "context": context,
                 "timeouts": bounds,
+                "namespace": namespace,
                 "options": options,
                 "force": values.get("force") or False,
             },
@@ -245,18 +252,13 @@ class Install(pulumi.ComponentResource):
         )
 
 
-def _object(
-    known: dict[str, Any] | None, manifests: pulumi.Output[list[dict[str, Any]]], index: int
-) -> pulumi.Input[dict[str, Any]]:
-    return known if known is not None else manifests.apply(operator.itemgetter(index))
-
-
-def _known_objects(given: dict[str, Any]) -> list[dict[str, Any] | None]:
-    """The objects that depend on no discovered value (CRDs, RBAC, ...), known now when every argument is a
-    plain value, so a preview shows them (and pulumi_kubernetes can plan a CRD, which needs its group);
-    None for the others and when an argument is an Output."""
+def _known_fields(given: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per object, its top-level fields that depend on no discovered value (whole CRDs and RBAC objects, the
+    Deployments' metadata, ...), known now when every argument is a plain value: a preview shows them, and
+    pulumi_kubernetes plans a change of the others as an update of a known object, not a replacement of
+    an unknown one. None are known when an argument is an Output."""
     if any(_holds_output(value) for value in given.values()):
-        return [None] * len(install_manifests(placeholder_options()))
+        return [{} for _ in install_manifests(placeholder_options())]
     plain = {**given, "sharing_percentage": int(given["sharing_percentage"])}
     one = install_manifests(install_options({**asdict(placeholder_options()), **plain}))
     other = install_manifests(
@@ -271,7 +273,10 @@ def _known_objects(given: dict[str, Any]) -> list[dict[str, Any] | None]:
             }
         )
     )
-    return [first if first == second else None for first, second in zip(one, other, strict=True)]
+    return [
+        {key: value for key, value in first.items() if second.get(key) == value}
+        for first, second in zip(one, other, strict=True)
+    ]
 
 
 def _holds_output(value: Any) -> bool:

@@ -10,8 +10,9 @@ and `destroy` ask of it: `Run` starts the runner with the program, in the projec
 virtual environment (`runtime.options.virtualenv` in Pulumi.yaml), with the stack's
 configuration; the dependency and plugin queries answer "nothing to install" (plugins
 come from the engine's folder and Pulumi.yaml's `plugins`). Code generation, `pulumi new`
-and `pulumi install` are not served. The end-to-end test puts it on PATH as
-`pulumi-language-python`; docs/pulumi/engine.md says what it does not do.
+and `pulumi install` are not served. `python tools/pulumi_language_host.py --install DIR`
+writes `DIR/pulumi-language-python`, which runs it with that Python; the end-to-end test
+and examples/pulumi/README.md put DIR on PATH. docs/pulumi/engine.md says what it does not do.
 """
 
 from __future__ import annotations
@@ -118,7 +119,21 @@ def _python(root: Path, info: Any) -> str:
     return os.environ.get("PULUMI_PYTHON_CMD") or sys.executable
 
 
+def install(folder: Path, *, python: str = sys.executable) -> Path:
+    """Write `folder/pulumi-language-python`, which runs this host with `python` (an interpreter with grpc and
+    pulumi: the project's virtual environment's); put `folder` on PATH before the engine's bin."""
+    folder.mkdir(parents=True, exist_ok=True)
+    host = folder / "pulumi-language-python"
+    host.write_text(f'#!/bin/sh\nexec "{python}" "{Path(__file__).resolve()}" "$@"\n')
+    host.chmod(0o755)
+    return host
+
+
 def main(argv: list[str]) -> int:
+    if argv[:1] == ["--install"] and len(argv) == 2:
+        # `python tools/pulumi_language_host.py --install DIR`: not a call from the engine
+        print(install(Path(argv[1])))
+        return 0
     positional = [argument for argument in argv if not argument.startswith("-")]
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
     language_pb2_grpc.add_LanguageRuntimeServicer_to_server(

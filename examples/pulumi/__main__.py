@@ -1,11 +1,13 @@
 """The quick start on two playground clusters, as Liqo's "Provision with Terraform" guide does it, in Pulumi:
-install Liqo on both clusters, issue a peering token on the provider (milan), and peer the consumer (rome)
-with it, up to the Ready virtual node liqo-milan. See README.md next to this file."""
+install Liqo on both clusters, issue a peering token on the provider (milan), peer the consumer (rome) with
+it, up to the Ready virtual node liqo-milan, and offload the namespace liqo-demo. See README.md next to this
+file."""
 
 import json
 from pathlib import Path
 
 import pulumi
+import pulumi_kubernetes as k8s
 
 import pulumi_liqo as liqo
 
@@ -29,8 +31,6 @@ milan = liqo.Install(
         "context": milan_context,
         "cluster_name": config.get("milanName") or "milan",
         "cluster_labels": {"topology.liqo.io/region": "north"},
-        # the playground has no Service network: its API servers call the webhook by pod address
-        "webhook_mode": "url",
     },
 )
 
@@ -40,7 +40,6 @@ rome = liqo.Install(
         "kubeconfig": rome_kubeconfig,
         "context": rome_context,
         "cluster_name": config.get("romeName") or "rome",
-        "webhook_mode": "url",
     },
 )
 
@@ -69,7 +68,27 @@ peer = liqo.Peer(
     pulumi.ResourceOptions(depends_on=[rome]),
 )
 
+# On the consumer: the namespace liqo-demo, offloaded to milan (a twin namespace liqo-demo-rome there).
+demo = k8s.core.v1.Namespace(
+    "liqo-demo",
+    metadata={"name": config.get("offloadNamespace") or "liqo-demo"},
+    opts=pulumi.ResourceOptions(provider=rome.kubernetes),
+)
+offload = liqo.Offload(
+    "liqo-demo",
+    {
+        "kubeconfig": rome_kubeconfig,
+        "context": rome_context,
+        # the namespace's name from the resource: the offloading depends on it, and goes before it on destroy
+        "namespace": demo.metadata.name,
+        "pod_offloading_strategy": config.get("podOffloadingStrategy") or "LocalAndRemote",
+    },
+    pulumi.ResourceOptions(depends_on=[rome, peer]),
+)
+
 pulumi.export("virtual_node", peer.virtual_node)
 pulumi.export("milan_cluster_id", milan.cluster_id)
 pulumi.export("rome_cluster_id", rome.cluster_id)
 pulumi.export("offloading_status", peer.offloading_status)
+pulumi.export("offloading_phase", offload.offloading_phase)
+pulumi.export("twin_namespace", offload.remote_namespace_name)

@@ -55,12 +55,16 @@ def warning_header(text: str) -> str:
 
 
 async def read_body(request: web.Request) -> bytes:
+    """The whole body, up to its end (a stream's `read(n)` returns what has arrived so far: a body sent in
+    several segments would be decoded cut short); 413 past the API server's limit."""
     if request.content_length is not None and request.content_length > errors.MAX_BODY_BYTES:
         raise errors.too_large()
-    body = await request.content.read(errors.MAX_BODY_BYTES + 1)
-    if len(body) > errors.MAX_BODY_BYTES:
-        raise errors.too_large()
-    return body
+    body = bytearray()
+    while chunk := await request.content.read(errors.MAX_BODY_BYTES + 1 - len(body)):
+        body += chunk
+        if len(body) > errors.MAX_BODY_BYTES:
+            raise errors.too_large()
+    return bytes(body)
 
 
 def decode_json(body: bytes, content_type: str, *, kind: str = "") -> Any:

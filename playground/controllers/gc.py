@@ -189,7 +189,14 @@ class GarbageCollector:
         if periodic and self._synced_at is not None and now - self._synced_at < period:
             return Result(requeue_after=period - (now - self._synced_at))
         async with self._lock:
-            await self._sync_monitors()
+            started = await self._sync_monitors()
+        # an owner deleted while a new monitor listed is in no event: its dependents are looked at once it synced
+        try:
+            await asyncio.wait_for(asyncio.gather(*(m.informer.synced.wait() for m in started)), period)
+        except TimeoutError:
+            raise TemporaryError(
+                f"garbage collector: {', '.join(resource_id(m.resource) for m in started)} not listed yet"
+            ) from None
         self._synced_at = now
         for monitor in list(self._monitors.values()):
             for obj in monitor.informer.store:
@@ -197,7 +204,8 @@ class GarbageCollector:
                     self._enqueue(object_request(monitor.resource, obj))
         return Result(requeue_after=period) if periodic else None
 
-    async def _sync_monitors(self) -> None:
+    async def _sync_monitors(self) -> list[Monitor]:
+        """Watch what discovery serves now; the monitors started for new resources."""
         try:
             found = await preferred_resources(self._client)
         except APIError as exc:
@@ -215,10 +223,10 @@ class GarbageCollector:
                 logger.info("garbage collector: %s is no longer served; not watching it", rid)
                 monitor.remove_handler()
                 del self._monitors[rid]
-        for rid, resource in wanted.items():
-            if rid not in self._monitors:
-                self._monitors[rid] = self._monitor(resource)
+        started = [self._monitor(resource) for rid, resource in wanted.items() if rid not in self._monitors]
+        self._monitors.update((resource_id(monitor.resource), monitor) for monitor in started)
         self._kinds = {(m.resource.group, m.resource.kind): m for m in self._monitors.values()}
+        return started
 
     def _monitor(self, resource: Resource) -> Monitor:
         informer = self._manager.informer(resource)
@@ -277,9 +285,7 @@ class GarbageCollector:
         try:
             return await self._client.resource_for(api_version, kind)
         except NotFoundError as exc:
-            raise TemporaryError(
-                f"owner kind {kind} in {api_version} is not served", delay=self._options.gc_resync_period
-            ) from exc
+            raise TemporaryError(f"owner kind {kind} in {api_version} is not served (yet)") from exc
 
     async def _owner(self, resource: Resource, ref: JSON, namespace: str | None) -> JSON | None:
         """The owner a reference names, if an object with its uid exists (the cache first, then the API)."""

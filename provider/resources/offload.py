@@ -34,6 +34,7 @@ from tf.utils import Diagnostics
 
 from runtime.api import constants as c
 from runtime.api import validation
+from runtime.forge.namespaceoffloading import node_selector_terms
 
 from ..framework.plan import is_known
 from ..framework.resource import ApplyContext, PlanContext, Resource, State, call
@@ -315,7 +316,7 @@ class OffloadResource(Resource):
                 pod_offloading_strategy=str(planned["pod_offloading_strategy"]),
                 namespace_mapping_strategy=str(planned["namespace_mapping_strategy"]),
                 remote_namespace_name=_selected_name(planned),
-                cluster_selector_terms=selector_terms(planned.get("cluster_selector_terms")),
+                cluster_selector_terms=node_selector_terms(planned.get("cluster_selector_terms")),
                 field_manager=c.FIELD_MANAGER_TERRAFORM,
             )
 
@@ -451,23 +452,9 @@ def _check_requirement(diags: Diagnostics, requirement: Any, *, path: list[Any])
         diags.add_error("Invalid cluster selector requirement", problem, path=path)
 
 
-def selector_terms(terms: Any) -> list[dict[str, Any]]:
-    """`cluster_selector_terms` as node selector terms of the API."""
-    result = []
-    for term in terms or []:
-        expressions = []
-        for requirement in (term or {}).get("match_expressions") or []:
-            expression: dict[str, Any] = {"key": requirement["key"], "operator": requirement["operator"]}
-            if requirement.get("values"):
-                expression["values"] = list(requirement["values"])
-            expressions.append(expression)
-        result.append({"matchExpressions": expressions})
-    return result
-
-
 def _terms_state(api_terms: Sequence[Mapping[str, Any]], known: Any) -> list[dict[str, Any]] | None:
     """The API's node selector terms as `cluster_selector_terms`, written as the state has them when equivalent."""
-    if selector_terms(known) == [dict(term) for term in api_terms]:
+    if node_selector_terms(known) == [dict(term) for term in api_terms]:
         return list(known) if known is not None else None
     if not api_terms:
         return None
@@ -498,7 +485,7 @@ def _spec_inputs(state: State) -> tuple[Any, ...]:
         state.get("pod_offloading_strategy"),
         state.get("namespace_mapping_strategy"),
         _selected_name(state),
-        selector_terms(state.get("cluster_selector_terms")),
+        node_selector_terms(state.get("cluster_selector_terms")),
     )
 
 

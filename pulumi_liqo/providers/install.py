@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import asdict
+import uuid
 from typing import Any, Final
 
 import pulumi
@@ -12,7 +12,8 @@ import pulumi.dynamic
 
 from runtime.api import constants as c
 from runtime.core import APIConnectionError, APIError
-from runtime.forge.install import install_options
+from runtime.forge import install as forge_install
+from runtime.forge.install import InstallOptions
 from runtime.operations import install
 from runtime.operations.waits import StopRequested, WaitTimeoutError
 
@@ -25,48 +26,60 @@ logger = logging.getLogger(__name__)
 TIMEOUTS: Final = {"create": 600.0, "update": 600.0, "delete": 300.0}
 #: the bound of discovery and of reads
 READ_SECONDS: Final = 60.0
+#: the Discovery's inputs that, when given, replace what it would find (they change in place)
+GIVEN: Final = ("pod_cidr", "service_cidr", "api_server_url")
 
 
 class DiscoveryProvider(pulumi.dynamic.ResourceProvider):
-    """The values the install needs from the cluster: the cluster id an earlier install left (else a new one)
-    and the CIDRs not given, found once at create and kept (the identity ConfigMap, a Kubernetes resource of
-    the component, carries them into the cluster)."""
+    """The values the install needs from the cluster: the cluster id an earlier install left (else a new one),
+    the CIDRs and the API server URL not given (for a kind-like cluster whose kubeconfig names a loopback
+    address, a control-plane node's address, as `liqo_install` does), found once at create and kept (the
+    identity ConfigMap, a Kubernetes resource of the component, carries them into the cluster)."""
 
     def create(self, props: dict[str, Any]) -> pulumi.dynamic.CreateResult:
         namespace = str(props["namespace"])
+        host = _cluster.host(props)
 
-        async def discover(client: Any) -> tuple[str | None, install.Cidrs]:
+        async def discover(client: Any) -> tuple[str | None, install.Cidrs, str]:
             return (
                 await install.existing_cluster_id(client, namespace=namespace),
                 await install.discover_cidrs(client),
+                props.get("api_server_url") or await install.discover_api_server_url(client, host),
             )
 
         try:
-            cluster_id, cidrs = _cluster.run(props, discover, seconds=READ_SECONDS)
+            cluster_id, cidrs, url = _cluster.run(props, discover, seconds=READ_SECONDS)
         except APIError as exc:
             raise api_error(
-                exc, what=f"read the CIDRs and Liqo identity (namespace {namespace})", props=props
+                exc,
+                what=f"read the CIDRs, control-plane nodes and Liqo identity (namespace {namespace})",
+                props=props,
             ) from None
-        import uuid
-
-        outs = _discovered(props, cluster_id=cluster_id or str(uuid.uuid4()), cidrs=cidrs)
+        outs = _discovered(props, cluster_id=cluster_id or str(uuid.uuid4()), cidrs=cidrs, api_server_url=url)
         return pulumi.dynamic.CreateResult(namespace, outs)
 
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> pulumi.dynamic.DiffResult:
-        return diff(olds, news, replace=("namespace",), update=("pod_cidr", "service_cidr", "api_server_url"))
+        return diff(olds, news, replace=("namespace",), update=GIVEN)
 
     def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> pulumi.dynamic.UpdateResult:
+        # a value no longer given keeps the one in use (the cluster's CIDRs do not move)
         cidrs = install.Cidrs(
-            pod_cidr=news.get("pod_cidr") or olds.get("discovered_pod_cidr"),
-            service_cidr=news.get("service_cidr") or olds.get("discovered_service_cidr"),
+            pod_cidr=olds.get("discovered_pod_cidr"), service_cidr=olds.get("discovered_service_cidr")
         )
-        return pulumi.dynamic.UpdateResult(_discovered(news, cluster_id=str(olds["cluster_id"]), cidrs=cidrs))
+        url = str(olds.get("discovered_api_server_url") or _cluster.host(news))
+        return pulumi.dynamic.UpdateResult(
+            _discovered(news, cluster_id=str(olds["cluster_id"]), cidrs=cidrs, api_server_url=url)
+        )
 
     def read(self, id_: str, props: dict[str, Any]) -> pulumi.dynamic.ReadResult:
         return pulumi.dynamic.ReadResult(id_, props)
 
 
-def _discovered(props: dict[str, Any], *, cluster_id: str, cidrs: install.Cidrs) -> dict[str, Any]:
+def _discovered(
+    props: dict[str, Any], *, cluster_id: str, cidrs: install.Cidrs, api_server_url: str
+) -> dict[str, Any]:
+    """The Discovery's outputs: the inputs as given, and the values the install uses (a given one, else the
+    one found)."""
     pod_cidr = props.get("pod_cidr") or cidrs.pod_cidr
     service_cidr = props.get("service_cidr") or cidrs.service_cidr
     for name, value, source in (
@@ -85,12 +98,12 @@ def _discovered(props: dict[str, Any], *, cluster_id: str, cidrs: install.Cidrs)
     return {
         **connection(props),
         "namespace": props["namespace"],
-        "pod_cidr": props.get("pod_cidr") or "",
-        "service_cidr": props.get("service_cidr") or "",
+        # the inputs as given (a diff compares the next inputs with them), then what the install uses
+        **{key: props.get(key) for key in GIVEN},
         "cluster_id": cluster_id,
         "discovered_pod_cidr": pod_cidr,
         "discovered_service_cidr": service_cidr,
-        "api_server_url": props.get("api_server_url") or _cluster.host(props),
+        "discovered_api_server_url": props.get("api_server_url") or api_server_url,
     }
 
 
@@ -100,15 +113,11 @@ class RuntimeProvider(pulumi.dynamic.ResourceProvider):
     missing, the identity); on delete, what holds the runtime is refused, or removed when `force`."""
 
     def create(self, props: dict[str, Any]) -> pulumi.dynamic.CreateResult:
-        return pulumi.dynamic.CreateResult(str(props["options"]["namespace"]), self._ready(props, "create"))
+        return pulumi.dynamic.CreateResult(str(props["namespace"]), self._ready(props, "create"))
 
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> pulumi.dynamic.DiffResult:
-        old_ns = (olds.get("options") or {}).get("namespace")
-        new_ns = (news.get("options") or {}).get("namespace")
-        result = diff(olds, news, replace=(), update=("options", "force"))
-        if old_ns != new_ns:
-            result.replaces = ["options"]
-            result.delete_before_replace = True
+        # the namespace is an input of its own, known in a preview while the options wait for discovery
+        result = diff(olds, news, replace=("namespace",), update=("options", "force"))
         if olds.get("missing_objects"):
             result.changes = True
         return result
@@ -117,7 +126,7 @@ class RuntimeProvider(pulumi.dynamic.ResourceProvider):
         return pulumi.dynamic.UpdateResult(self._ready(news, "update"))
 
     def read(self, id_: str, props: dict[str, Any]) -> pulumi.dynamic.ReadResult:
-        namespace = str((props.get("options") or {}).get("namespace") or id_)
+        namespace = str(props.get("namespace") or id_)
         try:
             observed = _cluster.run(
                 props, lambda client: install.observe(client, namespace), seconds=READ_SECONDS
@@ -164,7 +173,7 @@ class RuntimeProvider(pulumi.dynamic.ResourceProvider):
             logger.warning("Install %s: %s", id_, warning)
 
     def _ready(self, props: dict[str, Any], operation: str) -> dict[str, Any]:
-        options = install_options(props["options"])
+        options = install_options(props)
         bound = seconds(props, operation, default=TIMEOUTS[operation])
         try:
             ready = _cluster.run(
@@ -179,13 +188,27 @@ class RuntimeProvider(pulumi.dynamic.ResourceProvider):
             raise api_error(
                 exc, what=f"wait for the Liqo runtime in namespace {options.namespace}", props=props
             ) from None
-        return {
-            **connection(props),
-            "options": asdict(options),
-            "force": bool(props.get("force")),
-            **_identity(ready.identity),
-            "missing_objects": [],
-        }
+        return runtime_state(props, ready.identity)
+
+
+def install_options(props: dict[str, Any]) -> InstallOptions:
+    """The options of a Runtime's properties (numbers come back from the engine as floats; `reflection` as a
+    mapping of its fields)."""
+    options = dict(props["options"])
+    options["sharing_percentage"] = int(options["sharing_percentage"])
+    return forge_install.install_options(options)
+
+
+def runtime_state(props: dict[str, Any], identity: dict[str, str]) -> dict[str, Any]:
+    """A Runtime's outputs: its inputs as given (the next diff compares with them) and the identity."""
+    return {
+        **connection(props),
+        "namespace": props["namespace"],
+        "options": props["options"],
+        "force": bool(props.get("force")),
+        **_identity(identity),
+        "missing_objects": [],
+    }
 
 
 def _identity(identity: dict[str, str]) -> dict[str, str]:
@@ -203,14 +226,14 @@ class Discovery(pulumi.dynamic.Resource, module="liqo", name="Discovery"):
     cluster_id: pulumi.Output[str]
     discovered_pod_cidr: pulumi.Output[str]
     discovered_service_cidr: pulumi.Output[str]
-    api_server_url: pulumi.Output[str]
+    discovered_api_server_url: pulumi.Output[str]
 
     def __init__(self, name: str, props: dict[str, Any], opts: pulumi.ResourceOptions) -> None:
         outputs = {
             "cluster_id": None,
             "discovered_pod_cidr": None,
             "discovered_service_cidr": None,
-            "api_server_url": None,
+            "discovered_api_server_url": None,
         }
         super().__init__(
             DiscoveryProvider(),

@@ -4,7 +4,9 @@
 Create refuses a cluster without the runtime, a peering with itself and a name already
 peered, writes the token Secret and the ForeignCluster, and waits, bounded, for the
 virtual node (a failure the wait cannot fix ends it early, with the ForeignCluster's
-conditions in the error). The provider's id, name and auth URL replace the peering; the
+conditions in the error). A create that fails unpeers what it wrote before it reports
+why: Pulumi keeps no state for a failed create, so a ForeignCluster left behind would
+make the next `pulumi up` refuse the name as peered already. The provider's id, name and auth URL replace the peering; the
 resources, node labels and token change in place. Read returns the live spec, token and
 status, so a refresh shows drift made by hand and the next `pulumi up` puts it back.
 Delete unpeers, bounded, with the forced path; a cluster that cannot be reached counts as
@@ -28,7 +30,7 @@ from runtime.operations.peering import RESOURCE_ARGUMENTS
 from runtime.operations.waits import StopRequested, WaitTimeoutError
 
 from .. import _cluster
-from .base import LiqoError, api_error, connection, diff, seconds
+from .base import LiqoError, api_error, connection, diff, roll_back, seconds
 
 logger = logging.getLogger(__name__)
 
@@ -71,7 +73,20 @@ class PeeringProvider(pulumi.dynamic.ResourceProvider):
             ) from None
         except APIError as exc:
             raise api_error(exc, what=f"prepare the peering with {name}", props=props) from None
-        return pulumi.dynamic.CreateResult(name, self._write(props, "create"))
+        try:
+            return pulumi.dynamic.CreateResult(name, self._write(props, "create"))
+        except LiqoError as exc:
+            bound = seconds(props, "delete", default=TIMEOUTS["delete"])
+            undone = roll_back(
+                props,
+                lambda client: peering.unpeer(
+                    client, name, namespace=namespace, seconds=bound, field_manager=c.FIELD_MANAGER_PULUMI
+                ),
+                seconds=bound + peering.ORPHAN_SECONDS + 10,
+                what=f"The ForeignCluster {name}",
+                by_hand=f"delete it (kubectl delete foreignclusters {name})",
+            )
+            raise LiqoError(f"{exc} {undone}") from None
 
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> pulumi.dynamic.DiffResult:
         return diff(olds, news, replace=IDENTITY, update=SPEC)

@@ -59,6 +59,21 @@ def namespace_offloading(
     }
 
 
+def node_selector_terms(terms: Iterable[Mapping[str, Any]] | None) -> list[JSON]:
+    """The front ends' `cluster_selector_terms` (`match_expressions` of `key`, `operator`, `values`) as the
+    API's node selector terms."""
+    result = []
+    for term in terms or []:
+        expressions = []
+        for requirement in (term or {}).get("match_expressions") or []:
+            expression: JSON = {"key": requirement["key"], "operator": requirement["operator"]}
+            if requirement.get("values"):
+                expression["values"] = list(requirement["values"])
+            expressions.append(expression)
+        result.append({"matchExpressions": expressions})
+    return result
+
+
 def selector_terms(offloading: JSON) -> list[JSON]:
     """The cluster selector's terms (none: every remote cluster)."""
     selector = (offloading.get("spec") or {}).get("clusterSelector") or {}

@@ -1,11 +1,14 @@
 """examples/pulumi under the real Pulumi engine (`make pulumi-engine`) against two playground clusters:
-`pulumi up`, `pulumi preview` with no changes, a change applied in place, `pulumi destroy`.
+`pulumi up` (both installs, the token, the peering, the offloading of liqo-demo), `pulumi preview` with no
+changes (also after a `pulumi refresh`), changes applied in place, `pulumi destroy`.
 
 The CLI and pulumi-kubernetes' plugin are the ones built from their Go modules; the Python
 language host, which cannot be built here, is `tools/pulumi_language_host.py` (it only
 starts the Python SDK's own program runner). Everything Pulumi writes goes to this test's
 temporary directory: a file backend, a passphrase secrets provider, PULUMI_HOME and HOME.
-Skipped when the engine is not built.
+It runs wherever the engine is already in its cache (both legs of `make test`: on the
+emulator, and in real-binary mode in the real leg) and is skipped, saying why, where it is
+not: no test run builds the engine (docs/pulumi/engine.md).
 """
 
 from __future__ import annotations
@@ -23,10 +26,10 @@ import yaml
 
 from playground.testing import Playground
 from runtime.api import constants as c
-from runtime.api.crds import FOREIGNCLUSTERS
-from runtime.api.kinds import DEPLOYMENTS, NODES
+from runtime.api.crds import FOREIGNCLUSTERS, NAMESPACEOFFLOADINGS
+from runtime.api.kinds import DEPLOYMENTS, NAMESPACES, NODES
 from runtime.core import NotFoundError
-from tools import pulumi_engine
+from tools import pulumi_engine, pulumi_language_host
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "pulumi"
@@ -35,7 +38,11 @@ ENGINE = pulumi_engine.built()
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.pulumi_engine,
-    pytest.mark.skipif(ENGINE is None, reason="the Pulumi engine is not built (make pulumi-engine)"),
+    pytest.mark.skipif(
+        ENGINE is None,
+        reason="the Pulumi engine is not in its cache: `make pulumi-engine` builds it once (a cold build costs "
+        "15 CPU-minutes or more, so no test run builds it)",
+    ),
 ]
 
 #: generous bounds for one pulumi command on a shared machine
@@ -48,12 +55,7 @@ class Pulumi:
     def __init__(self, engine: Path, project: Path, home: Path) -> None:
         self.project = project
         bin_dir = home / "bin"
-        bin_dir.mkdir(parents=True)
-        host = bin_dir / "pulumi-language-python"
-        host.write_text(
-            f'#!/bin/sh\nexec "{sys.executable}" "{ROOT / "tools" / "pulumi_language_host.py"}" "$@"\n'
-        )
-        host.chmod(0o755)
+        pulumi_language_host.install(bin_dir)
         self.environ = {
             **os.environ,
             "PATH": os.pathsep.join([str(bin_dir), str(engine / "bin"), os.environ.get("PATH", "")]),
@@ -116,25 +118,40 @@ async def test_up_preview_update_in_place_and_destroy(playground: Playground, tm
             cond["type"] == "Ready" and cond["status"] == "True" for cond in node["status"]["conditions"]
         )
     assert "local_token" not in pulumi("stack", "output", "--show-secrets=false")
+    # liqo-demo offloaded: its twin namespace on milan
+    assert pulumi("stack", "output", "offloading_phase").strip() == "Ready"
+    assert pulumi("stack", "output", "twin_namespace").strip() == "liqo-demo-rome"
+    async with milan.client() as api:
+        await api.get(NAMESPACES, "liqo-demo-rome")
 
-    # right after, nothing to do
+    # right after, nothing to do; nor after a refresh, which reads every resource back (the dynamic ones
+    # through their providers' read) without drift
+    pulumi("preview", "--expect-no-changes")
+    pulumi("refresh", "--yes")
     pulumi("preview", "--expect-no-changes")
 
-    # a change applied in place: new node labels update the peering, replace nothing
+    # changes applied in place: new node labels update the peering, a stricter pod offloading strategy the
+    # offloading; nothing is replaced
     pulumi("config", "set", "nodeLabels", '{"example.com/tier": "gold"}')
+    pulumi("config", "set", "podOffloadingStrategy", "Remote")
     steps = planned_steps(pulumi("preview", "--json"))
     assert steps["rome-milan-peering"] == "update"
+    assert steps["liqo-demo-offloading"] == "update"
     assert "replace" not in steps.values() and "create-replacement" not in steps.values()
     pulumi("up", "--yes")
     async with rome.client() as api:
         node = await api.get(NODES, "liqo-milan")
         assert node["metadata"]["labels"]["example.com/tier"] == "gold"
+        offloading = await api.get(NAMESPACEOFFLOADINGS, "offloading", namespace="liqo-demo")
+        assert offloading["spec"]["podOffloadingStrategy"] == "Remote"
     pulumi("preview", "--expect-no-changes")
 
     pulumi("destroy", "--yes")
     async with rome.client() as api:
         with pytest.raises(NotFoundError):
             await api.get(FOREIGNCLUSTERS, "milan")
+        with pytest.raises(NotFoundError):
+            await api.get(NAMESPACEOFFLOADINGS, "offloading", namespace="liqo-demo")
         with pytest.raises(NotFoundError):
             await api.get(DEPLOYMENTS, "liqo-controller-manager", namespace=c.DEFAULT_NAMESPACE)
     async with milan.client() as api:

@@ -1,6 +1,7 @@
 """examples/pulumi under Pulumi's mock runtime: the program runs as `pulumi up` would run it, and its graph is
 the quick start's (two Installs, a Generate on milan after milan's Install, a Peer on rome after rome's
-Install taking the Generate's outputs), with the kubeconfigs and the token secret."""
+Install taking the Generate's outputs, the namespace liqo-demo on rome offloaded after the peering), with
+the kubeconfigs and the token secret."""
 
 from __future__ import annotations
 
@@ -76,7 +77,23 @@ def test_the_example_peers_rome_with_milan(program: RecordingMonitor) -> pulumi.
             if found.name == "milan-configmap-liqo-cluster-identity"
         ]
         assert milan_identity[0].inputs["data"]["clusterLabels"] == '{"topology.liqo.io/region": "north"}'
+        # liqo-demo: made on rome through rome's Install's provider, offloaded once the peering is up
+        (namespace,) = [
+            found for found in program.by_type("kubernetes:core/v1:Namespace") if found.name == "liqo-demo"
+        ]
+        assert namespace.provider.startswith(program.named("rome-kubernetes").urn + "::")
+        (offload,) = program.by_type(pulumi_liqo.offload.TYPE)
+        offloading = program.one("pulumi-python:dynamic/liqo:Offloading")
+        assert offloading.parent == offload.urn
+        assert offloading.inputs["namespace"] == "liqo-demo"
+        assert offloading.inputs["kubeconfig"].endswith("current-context: rome\n")
+        assert namespace.urn in offloading.dependencies
+        assert program.named("rome-milan-peering").urn in offload.dependencies
 
     return pulumi.Output.all(
-        names["peer"].virtual_node, names["rome"].cluster_id, names["milan"].cluster_id
+        names["peer"].virtual_node,
+        names["rome"].cluster_id,
+        names["milan"].cluster_id,
+        names["offload"].offloading_phase,
+        names["demo"].metadata,
     ).apply(check)

@@ -4,7 +4,9 @@ graph as the engine would receive it."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,7 +19,7 @@ DYNAMIC_OUTPUTS: dict[str, dict[str, Any]] = {
         "cluster_id": "6f0b5e52-1a4d-4a3c-9d2e-0c6a9c1f1e01",
         "discovered_pod_cidr": "10.244.0.0/16",
         "discovered_service_cidr": "10.96.0.0/12",
-        "api_server_url": "https://127.0.0.1:6443",
+        "discovered_api_server_url": "https://127.0.0.1:6443",
     },
     "pulumi-python:dynamic/liqo:Runtime": {
         "cluster_id": "6f0b5e52-1a4d-4a3c-9d2e-0c6a9c1f1e01",
@@ -33,6 +35,18 @@ DYNAMIC_OUTPUTS: dict[str, dict[str, Any]] = {
         "auth_ep": "https://127.0.0.1:30443",
         "local_token": "ab" * 32,
         "expires_at": "",
+    },
+    "pulumi-python:dynamic/liqo:Offloading": {
+        "twin_namespace_name": "liqo-demo-rome",
+        "offloading_phase": "Ready",
+        "cluster_status": {
+            "milan": {
+                "selected": True,
+                "ready": True,
+                "reason": "Accepted",
+                "message": "The twin namespace exists",
+            }
+        },
     },
     "pulumi-python:dynamic/liqo:Peering": {
         "virtual_node": "liqo-rome",
@@ -117,3 +131,13 @@ class RecordingMonitor(mocks.MockMonitor):
     def one(self, type_: str) -> Registration:
         (found,) = self.by_type(type_)
         return found
+
+
+def engine_state(properties: dict[str, Any]) -> dict[str, Any]:
+    """Properties as the engine hands them back to a dynamic provider (its diff's olds and news): serialized
+    to the wire and read back, so a None is dropped and an int comes back a float."""
+    # on a thread of its own, as the provider server does it: a test's event loop may be running here
+    with ThreadPoolExecutor(max_workers=1) as worker:
+        struct = worker.submit(asyncio.run, rpc.serialize_properties(properties, {})).result()
+    state: dict[str, Any] = rpc.deserialize_properties(struct, keep_unknowns=True)
+    return state

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pulumi
+import pulumi_kubernetes as k8s
 import pytest
 
 import pulumi_liqo
@@ -37,7 +38,7 @@ def expected(**extra: Any) -> list[dict[str, Any]]:
         InstallOptions(
             cluster_id=discovered["cluster_id"],
             cluster_name="rome",
-            api_server_url=discovered["api_server_url"],
+            api_server_url=discovered["discovered_api_server_url"],
             pod_cidr=discovered["discovered_pod_cidr"],
             service_cidr=discovered["discovered_service_cidr"],
             webhook_mode="url",
@@ -236,3 +237,38 @@ def test_a_bad_output_fails_once_known_naming_the_argument(monitor: RecordingMon
         ValueError, match="Install: invalid argument cluster_name: 'Rome' must be a DNS label"
     ):
         run()
+
+
+@pulumi.runtime.test
+def test_the_provider_it_makes_mutates_configmaps_and_adopts_what_a_destroy_kept(
+    monitor: RecordingMonitor,
+) -> pulumi.Output[Any]:
+    component = install()
+
+    def check(_: Any) -> None:
+        made = monitor.one(PROVIDER)
+        assert made.name == "rome-kubernetes"
+        assert made.inputs["enableConfigMapMutable"] in (True, "true")
+        assert made.inputs["upsertExistingObjects"] in (True, "true")
+
+    return component.cluster_id.apply(check)
+
+
+@pytest.mark.parametrize("option", ["provider", "providers"])
+@pulumi.runtime.test
+def test_a_kubernetes_provider_given_in_its_options_serves_its_objects(
+    monitor: RecordingMonitor, option: str
+) -> pulumi.Output[Any]:
+    mine = k8s.Provider("mine", kubeconfig=KUBECONFIG)
+    given = {"provider": mine} if option == "provider" else {"providers": [mine]}
+    component = install(opts=pulumi.ResourceOptions(**given))
+    assert component.kubernetes is mine
+
+    def check(_: Any) -> None:
+        (provider,) = monitor.by_type(PROVIDER)
+        assert provider.name == "mine"
+        assert all(found.provider.startswith(provider.urn + "::") for found in objects(monitor))
+        # the dynamic resources still carry the kubeconfig: a Provider does not hand its credentials over
+        assert monitor.one(RUNTIME).inputs["kubeconfig"] == KUBECONFIG
+
+    return component.cluster_id.apply(check)

@@ -1,0 +1,247 @@
+"""The dynamic resource of `Offload`: a namespace offloaded from the consumer (`runtime.operations.offload`).
+
+Create refuses a cluster without the runtime, a namespace that does not exist and one
+offloaded already, writes the NamespaceOffloading and waits, bounded, until every
+selected cluster has its twin namespace (NoClusterSelected ends the wait with a warning;
+when every selected cluster reports a failure waiting will not fix, it ends early). A
+create that fails unoffloads what it wrote before it reports why: Pulumi keeps no state
+for a failed create, so the next `pulumi up` starts over instead of finding the namespace
+offloaded already. The namespace, the mapping strategy and a selected name replace the
+offloading (the runtime never renames twin namespaces); the pod offloading strategy and
+the cluster selector change in place. Read returns the live spec and status, so a refresh
+shows drift made by hand. Delete unoffloads, bounded, with the forced path; a cluster
+that cannot be reached counts as gone.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Final
+
+import pulumi
+import pulumi.dynamic
+
+from runtime.api import constants as c
+from runtime.core import APIError, Client
+from runtime.operations import offload
+from runtime.operations.waits import StopRequested, WaitTimeoutError
+
+from .. import _cluster
+from .base import LiqoError, api_error, connection, diff, roll_back, seconds
+
+logger = logging.getLogger(__name__)
+
+#: default bounds, in seconds (`liqo_offload`'s)
+TIMEOUTS: Final = {"create": 300.0, "update": 300.0, "delete": 300.0}
+READ_SECONDS: Final = 60.0
+#: what replaces the offloading: the runtime never renames twin namespaces
+IDENTITY: Final = ("namespace", "namespace_mapping_strategy", "remote_namespace_name")
+#: what changes in place
+SPEC: Final = ("pod_offloading_strategy", "cluster_selector_terms")
+
+
+class OffloadingProvider(pulumi.dynamic.ResourceProvider):
+    def create(self, props: dict[str, Any]) -> pulumi.dynamic.CreateResult:
+        namespace = str(props["namespace"])
+        bound = seconds(props, "create", default=TIMEOUTS["create"])
+        try:
+            _cluster.run(
+                props, lambda client: offload.check_new(client, namespace, seconds=bound / 2), seconds=bound
+            )
+        except offload.RuntimeMissingError:
+            raise LiqoError(
+                f"The cluster at {_cluster.host(props)} does not serve NamespaceOffloadings: the Liqo runtime is "
+                "not installed there. Create an Install on this (consumer) cluster first, and make the Offload "
+                "depend on it."
+            ) from None
+        except offload.NamespaceMissingError:
+            raise LiqoError(
+                f"Namespace {namespace} does not exist on the cluster at {_cluster.host(props)}: create it first "
+                "(a kubernetes.core.v1.Namespace, say) and make the Offload depend on it."
+            ) from None
+        except offload.OffloadingExistsError:
+            raise LiqoError(
+                f"Namespace {namespace} on the cluster at {_cluster.host(props)} already has a NamespaceOffloading, "
+                "which this stack does not manage. Remove it there first (kubectl delete namespaceoffloadings -n "
+                f"{namespace} offloading), or keep managing it where it was made."
+            ) from None
+        except (WaitTimeoutError, StopRequested) as exc:
+            raise LiqoError(f"Namespace {namespace} is still being unoffloaded: {exc}.") from None
+        except APIError as exc:
+            raise api_error(
+                exc, what=f"prepare the offloading of namespace {namespace}", props=props
+            ) from None
+        try:
+            return pulumi.dynamic.CreateResult(namespace, self._write(props, "create"))
+        except LiqoError as exc:
+            bound = seconds(props, "delete", default=TIMEOUTS["delete"])
+            undone = roll_back(
+                props,
+                lambda client: offload.unoffload(
+                    client, namespace, seconds=bound, field_manager=c.FIELD_MANAGER_PULUMI
+                ),
+                seconds=bound + offload.ORPHAN_SECONDS + 10,
+                what=f"The NamespaceOffloading of {namespace}",
+                by_hand=f"delete it (kubectl delete namespaceoffloadings -n {namespace} offloading)",
+            )
+            raise LiqoError(f"{exc} {undone}") from None
+
+    def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> pulumi.dynamic.DiffResult:
+        return diff(olds, news, replace=IDENTITY, update=SPEC)
+
+    def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> pulumi.dynamic.UpdateResult:
+        if all(olds.get(key) == news.get(key) for key in SPEC):
+            return pulumi.dynamic.UpdateResult({**olds, **connection(news)})
+        return pulumi.dynamic.UpdateResult(self._write(news, "update"))
+
+    def read(self, id_: str, props: dict[str, Any]) -> pulumi.dynamic.ReadResult:
+        try:
+            found = _cluster.run(props, lambda client: offload.observe(client, id_), seconds=READ_SECONDS)
+        except APIError as exc:
+            raise api_error(exc, what=f"read the offloading of namespace {id_}", props=props) from None
+        if found is None:
+            logger.info("Offload %s: the NamespaceOffloading is gone", id_)
+            return pulumi.dynamic.ReadResult("", {})
+        spec = found.spec
+        mapping = str(spec.get("namespaceMappingStrategy") or c.MAPPING_DEFAULT_NAME)
+        observed = {
+            **props,
+            "namespace": found.namespace,
+            "pod_offloading_strategy": str(
+                spec.get("podOffloadingStrategy") or c.POD_OFFLOADING_LOCAL_AND_REMOTE
+            ),
+            "namespace_mapping_strategy": mapping,
+            "remote_namespace_name": str(spec.get("remoteNamespaceName") or "")
+            if mapping == c.MAPPING_SELECTED_NAME
+            else "",
+            "cluster_selector_terms": list(
+                (spec.get("clusterSelector") or {}).get("nodeSelectorTerms") or []
+            ),
+            **_status(found, props),
+        }
+        return pulumi.dynamic.ReadResult(id_, observed)
+
+    def delete(self, id_: str, props: dict[str, Any]) -> None:
+        bound = seconds(props, "delete", default=TIMEOUTS["delete"])
+        try:
+            outcome = _cluster.run(
+                props,
+                lambda client: offload.unoffload(
+                    client, id_, seconds=bound, field_manager=c.FIELD_MANAGER_PULUMI
+                ),
+                seconds=bound + offload.ORPHAN_SECONDS + 10,
+            )
+        except APIError as exc:
+            raise api_error(exc, what=f"unoffload namespace {id_}", props=props) from None
+        if outcome.orphaned:
+            logger.warning(
+                "Offload %s: the runtime did not report the twin namespaces gone within %gs (last seen: %s), so "
+                "the NamespaceOffloading's finalizer was removed. Twin namespaces may be left on the providers; "
+                "check that the runtime's controller manager runs here and there.",
+                id_,
+                bound,
+                outcome.orphaned,
+            )
+        if outcome.unreachable:
+            logger.warning(
+                "Offload %s: the cluster cannot be reached (%s); the NamespaceOffloading was not deleted. If the "
+                "cluster comes back, delete it there.",
+                id_,
+                outcome.unreachable,
+            )
+
+    def _write(self, props: dict[str, Any], operation: str) -> dict[str, Any]:
+        """Apply the NamespaceOffloading, then wait for the twin namespaces."""
+        namespace = str(props["namespace"])
+        bound = seconds(props, operation, default=TIMEOUTS[operation])
+
+        async def write_and_wait(client: Client) -> offload.Offloading:
+            await offload.apply_offloading(
+                client,
+                namespace,
+                pod_offloading_strategy=str(props["pod_offloading_strategy"]),
+                namespace_mapping_strategy=str(props["namespace_mapping_strategy"]),
+                remote_namespace_name=str(props.get("remote_namespace_name") or ""),
+                cluster_selector_terms=list(props.get("cluster_selector_terms") or []),
+                field_manager=c.FIELD_MANAGER_PULUMI,
+            )
+            try:
+                return await offload.wait_offloaded(client, namespace, seconds=bound)
+            except WaitTimeoutError as exc:
+                found = await offload.get(client, namespace)
+                raise _NotOffloadedError(str(exc), found) from None
+
+        try:
+            done = _cluster.run(props, write_and_wait, seconds=bound + 10)
+        except offload.OffloadingFailedError as exc:
+            raise LiqoError(
+                f"Offloading of namespace {namespace} failed: no selected cluster could create its twin namespace, "
+                "and waiting will not fix it: "
+                + "; ".join(exc.offloading.problems())
+                + ". Fix the cause (a namespace of that name exists on the provider: use the DefaultName or "
+                "SelectedName strategy; a cordoned or drained tenant: ask the provider) and run `pulumi up` again."
+            ) from None
+        except _NotOffloadedError as exc:
+            detail = (
+                f" The NamespaceOffloading reports {exc.found.summary()}." if exc.found is not None else ""
+            )
+            raise LiqoError(f"The offloading of namespace {namespace} is not Ready: {exc}.{detail}") from None
+        except (WaitTimeoutError, StopRequested) as exc:
+            raise LiqoError(f"The offloading of namespace {namespace} is not Ready: {exc}.") from None
+        except APIError as exc:
+            raise api_error(exc, what=f"write the NamespaceOffloading of {namespace}", props=props) from None
+        if done.phase == c.PHASE_NO_CLUSTER_SELECTED:
+            logger.warning(
+                "Offload %s: no peered cluster is selected: no virtual node matches cluster_selector_terms yet, so "
+                "no twin namespace exists and no pod is offloaded. Clusters that match get the namespace when they "
+                "peer.",
+                namespace,
+            )
+        return {
+            **connection(props),
+            **{key: props.get(key) for key in (*IDENTITY, *SPEC)},
+            **_status(done, props),
+        }
+
+
+class _NotOffloadedError(Exception):
+    """The wait ran out; `found` is the NamespaceOffloading as it was then, for the error."""
+
+    def __init__(self, message: str, found: offload.Offloading | None) -> None:
+        super().__init__(message)
+        self.found = found
+
+
+def _status(found: offload.Offloading, props: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "twin_namespace_name": found.remote_namespace_name or str(props.get("remote_namespace_name") or ""),
+        "offloading_phase": found.phase,
+        "cluster_status": {
+            cluster.cluster: {
+                "selected": cluster.selected,
+                "ready": cluster.ready,
+                "reason": cluster.reason,
+                "message": cluster.message,
+            }
+            for cluster in found.clusters
+        },
+    }
+
+
+class Offloading(pulumi.dynamic.Resource, module="liqo", name="Offloading"):
+    """A namespace offloaded from the consumer (see `OffloadingProvider`)."""
+
+    twin_namespace_name: pulumi.Output[str]
+    offloading_phase: pulumi.Output[str]
+    cluster_status: pulumi.Output[dict[str, dict[str, Any]]]
+
+    def __init__(self, name: str, props: dict[str, Any], opts: pulumi.ResourceOptions) -> None:
+        outputs = dict.fromkeys(("twin_namespace_name", "offloading_phase", "cluster_status"))
+        super().__init__(
+            OffloadingProvider(),
+            name,
+            {**outputs, **props},
+            pulumi.ResourceOptions.merge(
+                opts, pulumi.ResourceOptions(additional_secret_outputs=["kubeconfig"])
+            ),
+        )
