@@ -69,6 +69,7 @@ bench: venv
 	$(BIN)/python bench/peering.py
 	$(BIN)/python bench/terraform.py
 	$(BIN)/python bench/offloading.py
+	$(BIN)/python bench/reflection.py
 
 clean:
 	rm -rf $(VENV) .playground .pytest_cache .mypy_cache .ruff_cache

@@ -66,7 +66,7 @@ from playground.apiserver.kubeconfig import write_kubeconfig
 from playground.apiserver.pki import CA_CERT_FILE, CertificateAuthority
 from playground.controlplane.__main__ import HEALTH_PORT_FILE
 from playground.controlplane.components import COMPONENTS
-from playground.network import fabric, requirements, subnets
+from playground.network import fabric, netns, requirements, subnets
 from playground.nodeagent import podrun
 from playground.processes import ProcessRecord
 from playground.realbinary import (
@@ -95,6 +95,7 @@ from playground.spec import (
     client_identities,
     cluster_network,
     commands,
+    node_netns_name,
     node_plans,
     ports_of,
     supervisor_plan,
@@ -361,6 +362,54 @@ class Cluster:
         if not node or not uid:
             return None
         return podrun.container_pid(self.paths.node(node), uid, container)
+
+    # the cluster's network, from inside
+
+    async def open_connection(
+        self, host: str, port: int, *, node: str | None = None, seconds: float = 10.0
+    ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        """A TCP connection to `host:port` made from inside `node`'s network namespace (default: the first
+        node's), as the node itself would make it: pod addresses are routed only inside a cluster's nodes, so
+        the host reaches a pod (a component's /metrics, say) only this way. With the loopback network, a plain
+        connection from the host. `seconds` bounds the connect."""
+        if not self.uses_netns:
+            return await asyncio.open_connection(host, port)
+        target = netns.path(node_netns_name(self.spec, self.paths, node or self.node_names[0]))
+
+        def connect() -> socket.socket:
+            with netns.entered(target):
+                return socket.create_connection((host, port), timeout=seconds)
+
+        # a socket keeps the namespace it was made in: the loop uses it from its own thread
+        sock = await asyncio.to_thread(connect)
+        sock.setblocking(False)
+        return await asyncio.open_connection(sock=sock)
+
+    async def http_get(
+        self, host: str, port: int, path: str = "/", *, node: str | None = None, seconds: float = 10.0
+    ) -> tuple[int, str]:
+        """`GET http://host:port/path` from inside `node`'s network (`open_connection`): the status and the
+        body, within `seconds`. OSError or TimeoutError when it cannot be had."""
+
+        async def fetch() -> bytes:
+            reader, writer = await self.open_connection(host, port, node=node, seconds=seconds)
+            try:
+                request = f"GET {path} HTTP/1.0\r\nHost: {host}:{port}\r\nConnection: close\r\n\r\n"
+                writer.write(request.encode())
+                await writer.drain()
+                return await reader.read()
+            finally:
+                writer.close()
+                with contextlib.suppress(OSError):
+                    await writer.wait_closed()
+
+        answer = await asyncio.wait_for(fetch(), seconds)
+        head, _, body = answer.partition(b"\r\n\r\n")
+        try:
+            status = int(head.split(b" ", 2)[1])
+        except (IndexError, ValueError):
+            raise OSError(f"{host}:{port}{path}: not an HTTP answer: {head[:80]!r}") from None
+        return status, body.decode(errors="replace")
 
     def status(self) -> ClusterStatus:
         state = self.supervisor_state()

@@ -26,11 +26,13 @@ from runtime.api.image import runtime_image
 from runtime.forge.install import (
     USER_OPTIONS,
     WEBHOOK_MODES,
-    InstallOptions,
     install_manifests,
+    install_options,
     option_problem,
     placeholder_options,
 )
+from runtime.forge.reflection import ReflectionOptionsError
+from runtime.forge.reflection import from_values as reflection_from_values
 
 from . import _args
 from ._objects import kubernetes_object, resource_name
@@ -39,6 +41,32 @@ from .providers.install import TIMEOUTS, Discovery, Runtime
 TYPE = "liqo:index:Install"
 #: a type of the kubernetes package, to find the Provider the component was given for it
 KUBERNETES_TYPE = "kubernetes:core/v1:Namespace"
+
+
+class ReflectionArgs(TypedDict):
+    """What the virtual kubelets of the cluster (as a consumer) reflect into the namespaces offloaded to its
+    providers, with how many workers per kind (Liqo's `--<kind>-reflection-workers`); 0 workers turn a kind
+    off. The `reflection` options of `liqo_install`; changes roll every virtual kubelet out."""
+
+    pod_workers: NotRequired[pulumi.Input[int]]
+    """Pods offloaded at once (ShadowPods, token Secrets, status back); 0: no pod is offloaded (default 20)."""
+    configmap_workers: NotRequired[pulumi.Input[int]]
+    """ConfigMaps reflected at once (`kube-root-ca.crt` under a name of its own); 0: none (default 20)."""
+    secret_workers: NotRequired[pulumi.Input[int]]
+    """Secrets reflected at once (offloaded pods' own token Secrets go with their pods anyway); 0: none
+    (default 20)."""
+    service_workers: NotRequired[pulumi.Input[int]]
+    """Services reflected at once (the provider allocates their ClusterIP and node ports); 0: none (default
+    10)."""
+    endpointslice_workers: NotRequired[pulumi.Input[int]]
+    """EndpointSlices reflected at once, as ShadowEndpointSlices; 0: none (default 20)."""
+    ingress_workers: NotRequired[pulumi.Input[int]]
+    """Ingresses reflected at once; 0: none (default 5)."""
+    event_workers: NotRequired[pulumi.Input[int]]
+    """Provider Events brought back at once onto the objects they speak of; 0: none (default 10)."""
+    ingress_classes: NotRequired[pulumi.Input[dict[str, str]]]
+    """Ingress class of this cluster -> the provider's: a reflected Ingress of a class listed here gets the
+    provider's class; any other is reflected without a class (the provider's default serves it)."""
 
 
 class InstallArgs(TypedDict):
@@ -80,6 +108,9 @@ class InstallArgs(TypedDict):
     auth_service_type: NotRequired[pulumi.Input[str]]
     """Type of the authentication service's Service: `NodePort` (default), `LoadBalancer` or `ClusterIP`; it
     decides the URL the service publishes. Changes in place."""
+    reflection: NotRequired[pulumi.Input[ReflectionArgs]]
+    """What the virtual kubelets of this cluster reflect to its providers, and with how many workers per kind
+    (defaults: see `ReflectionArgs`). Changes in place."""
     force: NotRequired[pulumi.Input[bool]]
     """Let destroy proceed while peerings (ForeignClusters) or offloaded namespaces exist: they are deleted
     first. Apply it before the destroy."""
@@ -150,6 +181,7 @@ class Install(pulumi.ComponentResource):
             "webhook_mode": values.get("webhook_mode") or "service",
             "auth_service_type": values.get("auth_service_type") or "NodePort",
             "auth_url": values.get("auth_url") or "",
+            "reflection": values.get("reflection") or {},
         }
         options = pulumi.Output.all(
             cluster_id=discovery.cluster_id,
@@ -158,7 +190,7 @@ class Install(pulumi.ComponentResource):
             service_cidr=discovery.discovered_service_cidr,
             **given,
         ).apply(lambda values: {**values, "sharing_percentage": int(values["sharing_percentage"])})
-        manifests = options.apply(lambda values: install_manifests(InstallOptions(**values)))
+        manifests = options.apply(lambda values: install_manifests(install_options(values)))
         known = _known_fields(given)
 
         shapes = install_manifests(
@@ -225,13 +257,13 @@ def _known_fields(given: dict[str, Any]) -> list[dict[str, Any]]:
     Deployments' metadata, ...), known now when every argument is a plain value: a preview shows them, and
     pulumi_kubernetes plans a change of the others as an update of a known object, not a replacement of
     an unknown one. None are known when an argument is an Output."""
-    if any(isinstance(value, pulumi.Output) for value in given.values()):
+    if any(_holds_output(value) for value in given.values()):
         return [{} for _ in install_manifests(placeholder_options())]
     plain = {**given, "sharing_percentage": int(given["sharing_percentage"])}
-    one = install_manifests(InstallOptions(**{**asdict(placeholder_options()), **plain}))
+    one = install_manifests(install_options({**asdict(placeholder_options()), **plain}))
     other = install_manifests(
-        InstallOptions(
-            **{
+        install_options(
+            {
                 **asdict(placeholder_options()),
                 **plain,
                 "cluster_id": "11111111-1111-1111-1111-111111111111",
@@ -247,6 +279,17 @@ def _known_fields(given: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
+def _holds_output(value: Any) -> bool:
+    """Whether `value` is an Output or a dict or list with one inside."""
+    if isinstance(value, pulumi.Output):
+        return True
+    if isinstance(value, dict):
+        return any(_holds_output(item) for item in value.values())
+    if isinstance(value, list | tuple):
+        return any(_holds_output(item) for item in value)
+    return False
+
+
 def _check(args: InstallArgs) -> dict[str, Any]:
     rules: dict[str, Callable[[Any], str]] = {
         argument: functools.partial(option_problem, argument)
@@ -254,6 +297,7 @@ def _check(args: InstallArgs) -> dict[str, Any]:
     }
     rules["webhook_mode"] = _webhook_mode_problem
     rules["image"] = _image_problem
+    rules["reflection"] = _reflection_problem
     return _args.checked("Install", args, required=("kubeconfig", "cluster_name"), rules=rules)
 
 
@@ -263,3 +307,15 @@ def _webhook_mode_problem(mode: Any) -> str:
 
 def _image_problem(image: Any) -> str:
     return "" if str(image).strip() else "it cannot be empty."
+
+
+def _reflection_problem(reflection: Any) -> str:
+    if not isinstance(reflection, dict):
+        return f"{reflection!r} is not a map of reflection options (ReflectionArgs)."
+    if _holds_output(reflection):
+        return ""  # checked as a whole when the install options are known (install_options)
+    try:
+        reflection_from_values(reflection)
+    except ReflectionOptionsError as exc:
+        return f"{exc.option}: {str(exc).partition(': ')[2]}."
+    return ""

@@ -5,7 +5,8 @@ The objects are `runtime.forge.install.install_manifests()` (the cluster work is
 `runtime.operations.install`, shared with the Pulumi components); this module maps
 Terraform's lifecycle onto it:
 
-- plan: defaults, the provider's host as `api_server_url`, the package version, and on
+- plan: defaults (`reflection` filled in field by field, so the plan shows every worker
+  count), the provider's host as `api_server_url`, the package version, and on
   create the CIDRs the cluster tells (so a plan shows them) and the cluster id it
   already has (an identity ConfigMap left by an earlier install is reused, so the id
   stays stable); values `InstallOptions.validate` rejects are errors on their attribute;
@@ -13,7 +14,8 @@ Terraform's lifecycle onto it:
   Deployments are rolled out, the webhook is patched and the auth service published its
   URL. An interrupted or timed-out create is recorded (tainted): what exists is in state;
 - read: namespace or identity gone means the installation is gone; the attributes are
-  read back from the identity ConfigMap and the Deployments, and objects found missing
+  read back from the identity ConfigMap and the Deployments (`reflection` from the
+  controller manager's flags), and objects found missing
   are listed in `missing_objects`, which plans an update that re-creates them;
 - destroy: refused while ForeignClusters or NamespaceOffloadings exist, unless `force`
   (checked when the destroy runs, not in its plan: the same destroy may remove the
@@ -41,13 +43,14 @@ from runtime.api import constants as c
 from ..framework.diagnostics import dropped
 from ..framework.plan import is_known
 from ..framework.resource import ApplyContext, PlanContext, Resource, State, call
-from ..framework.schema import Attribute
+from ..framework.schema import Attribute, NestedAttribute
 from ..framework.timeouts import block as timeouts_block
 from . import checks
 
 if TYPE_CHECKING:
     from runtime.core import Client
     from runtime.forge.install import InstallOptions
+    from runtime.forge.reflection import ReflectionOptions
     from runtime.operations.install import Cidrs, Observed, Ready
 
 logger = logging.getLogger(__name__)
@@ -79,6 +82,47 @@ def _version() -> str:
     from runtime.api.image import package_version
 
     return package_version()
+
+
+def _reflection_attributes() -> list[Attribute]:
+    from runtime.forge.reflection import KINDS, ReflectionOptions
+
+    defaults = ReflectionOptions()
+    what = {
+        "pod": "pods offloaded at once (ShadowPods, token Secrets, status back); 0: no pod is offloaded",
+        "configmap": "ConfigMaps reflected at once (`kube-root-ca.crt` under a name of its own)",
+        "secret": "Secrets reflected at once (offloaded pods' own token Secrets go with their pods anyway)",
+        "service": "Services reflected at once (the provider allocates their ClusterIP and node ports)",
+        "endpointslice": "EndpointSlices reflected at once, as ShadowEndpointSlices",
+        "ingress": "Ingresses reflected at once",
+        "event": "provider Events brought back at once onto the objects they speak of",
+    }
+    attributes = [
+        Attribute(
+            f"{kind}_workers",
+            Number(),
+            optional=True,
+            computed=True,
+            default=defaults.workers(kind),
+            description=f"Workers of the {kind} reflector: {what[kind]}; 0 turns it off (default "
+            f"{defaults.workers(kind)}).",
+        )
+        for kind in KINDS
+    ]
+    attributes.append(
+        Attribute(
+            "ingress_classes",
+            Map(String()),
+            optional=True,
+            computed=True,
+            default={},
+            description=(
+                "Ingress class of this cluster -> the provider's: a reflected Ingress of a class listed here gets "
+                "the provider's class; any other is reflected without a class (the provider's default serves it)."
+            ),
+        )
+    )
+    return attributes
 
 
 class InstallResource(Resource):
@@ -214,6 +258,18 @@ class InstallResource(Resource):
                     "it. Changes in place."
                 ),
             ),
+            NestedAttribute(
+                "reflection",
+                _reflection_attributes(),
+                optional=True,
+                computed=True,
+                description=(
+                    "What the virtual kubelets of this cluster (as a consumer) reflect into the namespaces "
+                    "offloaded to its providers, with how many workers per kind; 0 workers turn a kind off "
+                    "(Liqo's `--<kind>-reflection-workers`). Changes in place: the controller manager restarts "
+                    "and rolls every virtual kubelet out with the new options."
+                ),
+            ),
             Attribute(
                 "force",
                 Bool(),
@@ -295,6 +351,7 @@ class InstallResource(Resource):
                 "(the pod's address, reachable only where pod IPs are).",
                 path=["auth_service_type"],
             )
+        _check_reflection(diags, config.get("reflection"))
         image = config.get("image")
         if checks.known(image) and not str(image).strip():
             diags.add_error(
@@ -307,6 +364,7 @@ class InstallResource(Resource):
         for name, default in _defaults().items():
             if config.get(name) is None:
                 planned[name] = default
+        planned["reflection"] = _planned_reflection(config.get("reflection"))
         planned["id"] = planned["namespace"]
         planned["version"] = _version()
         planned["missing_objects"] = []
@@ -322,10 +380,14 @@ class InstallResource(Resource):
                 else Unknown
             )
         if current is not None:
-            if config.get("auth_url") is None and any(
-                not _same(current.get(name), planned.get(name)) for name in _AUTH_INPUTS
-            ):
-                planned["auth_url"] = Unknown
+            if config.get("auth_url") is None:
+                # the published URL changes only when the auth service restarts or its Service changes
+                moves = any(
+                    not _same(current.get(name), planned.get(name))
+                    for name in _AUTH_INPUTS
+                    if name != "auth_url"
+                )
+                planned["auth_url"] = Unknown if moves else current.get("auth_url")
             return planned
         if kube.config is None or not is_known(planned["namespace"]):
             return planned
@@ -544,6 +606,7 @@ def _options(planned: State, *, cluster_id: str, host: str) -> InstallOptions:
         webhook_mode="url" if planned.get("webhook_mode") == "url" else "service",
         auth_service_type=next((t for t in SERVICE_TYPES if t == text("auth_service_type")), "NodePort"),
         auth_url=text("auth_url"),
+        reflection=_reflection_options(planned.get("reflection")),
     )
 
 
@@ -559,6 +622,7 @@ def _state(planned: State, options: InstallOptions, *, identity: Mapping[str, st
         "image": options.image,
         "auth_service_type": options.auth_service_type,
         "auth_url": identity.get(c.IDENTITY_AUTH_URL) or _known_text(planned.get("auth_url")),
+        "reflection": _reflection_state(options.reflection),
         "cluster_id": options.cluster_id,
         "version": identity.get(c.IDENTITY_VERSION) or _version(),
         "missing_objects": [],
@@ -590,12 +654,76 @@ def _observed_state(current: State, namespace: str, observed: Observed) -> State
         "auth_service_type": observed.auth_service_type,
         "api_server_url": observed.api_server_url,
         "auth_url": identity.get(c.IDENTITY_AUTH_URL) or "",
+        "reflection": _reflection_state(observed.reflection),
         "force": bool(current.get("force")),
         "purge": bool(current.get("purge")),
         "cluster_id": identity.get(c.IDENTITY_CLUSTER_ID) or "",
         "version": identity.get(c.IDENTITY_VERSION) or "",
         "missing_objects": observed.missing,
     }
+
+
+# reflection
+
+
+def _planned_reflection(configured: Any) -> Any:
+    """The reflection options as planned: each field configured, else its default (all known at plan time)."""
+    from runtime.forge.reflection import KINDS, ReflectionOptions
+
+    if configured is Unknown:
+        return Unknown
+    configured = configured or {}
+    defaults = ReflectionOptions()
+    planned: dict[str, Any] = {
+        f"{kind}_workers": configured.get(f"{kind}_workers")
+        if configured.get(f"{kind}_workers") is not None
+        else defaults.workers(kind)
+        for kind in KINDS
+    }
+    classes = configured.get("ingress_classes")
+    planned["ingress_classes"] = classes if classes is not None else {}
+    return planned
+
+
+def _reflection_options(value: Any) -> ReflectionOptions:
+    """The options planned (values not known yet: their defaults; the plan checked every known one)."""
+    from runtime.forge.reflection import ReflectionOptions, from_values
+
+    if not isinstance(value, Mapping):
+        return ReflectionOptions()
+    return from_values({name: field for name, field in value.items() if is_known(field)})
+
+
+def _reflection_state(options: ReflectionOptions) -> dict[str, Any]:
+    from runtime.forge.reflection import KINDS
+
+    state: dict[str, Any] = {f"{kind}_workers": options.workers(kind) for kind in KINDS}
+    state["ingress_classes"] = dict(options.ingress_classes)
+    return state
+
+
+def _check_reflection(diags: Diagnostics, configured: Any) -> None:
+    """Each configured reflection option, as `runtime.forge.reflection.from_values` sees it, an error on its
+    field."""
+    from runtime.forge.reflection import ReflectionOptionsError, from_values
+
+    if not isinstance(configured, Mapping):
+        return
+    for name, value in configured.items():
+        if value is None or not is_known(value):
+            continue
+        try:
+            from_values({name: value})
+        except ReflectionOptionsError as exc:
+            diags.add_error(
+                f"Invalid reflection.{name}",
+                _sentence(str(exc).partition(": ")[2]),
+                path=["reflection", name],
+            )
+
+
+def _sentence(message: str) -> str:
+    return message[:1].upper() + message[1:] + "."
 
 
 # diagnostics

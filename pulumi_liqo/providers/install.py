@@ -13,6 +13,7 @@ import pulumi.dynamic
 from runtime.api import constants as c
 from runtime.core import APIConnectionError, APIError
 from runtime.core.failures import explain
+from runtime.forge import install as forge_install
 from runtime.forge.install import InstallOptions
 from runtime.operations import install
 from runtime.operations.waits import StopRequested, WaitTimeoutError
@@ -197,10 +198,11 @@ class RuntimeProvider(pulumi.dynamic.ResourceProvider):
 
 
 def install_options(props: dict[str, Any]) -> InstallOptions:
-    """The options of a Runtime's properties (numbers come back from the engine as floats)."""
+    """The options of a Runtime's properties (numbers come back from the engine as floats; `reflection` as a
+    mapping of its fields)."""
     options = dict(props["options"])
     options["sharing_percentage"] = int(options["sharing_percentage"])
-    return InstallOptions(**options)
+    return forge_install.install_options(options)
 
 
 def runtime_state(props: dict[str, Any], identity: dict[str, str]) -> dict[str, Any]:

@@ -60,12 +60,22 @@ MANAGED_BY_REFLECTION: Final = "reflection"
 MANAGED_BY_SHADOWPOD: Final = "shadowpod"
 #: on the token Secret reflected for an offloaded pod: the pod it belongs to
 LABEL_REFLECTED_POD: Final = "offloading.liqo.io/pod"
+#: on the EndpointSlice a provider keeps for a ShadowEndpointSlice (Liqo's `liqo.io/managed-by=shadowendpointslice`)
+MANAGED_BY_SHADOWENDPOINTSLICE: Final = "shadowendpointslice"
+#: Kubernetes' EndpointSlice labels: the Service a slice belongs to, and who manages it (kube's EndpointSlice
+#: controller leaves slices managed by anyone else alone)
+LABEL_SERVICE_NAME: Final = "kubernetes.io/service-name"
+LABEL_ENDPOINTSLICE_MANAGED_BY: Final = "endpointslice.kubernetes.io/managed-by"
+#: the manager of the EndpointSlices reflected from a consumer (Liqo's)
+ENDPOINTSLICE_MANAGED_BY_REFLECTION: Final = "endpointslice.reflection.liqo.io"
 # Kubernetes' well-known node labels (k8s.io/api/core/v1 well_known_labels.go) a virtual node carries too.
 LABEL_HOSTNAME: Final = "kubernetes.io/hostname"
 LABEL_OS: Final = "kubernetes.io/os"
 
 # Annotations.
 ANNOTATION_SKIP_REFLECTION: Final = "liqo.io/skip-reflection"
+#: on a Service: its node ports are carried to the provider too (`true`), instead of being left to it
+ANNOTATION_FORCE_REMOTE_NODE_PORT: Final = "liqo.io/force-remote-node-port"
 ANNOTATION_TOKEN_EXPIRES_AT: Final = "liqo.io/token-expires-at"
 #: on a Tenant: the timestamp of the last signed request (renew, revoke) accepted from its consumer (replay guard)
 ANNOTATION_LAST_SIGNED_REQUEST: Final = "authentication.liqo.io/last-signed-request"
@@ -144,6 +154,11 @@ MAPPING_PHASES: Final = (MAPPING_ACCEPTED, MAPPING_CREATION_LOOP_BACKOFF, MAPPIN
 CONDITION_OFFLOADING_REQUIRED: Final = "OffloadingRequired"
 #: a pod the virtual kubelet will not offload stays Pending with this reason (Liqo's)
 REASON_OFFLOADING_BACKOFF: Final = "OffloadingBackOff"
+#: Events on a reflected object (Liqo's reasons): its copy written, refused by the provider, or removed because
+#: the object asks not to be reflected
+REASON_SUCCESSFUL_REFLECTION: Final = "SuccessfulReflection"
+REASON_FAILED_REFLECTION: Final = "FailedReflection"
+REASON_REFLECTION_DISABLED: Final = "ReflectionDisabled"
 
 # Condition types and reasons peers and front ends read: a ResourceSlice's `Authentication` and
 # `Resources` (Accepted, Resized or Denied); a VirtualNode's `VirtualKubelet`, `Node` and `Ready`.

@@ -49,7 +49,8 @@ class Kind:
     singular: str
     description: str
     spec: Schema
-    status: Schema
+    #: None: the kind has no status (and no status subresource)
+    status: Schema | None
     short_names: tuple[str, ...] = ()
     columns: tuple[Column, ...] = field(default_factory=tuple)
 
@@ -61,16 +62,15 @@ class Kind:
     def crd(self) -> JSON:
         """The CustomResourceDefinition manifest (apiextensions.k8s.io/v1)."""
         resource = self.resource
-        schema = fields(
-            {
-                "apiVersion": string(),
-                "kind": string(),
-                "metadata": {"type": "object"},
-                "spec": self.spec,
-                "status": self.status,
-            },
-            self.description,
-        )
+        properties = {
+            "apiVersion": string(),
+            "kind": string(),
+            "metadata": {"type": "object"},
+            "spec": self.spec,
+        }
+        if self.status is not None:
+            properties["status"] = self.status
+        schema = fields(properties, self.description)
         columns = [
             {"name": col.name, "type": col.type, "jsonPath": col.json_path}
             | ({"priority": col.priority} if col.priority else {})
@@ -101,7 +101,7 @@ class Kind:
                         "served": True,
                         "storage": True,
                         "schema": {"openAPIV3Schema": schema},
-                        "subresources": {"status": {}},
+                        **({"subresources": {"status": {}}} if self.status is not None else {}),
                         "additionalPrinterColumns": columns,
                     }
                 ],
@@ -462,12 +462,47 @@ SHADOW_POD = Kind(
     ),
 )
 
+_ENDPOINT = obj(
+    "One endpoint (discovery.k8s.io/v1 Endpoint).",
+    required=("addresses",),
+    addresses=array(string(), "The endpoint's addresses, of the slice's address type.", list_type="set"),
+    conditions=obj(
+        "What the endpoint is ready for.",
+        ready=boolean("Ready to receive traffic."),
+        serving=boolean("Serving, even while terminating."),
+        terminating=boolean("Terminating."),
+    ),
+    hostname=string("The endpoint's hostname (headless Services' DNS)."),
+    nodeName=string("The node hosting the endpoint."),
+    zone=string("The zone the endpoint is in."),
+    hints=open_object("Topology hints."),
+    targetRef=open_object("The object the endpoint stands for."),
+    deprecatedTopology=string_map("Deprecated topology labels."),
+)
+_ENDPOINT_PORT = obj(
+    "One port of the endpoints (discovery.k8s.io/v1 EndpointPort).",
+    name=string("The port's name (the Service port's)."),
+    port=integer("The port number."),
+    protocol=string("TCP, UDP or SCTP.", enum=("TCP", "UDP", "SCTP")),
+    appProtocol=string("The application protocol."),
+)
 SHADOW_ENDPOINT_SLICE = Kind(
     resource=_resource(c.OFFLOADING_GROUP, "shadowendpointslices", "ShadowEndpointSlice"),
     singular="shadowendpointslice",
-    description="On a provider: an EndpointSlice reflected by a consumer, made real by the provider.",
-    spec=obj(template=open_object("The EndpointSlice's addressType, endpoints and ports.")),
-    status=obj(conditions=conditions()),
+    short_names=("shes", "sheps", "seps"),
+    description=(
+        "On a provider: an EndpointSlice reflected by a consumer (the endpoints this cluster cannot see), which "
+        "the provider's runtime keeps as an EndpointSlice of the same name."
+    ),
+    spec=obj(
+        template=obj(
+            "The EndpointSlice's address type, endpoints and ports.",
+            addressType=string("IPv4, IPv6 or FQDN.", enum=("IPv4", "IPv6", "FQDN")),
+            endpoints=array(_ENDPOINT, "The endpoints."),
+            ports=array(_ENDPOINT_PORT, "The ports of every endpoint."),
+        )
+    ),
+    status=None,
 )
 
 KINDS: tuple[Kind, ...] = (

@@ -22,6 +22,7 @@ from collections.abc import Awaitable, Callable
 
 from runtime.api import constants as c
 from runtime.core import Controller, Informer, Request, Settings
+from runtime.core.reconcile import ControllerMetrics
 
 from .endpoint import Endpoint, Unresolved, auth_endpoint
 
@@ -87,8 +88,10 @@ class AuthURLPublisher:
         await self._publish(derived.url)
         self.url = derived.url
 
-    def controller(self, settings: Settings) -> Controller:
-        controller = Controller(CONTROLLER_NAME, self, primary=self._service, settings=settings)
+    def controller(self, settings: Settings, *, metrics: ControllerMetrics) -> Controller:
+        controller = Controller(
+            CONTROLLER_NAME, self, primary=self._service, settings=settings, metrics=metrics
+        )
         key = Request(self._namespace, c.AUTH_SERVICE)
         controller.watches(self._nodes, lambda node: [key])
         return controller

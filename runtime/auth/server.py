@@ -46,6 +46,7 @@ from runtime.core import (
 from runtime.core.health import HealthServer
 from runtime.core.informer import InformerMetrics
 from runtime.core.kubeconfig.tls import load_cert_chain
+from runtime.core.reconcile import ControllerMetrics
 from runtime.forge.credential import ClusterInfo
 
 from .app import Handlers, auth_app
@@ -87,6 +88,7 @@ class AuthServer:
         self._client = client
         self._options = options
         self._registry = registry if registry is not None else CollectorRegistry()
+        self._controller_metrics = ControllerMetrics(self._registry)
         #: set once the endpoint listens and its URL is published
         self.started = asyncio.Event()
         #: the bound port and its URL (`https://<listen address>:<port>`), once `started` is set
@@ -96,6 +98,8 @@ class AuthServer:
         self.url: str | None = None
         #: the serving certificate (PEM), once `started` is set
         self.certificate: bytes | None = None
+        #: the /healthz, /readyz, /metrics endpoint, while `run()` serves one (its bound port: `health.port`)
+        self.health: HealthServer | None = None
 
     async def run(self) -> None:
         """Serve until cancelled."""
@@ -119,10 +123,10 @@ class AuthServer:
         async with asyncio.TaskGroup() as group:
             group.create_task(informers.run(), name="auth informers")
             if options.health is not None:
-                health = HealthServer(
+                self.health = HealthServer(
                     settings=options.health, registry=self._registry, ready=self.started.is_set
                 )
-                group.create_task(health.run(), name="auth health endpoint")
+                group.create_task(self.health.run(), name="auth health endpoint")
             await informers.wait_synced()
             identity = await self._retrying("read the cluster identity", self._read_identity)
             cluster = ClusterInfo(
@@ -196,7 +200,7 @@ class AuthServer:
             if publisher is None:
                 await asyncio.Event().wait()
             else:
-                await publisher.controller(Settings(server=None)).run()
+                await publisher.controller(Settings(server=None), metrics=self._controller_metrics).run()
         finally:
             self.started.clear()
             await runner.cleanup()

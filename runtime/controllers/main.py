@@ -15,9 +15,12 @@ the Lease `liqo-controller-manager` in the runtime's namespace (`--leader-elect`
 | `offloading.namespacemap` | consumer: each NamespaceMap carried to its provider, the answer back |
 | `offloading.twinnamespace` | provider: the twin namespaces consumers ask for, and their RBAC |
 | `offloading.shadowpod` | provider: a Pod for every ShadowPod (recreated, kept through partitions) |
+| `offloading.shadowendpointslice` | provider: an EndpointSlice for every ShadowEndpointSlice (reflected endpoints) |
 
 Every field of `ControllerOptions` is a flag (`unpeer_timeout` -> `--unpeer-timeout`), so
-a controller's new option is on the command line without touching this module. Logging
+a controller's new option is on the command line without touching this module; the
+virtual kubelets' `reflection` options are the virtual kubelet's own flags
+(`--<kind>-reflection-workers`, `--ingress-class`), passed on to every one it deploys. Logging
 and signals belong to the dispatcher (`runtime.cmd.dispatch`): cancellation stops the
 manager, which releases the Lease on its way out.
 """
@@ -35,10 +38,19 @@ from pathlib import Path
 from typing import Any, Literal
 
 from runtime.core import Client, KubeconfigError, LeaderElectionSettings, Manager, ServerSettings, Settings
+from runtime.forge import reflection
+from runtime.forge.reflection import ReflectionOptions
 
 from .authentication import identity, resourceslice, servingkey, tenant
 from .core import foreigncluster
-from .offloading import namespacemap, namespaceoffloading, shadowpod, twinnamespace, virtualnode
+from .offloading import (
+    namespacemap,
+    namespaceoffloading,
+    shadowendpointslice,
+    shadowpod,
+    twinnamespace,
+    virtualnode,
+)
 from .options import ControllerOptions
 
 logger = logging.getLogger(__name__)
@@ -57,6 +69,7 @@ SETUPS: tuple[Setup, ...] = (
     namespacemap.setup,
     twinnamespace.setup,
     shadowpod.setup,
+    shadowendpointslice.setup,
 )
 LEASE_NAME = "liqo-controller-manager"
 DEFAULT_HEALTH_PORT = 8080
@@ -127,6 +140,9 @@ def argument_parser() -> argparse.ArgumentParser:
     hints = typing.get_type_hints(ControllerOptions)
     for option in dataclasses.fields(ControllerOptions):
         hint = hints[option.name]
+        if hint is ReflectionOptions:
+            reflection.add_arguments(parser)
+            continue
         flag = "--" + option.name.replace("_", "-")
         # SUPPRESS: an option not given stays off the namespace, so the dataclass's default applies
         if hint is bool:
@@ -146,7 +162,7 @@ def options_from(args: argparse.Namespace) -> ControllerOptions:
         for option in dataclasses.fields(ControllerOptions)
         if hasattr(args, option.name)
     }
-    return ControllerOptions(**given)
+    return ControllerOptions(**given, reflection=reflection.from_arguments(args))
 
 
 def settings_from(args: argparse.Namespace, options: ControllerOptions) -> Settings:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from runtime.api import constants as c
 from runtime.api.image import runtime_image
 from runtime.forge.quota import Enforcement
+from runtime.forge.reflection import ReflectionOptions
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,8 @@ class ControllerOptions:
     image: str = field(default_factory=runtime_image)
     #: how long deleting a VirtualNode waits for its virtual kubelet to stop before it removes the Node anyway
     virtual_node_deletion_timeout: float = 30.0
+    #: what the virtual kubelets reflect, with how many workers per kind (their flags, as given here)
+    reflection: ReflectionOptions = field(default_factory=ReflectionOptions)
     # ForeignCluster (the consumer's peering) and Identity (its credential).
     #: limit of each request to a provider's authentication service
     auth_timeout: float = 10.0
@@ -55,3 +58,5 @@ class ControllerOptions:
     twin_namespace_deletion_timeout: float = 120.0
     #: ShadowPods (provider) reconciled at once: each is a few requests, and a burst of offloaded pods is many
     shadow_pod_workers: int = 20
+    #: ShadowEndpointSlices (provider) reconciled at once: each is one request when its EndpointSlice changes
+    shadow_endpoint_slice_workers: int = 10

@@ -25,11 +25,12 @@ import functools
 import json
 import logging
 import ssl
-from collections.abc import AsyncGenerator, Iterable, Mapping
+import urllib.request
+from collections.abc import AsyncGenerator, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal, TypedDict
+from typing import Any, Final, Literal, TypedDict
 from urllib.parse import urlencode, urlsplit
 
 import aiohttp
@@ -86,6 +87,11 @@ class ObjectList:
     continue_token: str | None = None
 
 
+#: told the verb (the API's: get, list, watch, create, update, patch, delete) and the status code of each request
+RequestObserver = Callable[[str, int], None]
+_VERBS: Final = {"GET": "get", "POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
+
+
 class Client:
     """An async client for one cluster. `__init__` does no I/O; the `from_*` constructors load credentials."""
 
@@ -95,6 +101,10 @@ class Client:
         self._timeout = timeout
         self._session: aiohttp.ClientSession | None = None
         self._closed = False
+        #: told of every request this client sends (its owner's metrics); None: nobody
+        self.on_request: RequestObserver | None = None
+        #: the proxy the environment names for the server (HTTPS_PROXY, NO_PROXY, ...), found once per server
+        self._env_proxy = _env_proxy(config.server)
         #: discovery results by apiVersion: stable for a server's life, refreshed on a miss (new CRDs)
         self._discovery: dict[str, JSONList] = {}
 
@@ -147,7 +157,7 @@ class Client:
         """
         auth = Authenticator(config)
         await auth.prepare()
-        self._config, self._auth = config, auth
+        self._config, self._auth, self._env_proxy = config, auth, _env_proxy(config.server)
 
     @property
     def host(self) -> str:
@@ -219,7 +229,7 @@ class Client:
         _add(query, "limit", str(limit) if limit else None)
         _add(query, "continue", continue_token)
         _add(query, "resourceVersion", resource_version)
-        body = await self._json("GET", resource.path(namespace=namespace), query=query)
+        body = await self._json("GET", resource.path(namespace=namespace), query=query, verb="list")
         meta = body.get("metadata") or {}
         kind = resource.kind or str(body.get("kind", "")).removesuffix("List")
         api_version = body.get("apiVersion") or resource.api_version
@@ -264,7 +274,7 @@ class Client:
             total=None, sock_connect=connect_timeout or self._timeout, sock_read=client_timeout
         )
         path = resource.path(namespace=namespace)
-        response = await self._send("GET", path, query=query, limits=limits)
+        response = await self._send("GET", path, query=query, limits=limits, verb="watch")
         async with response:
             if response.status >= 400:
                 raise self._status_error(response.status, await self._read(response, "GET", path))
@@ -482,10 +492,11 @@ class Client:
         query: Query | None = None,
         body: Any = None,
         content_type: str = "application/json",
+        verb: str | None = None,
     ) -> JSON:
         limits = aiohttp.ClientTimeout(total=self._timeout)
         response = await self._send(
-            method, path, query=query or [], body=body, content_type=content_type, limits=limits
+            method, path, query=query or [], body=body, content_type=content_type, limits=limits, verb=verb
         )
         async with response:
             data = await self._read(response, method, path)
@@ -509,7 +520,9 @@ class Client:
         limits: aiohttp.ClientTimeout,
         body: Any = None,
         content_type: str = "application/json",
+        verb: str | None = None,
     ) -> aiohttp.ClientResponse:
+        """One request (retried once after a 401 with fresh credentials); `verb` names it for `on_request`."""
         url = self.host + path
         if query:
             url += "?" + urlencode(query)
@@ -524,6 +537,8 @@ class Client:
             response = await self._request(
                 method, url, path, data, content_type, auth.headers, auth.ssl, limits
             )
+        if self.on_request is not None:
+            self.on_request(verb or _VERBS.get(method, method.lower()), response.status)
         return response
 
     async def _request(
@@ -543,6 +558,7 @@ class Client:
             "User-Agent": USER_AGENT,
             **credentials,
         }
+        proxy = self._config.proxy_url or self._env_proxy
         try:
             return await self._http().request(
                 method,
@@ -552,7 +568,7 @@ class Client:
                 timeout=limits,
                 ssl=ssl_context,
                 server_hostname=self._config.tls_server_name,
-                proxy=self._config.proxy_url,
+                proxy=proxy,
             )
         except (aiohttp.ClientError, TimeoutError) as exc:
             raise await self._connection_error(
@@ -612,13 +628,17 @@ class Client:
         return Certificate.of(der) if der else None
 
     def _http(self) -> aiohttp.ClientSession:
-        """The session, made on first use (inside the loop); proxies from the environment apply as in client-go."""
+        """The session, made on first use (inside the loop).
+
+        Proxies from the environment apply as in client-go, looked up once per server
+        (`_env_proxy`): aiohttp's `trust_env` looks them up again in a thread for every
+        request, a thread hop that costs more than the request's own work on a busy loop.
+        """
         if self._closed:
             raise APIConnectionError(f"{self.host}: the client is closed", cluster=self._config.cluster_label)
         if self._session is None:
             self._session = aiohttp.ClientSession(
                 connector=aiohttp.TCPConnector(limit=CONNECTION_LIMIT),
-                trust_env=True,
                 read_bufsize=READ_BUFFER,
             )
         return self._session
@@ -628,6 +648,15 @@ class Client:
             return await response.read()
         except (aiohttp.ClientError, TimeoutError) as exc:
             raise await self._connection_error(exc, f"{method} {path}", bound=self._timeout) from exc
+
+
+def _env_proxy(server: str) -> str | None:
+    """The proxy the environment names for `server`: HTTPS_PROXY (HTTP_PROXY for http://) unless NO_PROXY covers
+    it, as client-go's `ProxyFromEnvironment` reads them (credentials in the proxy's URL; no netrc)."""
+    parts = urlsplit(server)
+    if not parts.hostname or urllib.request.proxy_bypass(parts.hostname):
+        return None
+    return urllib.request.getproxies_environment().get(parts.scheme or "https")
 
 
 def group_version_path(api_version: str) -> str:

@@ -6,7 +6,9 @@ that Event's `count` and `lastTimestamp` (a merge patch) instead of creating ano
 object. If the aggregated Event is gone (Events expire), a new one starts at count 1.
 
 Recording is best effort: API failures are logged, never raised, so a reconcile never
-fails because its Event could not be written.
+fails because its Event could not be written. Events of different objects (or reasons) are
+written concurrently; only repeats of one aggregation key wait for each other, so the count
+they bump is never lost.
 """
 
 from __future__ import annotations
@@ -38,7 +40,8 @@ class EventRecorder:
         self._cache_size = cache_size
         #: aggregation key -> (namespace, name, count) of the Event last written for it
         self._seen: OrderedDict[_Key, tuple[str, str, int]] = OrderedDict()
-        self._lock = asyncio.Lock()
+        #: aggregation key -> its lock and how many records hold or wait for it (dropped at zero)
+        self._locks: dict[_Key, tuple[asyncio.Lock, list[int]]] = {}
 
     async def record(
         self, obj: JSON, *, reason: str, message: str, type: EventType = "Normal", action: str = ""
@@ -60,20 +63,26 @@ class EventRecorder:
         subject = str(meta.get("uid") or f"{involved['kind']}/{meta.get('namespace', '')}/{involved['name']}")
         key: _Key = (subject, type, reason, message)
         namespace = str(meta.get("namespace") or "default")
-        async with self._lock:
-            try:
+        lock, users = self._locks.setdefault(key, (asyncio.Lock(), [0]))
+        users[0] += 1
+        try:
+            async with lock:
                 event = await self._aggregate(key, namespace) if key in self._seen else None
                 if event is None:
                     event = await self._create(key, namespace, involved, type, reason, message, action)
-            except APIError as exc:
-                logger.warning(
-                    "%s/%s: could not record event %s: %s",
-                    meta.get("namespace", ""),
-                    involved["name"],
-                    reason,
-                    exc,
-                )
-                return None
+        except APIError as exc:
+            logger.warning(
+                "%s/%s: could not record event %s: %s",
+                meta.get("namespace", ""),
+                involved["name"],
+                reason,
+                exc,
+            )
+            return None
+        finally:
+            users[0] -= 1
+            if not users[0]:
+                del self._locks[key]
         return event
 
     async def _aggregate(self, key: _Key, namespace: str) -> JSON | None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 
 from prometheus_client import CollectorRegistry
 
@@ -24,6 +25,7 @@ from .health import HealthServer
 from .informer import Informer, InformerFactory, InformerMetrics
 from .leader import LeaderElector
 from .reconcile import Controller, ControllerMetrics, Reconciler
+from .requests import RequestMetrics
 from .settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -41,6 +43,10 @@ class Manager:
             client, settings=settings.watching, metrics=InformerMetrics(self.registry)
         )
         self.controller_metrics = ControllerMetrics(self.registry)
+        #: the requests of this manager's client (`client="local"`), and of any other client a component adds
+        self.request_metrics = RequestMetrics(self.registry)
+        if client.on_request is None:
+            client.on_request = self.request_metrics.observer("local")
         self.elector = (
             LeaderElector(client, settings=settings.leader_election)
             if settings.leader_election is not None
@@ -67,11 +73,17 @@ class Manager:
         )
 
     def controller(
-        self, name: str, reconciler: Reconciler, *, primary: Informer, settings: Settings | None = None
+        self,
+        name: str,
+        reconciler: Reconciler,
+        *,
+        primary: Informer | None,
+        settings: Settings | None = None,
+        latency: Callable[[float], None] | None = None,
     ) -> Controller:
         """A controller run by this manager, with its metrics and its settings (else the manager's).
 
-        Add its watches before `run()`.
+        Add its watches before `run()`; `latency` is told each reconciled change's seconds since its first add.
         """
         controller = Controller(
             name,
@@ -79,6 +91,7 @@ class Manager:
             primary=primary,
             settings=settings or self.settings,
             metrics=self.controller_metrics,
+            latency=latency,
         )
         self._controllers.append(controller)
         return controller

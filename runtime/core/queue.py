@@ -8,6 +8,9 @@
 - The default rate limiter is the larger of a per-item exponential backoff and a
   global token bucket; `forget(key)` resets the key's backoff (call it on success),
   and `done(key)` must be called after every `get()`.
+- `added_at(key)`, while a worker holds the key, is when it was first added since it was
+  last handed out (a key added again while waiting keeps its first time): how long a
+  change waited is the controller's to measure.
 - `shutdown()` stops accepting keys and wakes idle workers; `get()` then raises
   `QueueShutDown`. Keys still waiting are dropped (unlike client-go, which hands them
   out): a stopping controller, one that lost its leadership above all, should not
@@ -130,6 +133,9 @@ class WorkQueue(Generic[K]):
         #: keys waiting to be processed (queued, or re-added while processing)
         self._dirty: set[K] = set()
         self._processing: set[K] = set()
+        #: loop time of each waiting key's first add, and of each key in flight (see `added_at`)
+        self._added: dict[K, float] = {}
+        self._handed: dict[K, float] = {}
         #: delayed adds: the timer of each key's earliest pending time
         self._delayed: dict[K, asyncio.TimerHandle] = {}
         #: workers parked in get(), woken (all of them) when a key arrives or the queue shuts down
@@ -144,6 +150,7 @@ class WorkQueue(Generic[K]):
         if self._shutting_down or key in self._dirty:
             return
         self._dirty.add(key)
+        self._added[key] = asyncio.get_running_loop().time()
         if key in self._processing:
             return  # handed out again on done()
         self._queue.append(key)
@@ -189,10 +196,16 @@ class WorkQueue(Generic[K]):
         key = self._queue.popleft()
         self._dirty.discard(key)
         self._processing.add(key)
+        self._handed[key] = self._added.pop(key)
         return key
+
+    def added_at(self, key: K) -> float:
+        """When the key a worker holds was first added (loop time) before it was handed out."""
+        return self._handed[key]
 
     def done(self, key: K) -> None:
         self._processing.discard(key)
+        self._handed.pop(key, None)
         if key in self._dirty and not self._shutting_down:
             self._queue.append(key)
             self._wake()
@@ -205,6 +218,7 @@ class WorkQueue(Generic[K]):
         self._delayed.clear()
         self._queue.clear()
         self._dirty.clear()
+        self._added.clear()
         self._wake()
 
     def _fire(self, key: K) -> None:

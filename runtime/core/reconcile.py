@@ -14,7 +14,9 @@ Outcomes:
 - raising `PermanentError`: logged and dropped until the object changes;
 - raising anything else (a conflict, say): requeued with the rate limiter's backoff.
 
-Each `run()` gets a fresh queue, so a controller stopped on lost leadership can run
+A controller without a primary informer is fed only by its watches and `enqueue` (the
+virtual kubelet's reflectors, whose informers come and go with the namespaces they
+reflect). Each `run()` gets a fresh queue, so a controller stopped on lost leadership can run
 again; on cancellation it stops taking keys, lets reconciles in flight finish (up to
 `drain_timeout`), then cancels them. Metrics go to the registry the caller gives.
 """
@@ -110,6 +112,12 @@ class ControllerMetrics:
             registry=registry,
         )
         self.depth = Gauge("workqueue_depth", "Keys waiting in the work queue", ["name"], registry=registry)
+        self.queue_duration = Histogram(
+            "workqueue_queue_duration_seconds",
+            "Time a key waits in the work queue, from its first add until a worker takes it",
+            ["name"],
+            registry=registry,
+        )
 
 
 class Controller:
@@ -118,15 +126,19 @@ class Controller:
         name: str,
         reconciler: Reconciler,
         *,
-        primary: Informer,
+        primary: Informer | None,
         settings: Settings,
         metrics: ControllerMetrics | None = None,
+        latency: Callable[[float], None] | None = None,
     ) -> None:
         self.name = name
         self.reconciler = reconciler
+        #: the informer whose objects are this controller's keys (None: keys come from watches and `enqueue`)
         self.primary = primary
         self.settings = settings
         self.metrics = metrics or ControllerMetrics(CollectorRegistry())
+        #: told, after each reconcile, the seconds since its key was first added (the change's whole latency)
+        self._latency = latency
         self._related: list[tuple[Informer, MapFunc]] = []
         self._queue: WorkQueue[Request] | None = None
         #: set while `run()` takes keys: from then on `enqueue` is heard
@@ -138,6 +150,8 @@ class Controller:
 
     def owns(self, informer: Informer, *, controller_only: bool = True) -> None:
         """Reconcile the primary owner of every changed object in `informer`."""
+        if self.primary is None:
+            raise ValueError(f"{self.name}: owner references need a primary informer (the owners' kind)")
         owner = self.primary.selection.resource
         if not owner.kind:
             raise ValueError(
@@ -155,7 +169,9 @@ class Controller:
         queue: WorkQueue[Request] = WorkQueue(rate_limiter=default_rate_limiter(self.settings.queueing))
         self._queue = queue
         self.metrics.depth.labels(self.name).set_function(lambda: len(queue))
-        removers = [self.primary.add_handler(self._primary_handler(queue))]
+        removers = (
+            [self.primary.add_handler(self._primary_handler(queue))] if self.primary is not None else []
+        )
         removers += [
             informer.add_handler(_mapped_handler(queue, mapper)) for informer, mapper in self._related
         ]
@@ -164,7 +180,7 @@ class Controller:
             for i in range(self.settings.queueing.workers)
         ]
         others: list[asyncio.Task[None]] = []
-        if self.settings.resync.period is not None:
+        if self.settings.resync.period is not None and self.primary is not None:
             others.append(
                 asyncio.create_task(
                     self._resync(queue, self.settings.resync.period), name=f"{self.name} resync"
@@ -203,6 +219,7 @@ class Controller:
         return enqueue
 
     async def _resync(self, queue: WorkQueue[Request], period: float) -> None:
+        assert self.primary is not None
         while True:
             await asyncio.sleep(period)
             for obj in self.primary.store:
@@ -222,6 +239,8 @@ class Controller:
     async def _reconcile(self, queue: WorkQueue[Request], request: Request) -> None:
         loop = asyncio.get_running_loop()
         started = loop.time()
+        added = queue.added_at(request)
+        self.metrics.queue_duration.labels(self.name).observe(started - added)
         try:
             result = await self.reconciler.reconcile(request)
         except TemporaryError as exc:
@@ -255,8 +274,11 @@ class Controller:
                 queue.add_after(request, result.requeue_after)
             else:
                 outcome = "success"
+        finished = loop.time()
         self.metrics.reconciles.labels(self.name, outcome).inc()
-        self.metrics.duration.labels(self.name).observe(loop.time() - started)
+        self.metrics.duration.labels(self.name).observe(finished - started)
+        if self._latency is not None:
+            self._latency(finished - added)
 
 
 def _mapped_handler(queue: WorkQueue[Request], mapper: MapFunc) -> EventHandler:

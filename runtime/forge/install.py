@@ -14,6 +14,7 @@ import ipaddress
 import json
 import re
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, get_args
 
@@ -23,6 +24,8 @@ from runtime.api.image import package_version, runtime_image
 
 from .meta import labels, metadata
 from .rbac import cluster_roles, component_bindings
+from .reflection import ReflectionOptions, ReflectionOptionsError
+from .reflection import from_values as reflection_from_values
 
 JSON = dict[str, Any]
 
@@ -75,6 +78,8 @@ class InstallOptions:
     auth_service_type: ServiceType = "NodePort"
     #: the authentication service's URL as other clusters reach it (empty: derived from its Service)
     auth_url: str = ""
+    #: what the virtual kubelets of this cluster (as a consumer) reflect to providers, with how many workers
+    reflection: ReflectionOptions = field(default_factory=ReflectionOptions)
 
     def validate(self) -> None:
         """Raise InstallOptionsError naming the first invalid option."""
@@ -111,6 +116,10 @@ class InstallOptions:
                 raise InstallOptionsError(
                     "cluster_labels", f"value {value!r} of {key!r} is not a valid label value"
                 )
+        try:
+            self.reflection.validate()
+        except ReflectionOptionsError as error:
+            raise InstallOptionsError(f"reflection.{error.option}", str(error).partition(": ")[2]) from None
 
 
 #: a valid value of each required option, to check one given value at a time
@@ -133,6 +142,19 @@ USER_OPTIONS: Final = (
     "auth_url",
     "cluster_labels",
 )
+
+
+def install_options(values: Mapping[str, Any]) -> InstallOptions:
+    """`InstallOptions` from plain values (a front end's state, `dataclasses.asdict` of options): `reflection`
+    as a mapping of its fields (missing: the defaults). InstallOptionsError when `reflection` holds an invalid
+    value (the other options are checked by `validate`)."""
+    reflection = values.get("reflection")
+    if not isinstance(reflection, ReflectionOptions):
+        try:
+            reflection = reflection_from_values(reflection or {})
+        except ReflectionOptionsError as error:
+            raise InstallOptionsError(f"reflection.{error.option}", str(error).partition(": ")[2]) from None
+    return InstallOptions(**{**values, "reflection": reflection})
 
 
 def placeholder_options(namespace: str = c.DEFAULT_NAMESPACE) -> InstallOptions:
@@ -295,6 +317,7 @@ def _controller_manager_args(options: InstallOptions) -> list[str]:
         f"--api-server-url={options.api_server_url}",
         "--leader-elect",
         f"--image={options.image}",
+        *options.reflection.args(),
     ]
 
 

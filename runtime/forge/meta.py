@@ -43,3 +43,35 @@ def is_reflected(obj: JSON | None, *, origin_cluster_id: str) -> bool:
         labels.get(c.LABEL_REFLECTION_MANAGED_BY) == c.MANAGED_BY_REFLECTION
         and labels.get(c.LABEL_ORIGIN_CLUSTER_ID) == origin_cluster_id
     )
+
+
+def is_skipped(obj: JSON | None) -> bool:
+    """Whether an object asks not to be reflected (`liqo.io/skip-reflection`, any value but `false`)."""
+    annotations = ((obj or {}).get("metadata") or {}).get("annotations") or {}
+    value = annotations.get(c.ANNOTATION_SKIP_REFLECTION)
+    return value is not None and str(value).lower() != "false"
+
+
+def reflected_metadata(
+    local: JSON, *, name: str, namespace: str, origin_cluster_id: str, labels: dict[str, str] | None = None
+) -> JSON:
+    """The metadata of a local object's copy: its labels and annotations, marked as reflected from the origin."""
+    meta = local.get("metadata") or {}
+    return {
+        "name": name,
+        "namespace": namespace,
+        "labels": {
+            **(meta.get("labels") or {}),
+            **(labels or {}),
+            **reflection_labels(origin_cluster_id=origin_cluster_id),
+        },
+        "annotations": dict(meta.get("annotations") or {}),
+    }
+
+
+def metadata_differs(current: JSON, desired: JSON) -> bool:
+    """Whether a copy's labels or annotations are not (any more) the ones it should carry."""
+    have, want = current.get("metadata") or {}, desired.get("metadata") or {}
+    return (have.get("labels") or {}) != (want.get("labels") or {}) or (have.get("annotations") or {}) != (
+        want.get("annotations") or {}
+    )

@@ -14,7 +14,9 @@ Spec out (`shadow_pod`), as Liqo documents it:
   bound to the pod), `kube-root-ca.crt` becomes the home cluster's CA from the same Secret,
   and the namespace the pod reads is its home namespace; with the home API server's
   address known, `KUBERNETES_SERVICE_HOST`/`PORT` point there. The provider's own
-  ServiceAccount token is never mounted;
+  ServiceAccount token is never mounted. Any other use of `kube-root-ca.crt` (a volume, an
+  environment variable) reads the home cluster's, reflected under its own name
+  (`configmaps.py`);
 - labels mark the origin (`liqo.io/managed-by=reflection`, the consumer's cluster id) and
   the consumer pod's uid is kept in an annotation, so a pod recreated with the same name
   is told apart.
@@ -39,6 +41,7 @@ from urllib.parse import urlsplit
 from runtime.api import constants as c
 from runtime.api.crds import SHADOWPODS
 
+from .configmaps import ROOT_CA_CONFIGMAP, remote_configmap_name
 from .meta import reflection_labels
 from .serviceaccounts import TokenProjection, token_projections, token_secret_name
 
@@ -61,7 +64,6 @@ SCHEDULING_FIELDS: Final = (
 #: fields that would tie the pod to the provider's ServiceAccounts instead of its own
 SERVICE_ACCOUNT_FIELDS: Final = ("serviceAccountName", "serviceAccount", "automountServiceAccountToken")
 HOST_NAMESPACES: Final = ("hostNetwork", "hostPID", "hostIPC")
-ROOT_CA_CONFIGMAP: Final = "kube-root-ca.crt"
 SECRET_CA_KEY: Final = "ca.crt"
 SECRET_NAMESPACE_KEY: Final = "namespace"
 #: the pod status fields the virtual kubelet writes back (reason and message cleared when the provider has none)
@@ -164,6 +166,27 @@ def _service_environment(home_api_server: str) -> list[JSON]:
     ]
 
 
+def _remap_root_ca(spec: JSON, name: str) -> None:
+    """Point every remaining reference to `kube-root-ca.crt` (volumes, environment) at its copy `name`."""
+    for volume in spec.get("volumes") or []:
+        sources = [
+            volume.get("configMap"),
+            *(s.get("configMap") for s in (volume.get("projected") or {}).get("sources") or []),
+        ]
+        for source in sources:
+            if source is not None and source.get("name") == ROOT_CA_CONFIGMAP:
+                source["name"] = name
+    for container in _all_containers(spec):
+        for entry in container.get("env") or []:
+            ref = (entry.get("valueFrom") or {}).get("configMapKeyRef")
+            if ref is not None and ref.get("name") == ROOT_CA_CONFIGMAP:
+                ref["name"] = name
+        for entry in container.get("envFrom") or []:
+            ref = entry.get("configMapRef")
+            if ref is not None and ref.get("name") == ROOT_CA_CONFIGMAP:
+                ref["name"] = name
+
+
 def remote_pod_spec(pod: JSON, *, options: PodOptions) -> JSON:
     """The pod's spec as the provider runs it (see the module's docstring)."""
     spec = copy.deepcopy(pod.get("spec") or {})
@@ -186,6 +209,9 @@ def remote_pod_spec(pod: JSON, *, options: PodOptions) -> JSON:
             for container in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]:
                 kept = [entry for entry in container.get("env") or [] if entry.get("name") not in names]
                 container["env"] = [*kept, *environment]
+    _remap_root_ca(
+        spec, remote_configmap_name(ROOT_CA_CONFIGMAP, origin_cluster_id=options.origin_cluster_id)
+    )
     return spec
 
 

@@ -22,6 +22,8 @@ LIQO_GROUPS = [c.CORE_GROUP, c.AUTHENTICATION_GROUP, c.OFFLOADING_GROUP]
 
 #: bound per virtual node (ClusterRoleBinding): its Node, its Lease, its VirtualNode
 VIRTUAL_KUBELET_ROLE = "liqo-virtual-kubelet"
+#: bound per virtual node in each namespace offloaded to its provider (RoleBinding): what it reflects from there
+VIRTUAL_KUBELET_REFLECTION_ROLE = "liqo-virtual-kubelet-reflection"
 #: bound on a provider in a consumer's tenant namespace (RoleBinding): what a consumer may do there
 REMOTE_CONSUMER_ROLE = "liqo-remote-consumer"
 #: bound on a provider in each twin namespace (RoleBinding) to the consumer it was created for
@@ -57,13 +59,20 @@ def cluster_roles() -> list[JSON]:
                 _rule([""], ["nodes"], [*READ, "delete"]),
                 # provider: the Pods of ShadowPods; consumer: offloaded pods sent back when a namespace is unoffloaded
                 _rule([""], ["pods"], ALL),
+                # provider: the EndpointSlices of ShadowEndpointSlices
+                _rule(["discovery.k8s.io"], ["endpointslices"], ALL),
                 _rule(["apps"], ["deployments"], ALL),
                 _rule([RBAC_GROUP], ["roles", "rolebindings", "clusterrolebindings"], ALL),
                 _rule(
                     [RBAC_GROUP],
                     ["clusterroles"],
                     ["bind"],
-                    [VIRTUAL_KUBELET_ROLE, REMOTE_CONSUMER_ROLE, REMOTE_OFFLOADING_ROLE],
+                    [
+                        VIRTUAL_KUBELET_ROLE,
+                        VIRTUAL_KUBELET_REFLECTION_ROLE,
+                        REMOTE_CONSUMER_ROLE,
+                        REMOTE_OFFLOADING_ROLE,
+                    ],
                 ),
                 _rule(["coordination.k8s.io"], ["leases"], ALL),
                 events,
@@ -125,6 +134,18 @@ def cluster_roles() -> list[JSON]:
             ],
         ),
         _cluster_role(
+            VIRTUAL_KUBELET_REFLECTION_ROLE,
+            "virtual-kubelet",
+            [
+                # what it reflects, in the namespaces offloaded to its provider only (a RoleBinding in each)
+                _rule([""], ["configmaps", "secrets", "services"], READ),
+                _rule(["discovery.k8s.io"], ["endpointslices"], READ),
+                _rule(["networking.k8s.io"], ["ingresses"], READ),
+                # the copies of the provider's Events it keeps there
+                _rule([""], ["events"], [*READ, "delete"]),
+            ],
+        ),
+        _cluster_role(
             REMOTE_CONSUMER_ROLE,
             "auth",
             [
@@ -144,8 +165,10 @@ def cluster_roles() -> list[JSON]:
                 _rule([c.OFFLOADING_GROUP], ["shadowpods/status"], ["get"]),
                 _rule([""], ["pods"], READ),
                 _rule([""], ["pods/log"], ["get"]),
-                # offloaded pods' ServiceAccount token Secrets
-                _rule([""], ["secrets"], ALL),
+                # offloaded pods' ServiceAccount token Secrets, and the reflected objects
+                _rule([""], ["secrets", "configmaps", "services"], ALL),
+                _rule(["networking.k8s.io"], ["ingresses"], ALL),
+                _rule([c.OFFLOADING_GROUP], ["shadowendpointslices"], ALL),
                 _rule(["", "events.k8s.io"], ["events"], READ),
             ],
         ),

@@ -9,6 +9,9 @@ objects of its virtual kubelet (`virtual_kubelet()`), all named `liqo-vk-<provid
   its Lease, VirtualNodes), which the controller may bind without holding it (the `bind` verb);
 - a Role and RoleBinding in the tenant namespace allowing `get`/`watch` on exactly the
   credential Secret, read through the API so a renewed credential reaches it without a restart;
+- in each namespace offloaded to the provider, a RoleBinding to `liqo-virtual-kubelet-reflection`
+  (`reflection_role_binding`): it reads what it reflects (ConfigMaps, Secrets, Services,
+  EndpointSlices, Ingresses) there and nowhere else;
 - the Deployment running `python -m runtime virtual-kubelet` from the runtime image.
 
 Namespaced objects are owned by the VirtualNode; the ClusterRoleBinding cannot be (a
@@ -26,7 +29,8 @@ from runtime.api.image import runtime_image
 
 from .install import HEALTH_PORT
 from .meta import labels
-from .rbac import RBAC_GROUP, VIRTUAL_KUBELET_ROLE
+from .rbac import RBAC_GROUP, VIRTUAL_KUBELET_REFLECTION_ROLE, VIRTUAL_KUBELET_ROLE
+from .reflection import ReflectionOptions
 
 JSON = dict[str, Any]
 
@@ -199,13 +203,44 @@ def credential_role_binding(virtual_node: JSON) -> JSON:
     }
 
 
+def reflection_role_binding(virtual_node: JSON, namespace: str) -> JSON:
+    """`liqo-virtual-kubelet-reflection` for the virtual kubelet, in one namespace offloaded to its provider.
+
+    Not owned (an owner lives in the same namespace); named and labelled after the virtual kubelet, so the
+    VirtualNode controller finds and removes it.
+    """
+    return {
+        "apiVersion": f"{RBAC_GROUP}/v1",
+        "kind": "RoleBinding",
+        "metadata": {**_metadata(virtual_node, namespaced=False), "namespace": namespace},
+        "roleRef": {"apiGroup": RBAC_GROUP, "kind": "ClusterRole", "name": VIRTUAL_KUBELET_REFLECTION_ROLE},
+        "subjects": [_subject(virtual_node)],
+    }
+
+
+def is_reflection_role_binding_of(binding: JSON, virtual_node: JSON) -> bool:
+    """Whether a RoleBinding outside the VirtualNode's namespace is one of its virtual kubelet's reflection ones."""
+    meta = binding.get("metadata") or {}
+    return (
+        meta.get("namespace") != virtual_node["metadata"]["namespace"]
+        and meta.get("name") == virtual_kubelet_name(virtual_node)
+        and (binding.get("roleRef") or {}).get("name") == VIRTUAL_KUBELET_REFLECTION_ROLE
+        and (binding.get("subjects") or [{}])[0] == _subject(virtual_node)
+    )
+
+
 def deployment(
-    virtual_node: JSON, *, home_cluster_id: str, home_api_server: str = "", default_image: str = ""
+    virtual_node: JSON,
+    *,
+    home_cluster_id: str,
+    home_api_server: str = "",
+    default_image: str = "",
+    reflection: ReflectionOptions | None = None,
 ) -> JSON:
     """The virtual kubelet's Deployment: one replica, replaced (never two at once: they would fight over the Node).
 
     `home_cluster_id` marks what it reflects; `home_api_server` is this cluster's API server as other clusters
-    reach it (offloaded pods talk to it).
+    reach it (offloaded pods talk to it); `reflection` what it reflects (its flags; the defaults when None).
     """
     meta = virtual_node["metadata"]
     image = (virtual_node.get("spec") or {}).get("image") or default_image or runtime_image()
@@ -221,6 +256,7 @@ def deployment(
             f"--kubelet-address=$(POD_IP):{KUBELET_PORT}",
             f"--home-cluster-id={home_cluster_id}",
             *([f"--home-api-server-url={home_api_server}"] if home_api_server else []),
+            *(reflection or ReflectionOptions()).args(),
         ],
         "env": [
             {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
@@ -266,7 +302,12 @@ def deployment(
 
 
 def virtual_kubelet(
-    virtual_node: JSON, *, home_cluster_id: str, home_api_server: str = "", default_image: str = ""
+    virtual_node: JSON,
+    *,
+    home_cluster_id: str,
+    home_api_server: str = "",
+    default_image: str = "",
+    reflection: ReflectionOptions | None = None,
 ) -> list[JSON]:
     """Every object of the VirtualNode's virtual kubelet, in apply order (identity and rights before the workload).
 
@@ -282,5 +323,6 @@ def virtual_kubelet(
             home_cluster_id=home_cluster_id,
             home_api_server=home_api_server,
             default_image=default_image,
+            reflection=reflection,
         ),
     ]

@@ -39,6 +39,8 @@ from runtime.forge.install import (
     placeholder_options,
 )
 from runtime.forge.nodes import api_server_url, names_loopback
+from runtime.forge.reflection import ReflectionOptions, ReflectionOptionsError
+from runtime.forge.reflection import from_command_line as reflection_from_command_line
 
 from .identity import IdentityError, cluster_identity
 from .waits import NEVER, POLL_INTERVAL, POLL_MAX_INTERVAL, Stop, wait_until
@@ -429,6 +431,8 @@ class Observed:
     api_server_url: str
     #: the type of the auth service's Service ("" when it is missing)
     auth_service_type: str = ""
+    #: what the virtual kubelets reflect (the controller manager's flags; the defaults when it is missing)
+    reflection: ReflectionOptions = field(default_factory=ReflectionOptions)
     missing: list[str] = field(default_factory=list)
 
 
@@ -462,6 +466,7 @@ async def observe(client: Client, namespace: str) -> Observed | None:
         webhook_mode=_flag(deployments.get("liqo-webhook"), "--mode="),
         api_server_url=_flag(deployments.get("liqo-auth"), "--api-server-url="),
         auth_service_type=str(((auth_service or {}).get("spec") or {}).get("type") or ""),
+        reflection=_reflection(deployments.get("liqo-controller-manager")),
         missing=[str(target) for target, obj in live.items() if obj is None],
     )
 
@@ -478,6 +483,16 @@ def _container(deployment: JSON | None) -> JSON:
         (((deployment or {}).get("spec") or {}).get("template") or {}).get("spec", {}).get("containers")
     )
     return dict(containers[0]) if containers else {}
+
+
+def _reflection(deployment: JSON | None) -> ReflectionOptions:
+    """The reflection options of the controller manager's flags (an edited, invalid one reads as the default)."""
+    container = _container(deployment)
+    arguments = [str(a) for a in [*(container.get("command") or []), *(container.get("args") or [])]]
+    try:
+        return reflection_from_command_line(arguments)
+    except ReflectionOptionsError:
+        return ReflectionOptions()
 
 
 def _flag(deployment: JSON | None, prefix: str) -> str:

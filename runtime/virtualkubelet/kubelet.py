@@ -12,8 +12,10 @@ kubelet cares about: its VirtualNode, its Node, its credential Secret):
 - the Lease heartbeat (`lease.py`), once the Node exists;
 - reflection (`reflection/`): the NamespaceMap of its provider says which namespaces are
   offloaded there, under which names; for each, the pod reflector turns the pods bound
-  to the node into ShadowPods in the twin namespace and brings their status back, over
-  remote informers on the provider's client;
+  to the node into ShadowPods in the twin namespace and brings their status back, and
+  the other reflectors (as `settings.reflection` turns them on) keep copies of the
+  namespace's ConfigMaps, Secrets, Services, EndpointSlices and Ingresses there and bring
+  the provider's Events back, over informers of both namespaces;
 - the kubelet API (`kubeletapi.py`): `kubectl logs` of offloaded pods, from the provider.
 
 `/readyz` answers ready once the Node is registered and the provider was checked once.
@@ -65,14 +67,18 @@ from runtime.core.failures import explain
 from runtime.core.health import HealthServer
 from runtime.forge import virtualnode as forge
 from runtime.forge.pods import PodOptions
+from runtime.forge.reflection import ReflectionOptions
 
 from .health import HealthChecker, HealthSettings
 from .kubeletapi import KubeletAPI, LogsError, SubjectAccessAuthorizer
 from .lease import LeaseHeartbeat, LeaseSettings
 from .node import NodeReconciler
 from .reflection.manager import ReflectionManager
+from .reflection.metrics import OffloadedPods, ReflectionMetrics
 from .reflection.namespacemap import NamespaceMapReconciler
-from .reflection.workload import PodReflectionOptions, PodReflector
+from .reflection.outgoing import ReflectionContext
+from .reflection.setup import reflectors
+from .reflection.workload import PodReflectionOptions
 from .remote import CredentialRemote
 from .translation import AddressTranslator, IdentityTranslator
 
@@ -96,8 +102,8 @@ class VirtualKubeletSettings:
     #: the kubelet API (`kubectl logs`): where it listens (port 0: any free one)
     kubelet_host: str = "0.0.0.0"
     kubelet_port: int = 10250
-    #: concurrent reflections of pods (never two of one pod): each waits on a few requests to both clusters
-    pod_workers: int = 20
+    #: what is reflected, with how many workers per kind (never two on one object): each waits on both clusters
+    reflection: ReflectionOptions = field(default_factory=ReflectionOptions)
     #: the informers of the provider's twin namespaces
     watching: WatchingSettings = field(default_factory=WatchingSettings)
 
@@ -237,7 +243,11 @@ class VirtualKubelet:
             registry=self._registry,
         )
         secrets = manager.informer(SECRETS, namespace=ref.namespace, field_selector=_named(secret))
-        remote = CredentialRemote(provider=provider, request_timeout=self._settings.health.timeout)
+        remote = CredentialRemote(
+            provider=provider,
+            request_timeout=self._settings.health.timeout,
+            on_request=manager.request_metrics.observer("provider"),
+        )
         node_request = Request("", node_name)
         node_controller: Controller | None = None
         checker = HealthChecker(
@@ -247,7 +257,13 @@ class VirtualKubelet:
             on_change=lambda health: node_controller.enqueue(node_request) if node_controller else None,
         )
         self._checker = checker
-        reflection = self._reflection(manager, remote, provider=provider, node_name=node_name)
+        reflection = self._reflection(
+            manager,
+            remote,
+            provider=provider,
+            provider_cluster_id=str((virtual_node.get("spec") or {}).get("clusterID") or ""),
+            node_name=node_name,
+        )
         manager.controller(
             "credential",
             CredentialReconciler(
@@ -297,31 +313,49 @@ class VirtualKubelet:
         logger.info("%s: the VirtualNode is being deleted; the virtual kubelet stopped", ref)
 
     def _reflection(
-        self, manager: Manager, remote: CredentialRemote, *, provider: str, node_name: str
+        self,
+        manager: Manager,
+        remote: CredentialRemote,
+        *,
+        provider: str,
+        provider_cluster_id: str,
+        node_name: str,
     ) -> ReflectionManager:
-        """The pod reflector and the NamespaceMap handler on `manager`, and the kubelet API serving their logs."""
+        """The reflectors and the NamespaceMap handler on `manager`, their metrics, and the kubelet API."""
         ref = self._ref
         pods = manager.informer(PODS, field_selector=f"spec.nodeName={node_name}")
-        options = PodReflectionOptions(
+        metrics = ReflectionMetrics(self._registry, cluster_id=provider_cluster_id, node_name=node_name)
+        self._registry.register(OffloadedPods(lambda: pods.store, node_name=node_name))
+        context = ReflectionContext(
+            local_client=self._client,
+            remote=remote,
+            recorder=EventRecorder(
+                self._client, component=c.FIELD_MANAGER_VIRTUAL_KUBELET, instance=node_name
+            ),
+            metrics=metrics,
+            translator=self._translator,
+            origin_cluster_id=self._home_cluster_id,
+            provider=provider,
+        )
+        pod_options = PodReflectionOptions(
             pods=PodOptions(origin_cluster_id=self._home_cluster_id, home_api_server=self._home_api_server),
             node_name=node_name,
             host_ip=self._address or "",
             provider=provider,
             home_ca=self._client.config.certificate_authority or b"",
         )
-        reflector = PodReflector(
-            manager,
-            local=pods,
-            local_client=self._client,
-            remote=remote,
-            options=options,
-            translator=self._translator,
-            recorder=EventRecorder(
-                self._client, component=c.FIELD_MANAGER_VIRTUAL_KUBELET, instance=node_name
+        reflection = ReflectionManager(
+            reflectors(
+                manager,
+                options=self._settings.reflection,
+                context=context,
+                pods=pods,
+                pod_options=pod_options,
+                provider_cluster_id=provider_cluster_id,
             ),
-            workers=self._settings.pod_workers,
+            local=manager.informers,
+            watching=self._settings.watching,
         )
-        reflection = ReflectionManager([reflector], watching=self._settings.watching)
         maps = manager.informer(NAMESPACEMAPS, namespace=ref.namespace, field_selector=_named(ref.name))
         manager.controller(
             "namespacemap",

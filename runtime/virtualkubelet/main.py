@@ -8,11 +8,13 @@ kubelet API (`--kubelet-address`) serves `kubectl logs` of offloaded pods.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import os
 from collections.abc import Sequence
 
 from runtime.core import Client, KubeconfigError, Request, ServerSettings
+from runtime.forge import reflection
 
 from .health import HealthSettings
 from .kubelet import VirtualKubelet, VirtualKubeletError, VirtualKubeletSettings
@@ -73,12 +75,7 @@ def parser() -> argparse.ArgumentParser:
         default=(defaults.kubelet_host, defaults.kubelet_port),
         help=f"host:port of the kubelet API (kubectl logs) (default {defaults.kubelet_host}:{defaults.kubelet_port})",
     )
-    parser.add_argument(
-        "--pod-workers",
-        type=int,
-        default=defaults.pod_workers,
-        help=f"pods reflected at once (default {defaults.pod_workers})",
-    )
+    reflection.add_arguments(parser)
     parser.add_argument(
         "--ping-interval",
         type=float,
@@ -130,14 +127,12 @@ async def main(argv: Sequence[str]) -> int:
         server=ServerSettings(host=health_host or "0.0.0.0", port=health_port),
         kubelet_host=kubelet_host or "0.0.0.0",
         kubelet_port=kubelet_port,
-        pod_workers=args.pod_workers,
     )
     ref: Request = args.virtual_node
     try:
         settings.health.validate()
         settings.lease.validate()
-        if settings.pod_workers < 1:
-            raise ValueError(f"--pod-workers must be at least 1, not {settings.pod_workers}")
+        settings = dataclasses.replace(settings, reflection=reflection.from_arguments(args))
         client = await (Client.from_kubeconfig(args.kubeconfig) if args.kubeconfig else Client.in_cluster())
     except (ValueError, KubeconfigError) as exc:
         logger.error("%s: the virtual kubelet cannot start: %s", ref, exc)

@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from runtime.core import APIError, Client
+from runtime.core.client import RequestObserver
 from runtime.core.failures import explain
 from runtime.core.kubeconfig import load_kubeconfig_dict
 
@@ -48,9 +49,12 @@ class Remote(Protocol):
 class CredentialRemote:
     """The provider reached with the consumer's credential; `use()` installs each new kubeconfig."""
 
-    def __init__(self, *, provider: str, request_timeout: float = 10.0) -> None:
+    def __init__(
+        self, *, provider: str, request_timeout: float = 10.0, on_request: RequestObserver | None = None
+    ) -> None:
         self._provider = provider
         self._request_timeout = request_timeout
+        self._on_request = on_request
         self._client: Client | None = None
         #: the kubeconfig the client uses (a Secret resync with the same one changes nothing)
         self._kubeconfig: Mapping[str, Any] | None = None
@@ -75,6 +79,7 @@ class CredentialRemote:
         renewed = self._client is not None
         if self._client is None:
             self._client = await Client.from_config(config, request_timeout=self._request_timeout)
+            self._client.on_request = self._on_request
         else:
             await self._client.reconfigure(config)
         self._kubeconfig = kubeconfig

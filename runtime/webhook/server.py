@@ -22,6 +22,7 @@ from runtime.api import constants as c
 from runtime.api.crds import NAMESPACEOFFLOADINGS
 from runtime.core import Client, InformerFactory, ServerSettings, WatchingSettings
 from runtime.core.health import HealthServer
+from runtime.core.informer import InformerMetrics
 
 from .app import ReviewMetrics, application, mutators, validators
 from .certs import ServingCertificate, server_context, service_dns_names, serving_certificate
@@ -79,7 +80,11 @@ class WebhookServer:
         self.ready = asyncio.Event()
         #: the bound port, once listening (differs from the options' when that is 0)
         self.port: int | None = None
-        self._informers = InformerFactory(client, settings=WatchingSettings())
+        self._informers = InformerFactory(
+            client, settings=WatchingSettings(), metrics=InformerMetrics(self._registry)
+        )
+        #: the /healthz, /readyz, /metrics endpoint, while `run()` serves one (its bound port: `health.port`)
+        self.health: HealthServer | None = None
         self._offloadings = self._informers.informer(NAMESPACEOFFLOADINGS)
 
     def _offloading(self, namespace: str) -> JSON | None:
@@ -100,10 +105,10 @@ class WebhookServer:
         )
         async with asyncio.TaskGroup() as group:
             if options.health is not None:
-                health = HealthServer(
+                self.health = HealthServer(
                     settings=options.health, registry=self._registry, ready=self.ready.is_set
                 )
-                group.create_task(health.run(), name="webhook health server")
+                group.create_task(self.health.run(), name="webhook health server")
             group.create_task(self._informers.run(), name="webhook informers")
             await self._informers.wait_synced()
             group.create_task(self._serve(certificate), name="webhook https server")

@@ -40,6 +40,17 @@ from .harness import Provider
 from .runtime_double import AUTH_URL, CA_BUNDLE, installed_runtime
 
 POD_CIDR = "10.244.0.0/16"
+#: `reflection` as planned when the configuration leaves it out
+DEFAULT_REFLECTION = {
+    "pod_workers": 20,
+    "configmap_workers": 20,
+    "secret_workers": 20,
+    "service_workers": 10,
+    "endpointslice_workers": 20,
+    "ingress_workers": 5,
+    "event_workers": 10,
+    "ingress_classes": {},
+}
 
 
 def resource(provider: Provider | None = None) -> InstallResource:
@@ -83,6 +94,29 @@ def test_an_invalid_value_is_an_error_on_its_attribute(
     assert says in detail
 
 
+@pytest.mark.parametrize(
+    ("reflection", "path", "says"),
+    [
+        ({"secret_workers": -1}, ["reflection", "secret_workers"], "is not a worker count in 0..1000"),
+        ({"pod_workers": 2.5}, ["reflection", "pod_workers"], "is not a whole number of workers"),
+        (
+            {"ingress_classes": {"nginx": "Not A Class"}},
+            ["reflection", "ingress_classes"],
+            "is not an ingress class",
+        ),
+    ],
+    ids=["negative", "fraction", "class"],
+)
+def test_an_invalid_reflection_option_is_an_error_on_its_field(
+    reflection: dict[str, Any], path: list[str], says: str
+) -> None:
+    outcome = harness.validate(resource(), config(reflection=reflection))
+
+    [(_, detail, got)] = outcome.errors
+    assert got == path
+    assert says in detail
+
+
 def test_every_invalid_value_is_reported_at_once() -> None:
     outcome = harness.validate(
         resource(), config(cluster_name="Bad", pod_cidr="x", sharing_percentage=500, webhook_mode="y")
@@ -121,6 +155,7 @@ def test_a_create_plan_has_the_defaults_and_leaves_cluster_values_to_apply() -> 
         "auth_service_type": "NodePort",
         "api_server_url": Unknown,
         "auth_url": Unknown,
+        "reflection": DEFAULT_REFLECTION,
         "force": False,
         "purge": False,
         "cluster_id": Unknown,
@@ -143,6 +178,7 @@ def applied_state(**values: Any) -> dict[str, Any]:
         "auth_service_type": "NodePort",
         "api_server_url": "https://127.0.0.1:6443",
         "auth_url": AUTH_URL,
+        "reflection": DEFAULT_REFLECTION,
         "force": False,
         "purge": False,
         "cluster_id": str(uuid.uuid4()),
@@ -197,6 +233,28 @@ def test_another_auth_service_type_changes_in_place_and_leaves_the_auth_url_to_a
     assert outcome.replace == []
     assert outcome.state["auth_service_type"] == "LoadBalancer"
     assert outcome.state["auth_url"] is Unknown, "the URL follows the Service"
+
+
+def test_reflection_options_change_in_place_and_the_others_keep_their_defaults() -> None:
+    prior = applied_state()
+
+    outcome = harness.plan(
+        resource(),
+        config(
+            api_server_url="https://127.0.0.1:6443",
+            reflection={"secret_workers": 0, "ingress_classes": {"a": "b"}},
+        ),
+        prior=prior,
+    )
+
+    assert outcome.state is not None
+    assert outcome.replace == []
+    assert outcome.state["reflection"] == {
+        **DEFAULT_REFLECTION,
+        "secret_workers": 0,
+        "ingress_classes": {"a": "b"},
+    }
+    assert outcome.state["auth_url"] == AUTH_URL, "the auth service does not restart for reflection options"
 
 
 def test_another_namespace_forces_a_reinstall() -> None:
@@ -368,6 +426,7 @@ async def test_a_stop_during_create_returns_the_state_at_once(provider: Provider
 
 async def test_read_reports_drift_and_missing_objects(provider: Provider, api: Client) -> None:
     element, state = await create_installed(provider, api)
+    assert state["reflection"] == DEFAULT_REFLECTION
     await api.delete(DEPLOYMENTS, "liqo-auth", namespace="liqo")
     await api.patch(
         CONFIGMAPS,
@@ -375,6 +434,10 @@ async def test_read_reports_drift_and_missing_objects(provider: Provider, api: C
         {"data": {c.IDENTITY_SHARING_PERCENTAGE: "40"}},
         namespace="liqo",
     )
+    manager = await api.get(DEPLOYMENTS, "liqo-controller-manager", namespace="liqo")
+    container = manager["spec"]["template"]["spec"]["containers"][0]
+    container["args"] = [*container["args"], "--event-reflection-workers=0"]
+    await api.replace(DEPLOYMENTS, manager, namespace="liqo")
 
     outcome = await asyncio.to_thread(harness.read, element, state)
 
@@ -382,9 +445,11 @@ async def test_read_reports_drift_and_missing_objects(provider: Provider, api: C
     assert outcome.state is not None
     assert outcome.state["missing_objects"] == ["Deployment liqo/liqo-auth"]
     assert outcome.state["sharing_percentage"] == 40
+    assert outcome.state["reflection"] == {**DEFAULT_REFLECTION, "event_workers": 0}
     planned = await asyncio.to_thread(harness.plan, element, config(pod_cidr=POD_CIDR), prior=outcome.state)
     assert planned.state is not None
     assert (planned.state["sharing_percentage"], planned.state["missing_objects"]) == (90, [])
+    assert planned.state["reflection"] == DEFAULT_REFLECTION
 
 
 async def test_an_update_recreates_what_is_missing_and_keeps_the_webhook_patch(

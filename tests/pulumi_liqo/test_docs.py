@@ -61,13 +61,21 @@ def test_render_refuses_a_page_without_an_api_region() -> None:
 
 
 def test_every_nested_type_is_described_on_the_page_that_uses_it() -> None:
-    page = (_docs.DOCS / "offload.md").read_text()
     assert set(SCHEMA["types"]) == {
         "liqo:index:ClusterSelectorTermArgs",
         "liqo:index:NodeSelectorRequirementArgs",
         "liqo:index:ClusterStatus",
+        "liqo:index:ReflectionArgs",
+    }
+    pages = {
+        token: _docs.DOCS / f"{component.__name__.lower()}.md"
+        for component in COMPONENTS
+        for token in _docs._references(
+            SCHEMA["resources"][f"liqo:index:{component.__name__}"], SCHEMA["types"]
+        )
     }
     for token, spec in SCHEMA["types"].items():
+        page = pages[token].read_text()
         assert f"### `{token.rsplit(':', 1)[-1]}`" in page
         for name, prop in spec["properties"].items():
             assert prop.get("description"), f"{token}.{name} has no description"

@@ -13,6 +13,7 @@ import pulumi_liqo
 from pulumi_liqo._args import ArgumentError
 from runtime.api import constants as c
 from runtime.forge.install import InstallOptions, install_manifests
+from runtime.forge.reflection import ReflectionOptions
 
 from .mocks import DYNAMIC_OUTPUTS, RecordingMonitor, Registration
 
@@ -66,6 +67,30 @@ def test_its_kubernetes_resources_are_the_install_manifests(monitor: RecordingMo
             "kubernetes:apps/v1:Deployment",
             "kubernetes:admissionregistration.k8s.io/v1:ValidatingWebhookConfiguration",
         } <= types
+
+    return component.cluster_id.apply(check)
+
+
+@pulumi.runtime.test
+def test_reflection_options_reach_the_controller_manager_as_liqo_install_writes_them(
+    monitor: RecordingMonitor,
+) -> pulumi.Output[Any]:
+    reflection = {"secret_workers": 0, "service_workers": 3, "ingress_classes": {"nginx": "public"}}
+    component = install(reflection=reflection)
+
+    def check(_: Any) -> None:
+        wanted = expected(
+            reflection=ReflectionOptions(
+                secret_workers=0, service_workers=3, ingress_classes={"nginx": "public"}
+            )
+        )
+        got = {key(found.inputs): found.inputs for found in objects(monitor)}
+        manager = got[("Deployment", "liqo-controller-manager")]
+        assert manager == {key(obj): obj for obj in wanted}[("Deployment", "liqo-controller-manager")]
+        args = manager["spec"]["template"]["spec"]["containers"][0]["args"]
+        assert "--secret-reflection-workers=0" in args and "--ingress-class=nginx=public" in args
+        (runtime,) = monitor.by_type(RUNTIME)
+        assert runtime.inputs["options"]["reflection"] == reflection
 
     return component.cluster_id.apply(check)
 
@@ -171,8 +196,23 @@ def test_custom_timeouts_bound_the_waits_and_the_children(monitor: RecordingMoni
         ("auth_service_type", "ExternalName", "is not one of"),
         ("api_server_url", "http://rome:6443", "must be an https:// URL"),
         ("cluster_labels", {"zone": "-a"}, "is not a valid label value"),
+        ("reflection", {"secret_workers": -1}, "secret_workers: -1 is not a worker count"),
+        ("reflection", {"secrets_workers": 1}, "secrets_workers: not a reflection option"),
+        ("reflection", {"ingress_classes": {"nginx": "Bad_Class"}}, "is not an ingress class name"),
     ],
-    ids=["name", "namespace", "cidr", "sharing", "webhook-mode", "service-type", "api-url", "labels"],
+    ids=[
+        "name",
+        "namespace",
+        "cidr",
+        "sharing",
+        "webhook-mode",
+        "service-type",
+        "api-url",
+        "labels",
+        "reflection-workers",
+        "reflection-unknown",
+        "reflection-class",
+    ],
 )
 def test_bad_input_fails_at_construction_naming_the_argument(
     monitor: RecordingMonitor, argument: str, value: Any, fragment: str

@@ -23,7 +23,7 @@ from playground.testing import Playground
 from pulumi_liqo import _cluster
 from pulumi_liqo._cluster import cluster_config
 from pulumi_liqo.providers.base import LiqoError
-from pulumi_liqo.providers.install import DiscoveryProvider, RuntimeProvider
+from pulumi_liqo.providers.install import DiscoveryProvider, RuntimeProvider, install_options
 from pulumi_liqo.providers.offload import OffloadingProvider
 from pulumi_liqo.providers.peering import PeeringProvider
 from pulumi_liqo.providers.token import TokenProvider
@@ -317,7 +317,7 @@ async def test_quick_start_drift_and_teardown_with_the_provider_gone(
     async with rome.client() as api:
         await install.apply(
             api,
-            InstallOptions(**rome_runtime["options"]),
+            install_options(rome_runtime),
             field_manager=c.FIELD_MANAGER_PULUMI,
             progress=install.Progress(),
         )

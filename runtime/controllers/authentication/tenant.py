@@ -72,6 +72,8 @@ logger = logging.getLogger(__name__)
 
 JSON = dict[str, Any]
 
+NAME = "tenant"
+
 EVENT_COMPONENT = "tenant-controller"
 CONDITION_READY = "Ready"
 CONDITION_ACTIVE = "Active"
@@ -455,6 +457,6 @@ def setup(manager: Manager, options: ControllerOptions) -> None:
         recorder=EventRecorder(manager.client, component=EVENT_COMPONENT),
         options=options,
     )
-    controller = manager.controller("tenant", reconciler, primary=tenants)
+    controller = manager.controller(NAME, reconciler, primary=tenants)
     for informer in (namespaces, service_accounts, role_bindings, resource_slices):
         controller.watches(informer, _in_namespace(tenants))

@@ -6,7 +6,10 @@ to that provider in it, and it goes with the VirtualNode when the peering does.
 
 For every VirtualNode the controller applies (server-side apply, field manager
 `liqo-controller-manager`) the virtual kubelet's ServiceAccount, its Role and bindings and
-its Deployment (`runtime.forge.virtualnode`), writing only what differs from the caches, and
+its Deployment (`runtime.forge.virtualnode`), writing only what differs from the caches;
+binds `liqo-virtual-kubelet-reflection` in each namespace its NamespaceMap offloads to the
+provider (and unbinds it from the namespaces that left), so the virtual kubelet reads what
+it reflects there and nowhere else; and
 reports in the VirtualNode's status whether the Deployment is available (`VirtualKubelet`),
 whether the Node it registers is Ready (`Node`) and both at once (`Ready`).
 
@@ -53,7 +56,7 @@ from runtime.core import (
 )
 from runtime.forge import conditions
 from runtime.forge import virtualnode as forge
-from runtime.forge.namespaces import namespace_map
+from runtime.forge.namespaces import desired_mapping, namespace_map
 
 from ..core.peering import LocalCluster
 from ..options import ControllerOptions
@@ -123,6 +126,7 @@ class VirtualNodeReconciler:
                 home_cluster_id=local.cluster_id,
                 home_api_server=self._options.api_server_url,
                 default_image=self._options.image,
+                reflection=self._options.reflection,
             )
         except ValueError as error:
             await self._write_status(virtual_node, _invalid(virtual_node, str(error)))
@@ -134,8 +138,39 @@ class VirtualNodeReconciler:
                 )
                 logger.info("%s: applied %s %s", request, obj["kind"], obj["metadata"]["name"])
         await self._ensure_namespace_map(virtual_node)
+        await self._reflection_bindings(virtual_node, deleting=False)
         await self._write_status(virtual_node, self._conditions(virtual_node))
         return None
+
+    async def _reflection_bindings(self, virtual_node: JSON, *, deleting: bool) -> None:
+        """Bind the virtual kubelet's reflection role in exactly the namespaces its NamespaceMap offloads."""
+        meta = virtual_node["metadata"]
+        namespace_map = self._maps.store.get(meta["name"], namespace=meta["namespace"])
+        wanted = set() if deleting or namespace_map is None else set(desired_mapping(namespace_map))
+        have = {
+            str(binding["metadata"]["namespace"])
+            for binding in self._owned["RoleBinding"].store
+            if forge.is_reflection_role_binding_of(binding, virtual_node)
+        }
+        name = forge.virtual_kubelet_name(virtual_node)
+        for namespace in sorted(wanted - have):
+            with contextlib.suppress(NotFoundError):  # the namespace is gone: nothing to bind
+                await self._client.apply(
+                    ROLEBINDINGS,
+                    forge.reflection_role_binding(virtual_node, namespace),
+                    field_manager=c.FIELD_MANAGER_CONTROLLER_MANAGER,
+                    force=True,
+                )
+                logger.info(
+                    "%s/%s: %s may read what it reflects from %s",
+                    meta["namespace"],
+                    meta["name"],
+                    name,
+                    namespace,
+                )
+        for namespace in sorted(have - wanted):
+            with contextlib.suppress(NotFoundError):
+                await self._client.delete(ROLEBINDINGS, name, namespace=namespace)
 
     async def _ensure_namespace_map(self, virtual_node: JSON) -> None:
         """Create the provider's NamespaceMap when missing (its mapping is the NamespaceOffloading controller's)."""
@@ -309,6 +344,12 @@ class VirtualNodeReconciler:
                 f"delete Node {forge.node_name(virtual_node)}",
                 self._client.delete(NODES, forge.node_name(virtual_node)),
             )
+        await self._step(
+            request,
+            overdue,
+            "remove the reflection RoleBindings",
+            self._reflection_bindings(virtual_node, deleting=True),
+        )
         for kind, resource in _KINDS.items():
             if kind != "Deployment":
                 scope = None if kind == "ClusterRoleBinding" else namespace
@@ -324,7 +365,7 @@ class VirtualNodeReconciler:
             return  # a stale cache: the finalizer was released already, and the VirtualNode is gone
         logger.info("%s: virtual kubelet and node removed; finalizer released", request)
 
-    async def _step(self, request: Request, overdue: bool, what: str, call: Awaitable[JSON]) -> None:
+    async def _step(self, request: Request, overdue: bool, what: str, call: Awaitable[JSON | None]) -> None:
         """One cleanup call: NotFound is done; another failure is retried, or once overdue, logged and skipped."""
         try:
             await call
@@ -391,7 +432,8 @@ def _by_node(virtual_nodes: Informer) -> MapFunc:
 
 
 def _by_subject(binding: JSON) -> Iterable[Request]:
-    """A virtual kubelet's ClusterRoleBinding -> its VirtualNode (named in a label, in its subject's namespace)."""
+    """A virtual kubelet's ClusterRoleBinding (or reflection RoleBinding) -> its VirtualNode (named in a label, in
+    its subject's namespace)."""
     name = (binding["metadata"].get("labels") or {}).get(c.LABEL_VIRTUAL_NODE_NAME)
     subjects = binding.get("subjects") or []
     if not name or not subjects:
@@ -426,6 +468,8 @@ def setup(manager: Manager, options: ControllerOptions) -> None:
             controller.watches(informer, _by_subject)
         else:
             controller.owns(informer)
+    # the reflection RoleBindings, in the offloaded namespaces, cannot be owned by the VirtualNode
+    controller.watches(owned["RoleBinding"], _by_subject)
     controller.watches(nodes, _by_node(virtual_nodes))
     controller.owns(namespace_maps)
     controller.watches(identity, lambda _: [Request.of(vn) for vn in virtual_nodes.store])

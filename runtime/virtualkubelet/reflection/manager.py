@@ -1,9 +1,10 @@
-"""The reflection manager: which namespace pairs are reflected, with one set of remote informers per pair.
+"""The reflection manager: which namespace pairs are reflected, with one set of informers per pair.
 
 The NamespaceMap handler (`namespacemap.py`) tells it which local namespaces have a twin
-namespace on the provider; for each pair it starts one informer per remote kind any
-reflector watches (shared between reflectors), hands the pair to every reflector, and on
-stop takes the pair from every reflector before it stops the informers.
+namespace on the provider; for each pair it starts one informer per kind any reflector
+watches there (shared between reflectors): of the local namespace, on this cluster's
+informer factory, and of the twin namespace, on the provider's. It hands the pair to every
+reflector, and on stop takes the pair from every reflector before it stops the informers.
 
 The remote informers run on their own `InformerFactory` over the provider's client,
 started once the virtual kubelet has a credential for the provider (`connect`); pairs
@@ -25,8 +26,11 @@ logger = logging.getLogger(__name__)
 
 
 class ReflectionManager:
-    def __init__(self, reflectors: Sequence[Reflector], *, watching: WatchingSettings) -> None:
+    def __init__(
+        self, reflectors: Sequence[Reflector], *, local: InformerFactory, watching: WatchingSettings
+    ) -> None:
         self._reflectors = list(reflectors)
+        self._local = local
         self._watching = watching
         self._factory: InformerFactory | None = None
         self._connected = asyncio.Event()
@@ -60,10 +64,14 @@ class ReflectionManager:
             assert self._factory is not None
             pair = NamespacePair(local, remote)
             for reflector in self._reflectors:
+                for kind in reflector.local_kinds():
+                    if kind.key not in pair.local_informers:
+                        pair.local_informers[kind.key] = self._local.informer(
+                            kind.resource, namespace=local, label_selector=kind.label_selector
+                        )
                 for kind in reflector.remote_kinds():
-                    key = (kind.resource, kind.label_selector)
-                    if key not in pair.informers:
-                        pair.informers[key] = self._factory.informer(
+                    if kind.key not in pair.remote_informers:
+                        pair.remote_informers[kind.key] = self._factory.informer(
                             kind.resource, namespace=remote, label_selector=kind.label_selector
                         )
             self.pairs[local] = pair
@@ -80,7 +88,9 @@ class ReflectionManager:
         pair = self.pairs.pop(local)
         for reflector in self._reflectors:
             reflector.stop_namespace(local)
+        for informer in pair.local_informers.values():
+            self._local.remove(informer)
         if self._factory is not None:
-            for informer in pair.informers.values():
+            for informer in pair.remote_informers.values():
                 self._factory.remove(informer)
         logger.info("%s: no longer reflected into %s", local, pair.remote)

@@ -39,6 +39,7 @@ from runtime.api.crds import SHADOWPODS
 from runtime.api.kinds import PODS, SECRETS, SERVICEACCOUNTS
 from runtime.core import (
     AlreadyExistsError,
+    APIStatusError,
     Client,
     ConflictError,
     EventRecorder,
@@ -55,7 +56,8 @@ from runtime.forge.meta import is_reflected
 
 from ..remote import CredentialRemote
 from ..translation import AddressTranslator
-from .generic import NamespacePair, Reflector, RemoteKind
+from .generic import NamespacePair, Reflector, Watched
+from .metrics import ReflectionMetrics
 
 logger = logging.getLogger(__name__)
 
@@ -90,8 +92,9 @@ class PodReflector(Reflector):
         translator: AddressTranslator,
         recorder: EventRecorder,
         workers: int,
+        metrics: ReflectionMetrics,
     ) -> None:
-        super().__init__(manager, local=local, workers=workers)
+        super().__init__(manager, local=local, workers=workers, metrics=metrics)
         self._client = local_client
         self._provider = remote
         self._options = options
@@ -105,19 +108,20 @@ class PodReflector(Reflector):
         assert client is not None, "reflecting before the provider's credential was used"
         return client
 
-    def remote_kinds(self) -> Sequence[RemoteKind]:
+    def remote_kinds(self) -> Sequence[Watched]:
+        # every Secret of the twin namespace: the informer the Secret reflector shares (token Secrets map to pods)
         return (
-            RemoteKind(SHADOWPODS),
-            RemoteKind(PODS, label_selector=_REMOTE_PODS),
-            RemoteKind(SECRETS, label_selector=c.LABEL_REFLECTED_POD, local_name=tokens.pod_of),
+            Watched(SHADOWPODS),
+            Watched(PODS, label_selector=_REMOTE_PODS),
+            Watched(SECRETS, keys=lambda secret, pair: [tokens.pod_of(secret)]),
         )
 
     async def handle(self, request: Request, pair: NamespacePair) -> Result | None:
         pod = self.local.get(request.name, namespace=request.namespace)
-        shadow = pair.store(SHADOWPODS).get(request.name, namespace=pair.remote)
-        remote_pod = pair.store(PODS, _REMOTE_PODS).get(request.name, namespace=pair.remote)
+        shadow = pair.remote_store(SHADOWPODS).get(request.name, namespace=pair.remote)
+        remote_pod = pair.remote_store(PODS, _REMOTE_PODS).get(request.name, namespace=pair.remote)
         secret_name = tokens.token_secret_name(request.name)
-        secret = pair.store(SECRETS, c.LABEL_REFLECTED_POD).get(secret_name, namespace=pair.remote)
+        secret = pair.remote_store(SECRETS).get(secret_name, namespace=pair.remote)
         origin = self._options.pods.origin_cluster_id
         if shadow is not None and not is_reflected(shadow, origin_cluster_id=origin):
             logger.warning(
@@ -130,10 +134,12 @@ class PodReflector(Reflector):
             return None
         if pod is None:
             await self._delete_remote(pair, shadow, secret)
+            self.reflected(request, False)
             return None
         uid = str(pod["metadata"]["uid"])
         if shadow is not None and forge.origin_uid(shadow) not in ("", uid):
             await self._delete_remote(pair, shadow, secret)
+            self.reflected(request, False)
             return None
         if pod["metadata"].get("deletionTimestamp"):
             return await self._terminate(pod, pair, shadow, remote_pod, secret)
@@ -141,24 +147,21 @@ class PodReflector(Reflector):
         if refusal:
             await self._back_off(pod, refusal)
             return None
-        refresh = await self._token_secret(pod, pair, secret)
-        desired = forge.shadow_pod(pod, remote_namespace=pair.remote, options=self._options.pods)
-        if shadow is None:
-            with contextlib.suppress(AlreadyExistsError):
-                await self._remote.create(SHADOWPODS, desired, field_manager=c.FIELD_MANAGER_VIRTUAL_KUBELET)
-                logger.info(
-                    "%s: offloaded to %s/%s on %s", request, pair.remote, request.name, self._options.provider
-                )
-        elif forge.shadow_differs(shadow, desired):
-            body = {
-                **desired,
-                "metadata": {**desired["metadata"], "resourceVersion": shadow["metadata"]["resourceVersion"]},
-            }
-            body["metadata"]["annotations"] = {
-                **(shadow["metadata"].get("annotations") or {}),
-                **desired["metadata"]["annotations"],
-            }
-            await self._remote.replace(SHADOWPODS, body, field_manager=c.FIELD_MANAGER_VIRTUAL_KUBELET)
+        try:
+            refresh = await self._token_secret(pod, pair, secret)
+            await self._shadow_pod(request, pod, pair, shadow)
+        except (ConflictError, AlreadyExistsError):
+            raise  # the cache is behind: the next event (or the retry) brings the key back
+        except APIStatusError as exc:
+            await self._recorder.record(
+                pod,
+                type="Warning",
+                reason=c.REASON_FAILED_REFLECTION,
+                message=f"error offloading to cluster {self._options.provider!r}: {exc.reason or 'Failure'}: "
+                f"{exc.message or exc}",
+            )
+            raise
+        self.reflected(request, True)
         if remote_pod is not None:
             recreations = int(((shadow or {}).get("status") or {}).get("recreations") or 0)
             status = forge.local_pod_status(
@@ -187,6 +190,27 @@ class PodReflector(Reflector):
         return None
 
     # the pieces
+
+    async def _shadow_pod(
+        self, request: Request, pod: JSON, pair: NamespacePair, shadow: JSON | None
+    ) -> None:
+        desired = forge.shadow_pod(pod, remote_namespace=pair.remote, options=self._options.pods)
+        if shadow is None:
+            with contextlib.suppress(AlreadyExistsError):
+                await self._remote.create(SHADOWPODS, desired, field_manager=c.FIELD_MANAGER_VIRTUAL_KUBELET)
+                logger.info(
+                    "%s: offloaded to %s/%s on %s", request, pair.remote, request.name, self._options.provider
+                )
+        elif forge.shadow_differs(shadow, desired):
+            body = {
+                **desired,
+                "metadata": {**desired["metadata"], "resourceVersion": shadow["metadata"]["resourceVersion"]},
+            }
+            body["metadata"]["annotations"] = {
+                **(shadow["metadata"].get("annotations") or {}),
+                **desired["metadata"]["annotations"],
+            }
+            await self._remote.replace(SHADOWPODS, body, field_manager=c.FIELD_MANAGER_VIRTUAL_KUBELET)
 
     def _refusal(self, pod: JSON) -> str:
         if forge.is_daemon_set_pod(pod):

@@ -10,11 +10,12 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
+import aiohttp
 import pytest
 
 from runtime.api import constants as c
 from runtime.api.kinds import CONFIGMAPS, NODES, SERVICES
-from runtime.core import Client
+from runtime.core import Client, ServerSettings
 from tests.playground.conftest import eventually
 
 from .cluster import NAMESPACE, serving
@@ -86,7 +87,8 @@ async def test_the_auth_url_follows_the_service_and_the_nodes(
         await eventually(now, within=10)
 
     await set_service(admin, "NodePort", 30443)
-    async with serving(auth_client, node_name="rome-w2") as server:
+    health = ServerSettings(host="127.0.0.1", port=0)
+    async with serving(auth_client, node_name="rome-w2", health=health) as server:
         # its own node's address and the nodePort, from the start
         assert await published() == server.url == "https://172.18.0.3:30443"
         await set_service(admin, "NodePort", 31443)
@@ -115,3 +117,12 @@ async def test_the_auth_url_follows_the_service_and_the_nodes(
         assert server.listen_url is not None
         await becomes(server.listen_url)
         assert server.url == server.listen_url
+        # the publisher's reconciles and the service's informers, on its /metrics
+        assert server.health is not None and server.health.port is not None
+        async with (
+            aiohttp.ClientSession() as session,
+            session.get(f"http://127.0.0.1:{server.health.port}/metrics") as answer,
+        ):
+            scraped = await answer.text()
+        assert 'controller_runtime_reconcile_total{controller="auth-url",result="success"}' in scraped
+        assert 'informer_lists_total{resource="nodes"}' in scraped

@@ -222,3 +222,64 @@ async def test_namespaced_operations_need_a_namespace_and_cluster_scoped_ones_ig
     with pytest.raises(ValueError, match="namespaced"):
         await client.get(CONFIGMAPS, "a")
     assert (await client.get(NAMESPACES, "default", namespace="ignored"))["metadata"]["name"] == "default"
+
+
+async def test_every_request_is_told_with_its_verb_and_status(client: Client, namespace: str) -> None:
+    seen: list[tuple[str, int]] = []
+    client.on_request = lambda verb, code: seen.append((verb, code))
+    try:
+        created = await client.create(CONFIGMAPS, {"metadata": {"name": "counted", "namespace": namespace}})
+        await client.get(CONFIGMAPS, "counted", namespace=namespace)
+        listed = await client.list(CONFIGMAPS, namespace=namespace)
+        await client.replace(CONFIGMAPS, {**created, "data": {"a": "b"}})
+        await client.patch(CONFIGMAPS, "counted", {"data": {"a": "c"}}, namespace=namespace)
+        events = client.watch(
+            CONFIGMAPS, namespace=namespace, resource_version=listed.resource_version, timeout_seconds=1
+        )
+        async for _ in events:
+            break
+        await events.aclose()
+        await client.delete(CONFIGMAPS, "counted", namespace=namespace)
+        with pytest.raises(NotFoundError):
+            await client.get(CONFIGMAPS, "counted", namespace=namespace)
+    finally:
+        client.on_request = None
+    assert seen == [
+        ("create", 201),
+        ("get", 200),
+        ("list", 200),
+        ("update", 200),
+        ("patch", 200),
+        ("watch", 200),
+        ("delete", 200),
+        ("get", 404),
+    ]
+
+
+async def test_the_environments_proxy_is_used_unless_no_proxy_covers_the_server(
+    emulator: Emulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from runtime.core.errors import APIConnectionError
+
+    seen: list[bytes] = []
+
+    async def proxy(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        seen.append(await reader.readline())
+        writer.close()
+
+    server = await asyncio.start_server(proxy, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    monkeypatch.setenv("HTTPS_PROXY", f"http://127.0.0.1:{port}")
+    try:
+        async with await Client.from_kubeconfig(emulator.kubeconfig) as proxied:
+            with pytest.raises(APIConnectionError):
+                await proxied.get(NAMESPACES, "default")
+        assert seen and seen[0].startswith(b"CONNECT 127.0.0.1:")
+        proxied_requests = len(seen)
+        monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+        async with await Client.from_kubeconfig(emulator.kubeconfig) as direct:
+            assert (await direct.get(NAMESPACES, "default"))["metadata"]["name"] == "default"
+        assert len(seen) == proxied_requests
+    finally:
+        server.close()
+        await server.wait_closed()

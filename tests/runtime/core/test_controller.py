@@ -298,3 +298,36 @@ async def test_stopping_cancels_a_reconcile_that_outlasts_the_drain_timeout(
         await asyncio.sleep(1)
     assert looptime == 11
     assert reconciler.finished == [(11, "ns/a")]
+
+
+@pytest.mark.usefixtures("one_config_map")
+async def test_a_controller_without_a_primary_reconciles_what_it_is_given_and_reports_latency(
+    fake_client: Client, looptime: float
+) -> None:
+    reconciler = Scripted(duration=2)
+    latencies: list[float] = []
+    registry = CollectorRegistry()
+    controller = Controller(
+        "fed",
+        reconciler,
+        primary=None,
+        settings=settings(),
+        metrics=ControllerMetrics(registry),
+        latency=latencies.append,
+    )
+    with pytest.raises(ValueError, match="primary informer"):
+        controller.owns(Informer(fake_client, Selection(SECRETS), settings=WATCHING))
+    task = asyncio.create_task(controller.run(), name="fed controller")
+    try:
+        await controller.running.wait()
+        controller.enqueue(Request("ns", "x"))
+        controller.enqueue(Request("ns", "y"))
+        await asyncio.sleep(10)
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+    # nothing from the cached ConfigMap: no primary; two workers, each reconcile 2 s from its add
+    assert sorted(name for _, name in reconciler.started) == ["ns/x", "ns/y"]
+    assert latencies == [2, 2]
+    assert registry.get_sample_value("workqueue_queue_duration_seconds_count", {"name": "fed"}) == 2

@@ -39,3 +39,26 @@ async def test_the_event_recorder_aggregates_repeats_into_one_event(client: Clie
     again = await recorder.record(configmap, reason="Mirrored", message="Secret subject is up to date")
     assert again is not None and again["count"] == 1
     assert again["metadata"]["name"] != mirrored["metadata"]["name"]
+
+
+async def test_concurrent_repeats_are_all_counted_and_other_objects_do_not_wait(
+    client: Client, namespace: str
+) -> None:
+    import asyncio
+
+    subjects = [
+        await client.create(CONFIGMAPS, {"metadata": {"name": f"subject-{i}", "namespace": namespace}})
+        for i in range(3)
+    ]
+    recorder = EventRecorder(client, component="test-controller")
+    await asyncio.gather(
+        *(
+            recorder.record(subject, reason="Mirrored", message="done")
+            for subject in subjects
+            for _ in range(4)
+        )
+    )
+    events = (await client.list(EVENTS, namespace=namespace)).items
+    assert sorted((e["involvedObject"]["name"], e["count"]) for e in events) == [
+        (f"subject-{i}", 4) for i in range(3)
+    ]

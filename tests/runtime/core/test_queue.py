@@ -204,3 +204,17 @@ async def test_shutdown_wakes_idle_workers_and_drops_waiting_and_delayed_keys(lo
     assert len(q) == 0
     with pytest.raises(QueueShutDown):
         await q.get()
+
+
+async def test_added_at_is_a_held_keys_first_add_since_it_was_last_handed_out(looptime: float) -> None:
+    q = queue()
+    q.add("a")
+    await asyncio.sleep(2)
+    q.add("a")
+    assert await q.get() == "a"
+    assert q.added_at("a") == 0
+    await asyncio.sleep(1)
+    q.add("a")  # a change while it is processed: handed out again, waiting since now
+    q.done("a")
+    assert await q.get() == "a"
+    assert q.added_at("a") == 3

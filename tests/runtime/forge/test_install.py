@@ -13,6 +13,7 @@ from runtime.api import constants as c
 from runtime.api.kinds import CLUSTERROLEBINDINGS, CONFIGMAPS, NODES, SERVICES
 from runtime.core import Client, ForbiddenError
 from runtime.forge.install import InstallOptions, InstallOptionsError, install_manifests
+from runtime.forge.reflection import ReflectionOptions
 from tests.apiserver.conftest import start_emulator, stop_emulator
 from tests.runtime.serviceaccounts import service_account_client
 
@@ -41,6 +42,8 @@ OPTIONS = InstallOptions(
         ({"auth_url": "ftp://x"}, "auth_url"),
         ({"auth_service_type": "ExternalName"}, "auth_service_type"),
         ({"cluster_labels": {"a": "bad value"}}, "cluster_labels"),
+        ({"reflection": ReflectionOptions(secret_workers=-1)}, "reflection.secret_workers"),
+        ({"reflection": ReflectionOptions(ingress_classes={"a": "B_"})}, "reflection.ingress_classes"),
     ],
 )
 def test_invalid_options_name_the_attribute(change: dict[str, object], attribute: str) -> None:
@@ -60,6 +63,20 @@ def test_manifests_are_ordered_and_unique() -> None:
     identity = next(obj for obj in objects if obj["metadata"]["name"] == c.CLUSTER_IDENTITY_CONFIGMAP)
     assert identity["data"][c.IDENTITY_CLUSTER_ID] == OPTIONS.cluster_id
     assert identity["data"][c.IDENTITY_SHARING_PERCENTAGE] == "90"
+
+
+def test_the_reflection_options_reach_the_controller_manager_as_the_virtual_kubelets_flags() -> None:
+    options = dataclasses.replace(
+        OPTIONS, reflection=ReflectionOptions(event_workers=0, ingress_classes={"a": "b"})
+    )
+    deployment = next(
+        o
+        for o in install_manifests(options)
+        if o["kind"] == "Deployment" and o["metadata"]["name"] == "liqo-controller-manager"
+    )
+    args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert set(options.reflection.args()) <= set(args)
+    assert "--event-reflection-workers=0" in args and "--ingress-class=a=b" in args
 
 
 def test_url_mode_webhooks_call_a_url_and_service_mode_a_service() -> None:

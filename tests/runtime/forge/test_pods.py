@@ -181,3 +181,29 @@ def test_a_backoff_status_is_stable_across_reconciles() -> None:
     pod["status"] = first
     again = pods.backoff_status(pod, message="why", now="T2")
     assert pods.status_changes(pod["status"], again) == {}
+
+
+def test_other_uses_of_the_root_ca_read_the_home_clusters_copy() -> None:
+    pod = local_pod()
+    spec = pod["spec"]
+    spec["volumes"].append({"name": "ca", "configMap": {"name": "kube-root-ca.crt"}})
+    spec["volumes"].append(
+        {"name": "both", "projected": {"sources": [{"configMap": {"name": "kube-root-ca.crt"}}]}}
+    )
+    spec["containers"][0]["env"].append(
+        {"name": "CA", "valueFrom": {"configMapKeyRef": {"name": "kube-root-ca.crt", "key": "ca.crt"}}}
+    )
+    spec["containers"][0]["envFrom"] = [
+        {"configMapRef": {"name": "kube-root-ca.crt"}},
+        {"configMapRef": {"name": "x"}},
+    ]
+    remote = pods.remote_pod_spec(pod, options=OPTIONS)
+    copy_name = "kube-root-ca.crt.rome-a"  # the first five characters of "rome-id", then a letter
+    volumes = {v["name"]: v for v in remote["volumes"]}
+    assert volumes["ca"]["configMap"]["name"] == copy_name
+    # projected volumes (the token's, and any other) read the CA that travels with the tokens
+    assert all("secret" in s for s in volumes["kube-api-access-abcde"]["projected"]["sources"])
+    assert volumes["both"]["projected"]["sources"][0]["secret"]["items"][0]["key"] == "ca.crt"
+    container = remote["containers"][0]
+    assert {e["name"]: e for e in container["env"]}["CA"]["valueFrom"]["configMapKeyRef"]["name"] == copy_name
+    assert [e["configMapRef"]["name"] for e in container["envFrom"]] == [copy_name, "x"]

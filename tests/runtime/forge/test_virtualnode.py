@@ -9,6 +9,7 @@ import pytest
 from runtime.api import constants as c
 from runtime.api.image import runtime_image
 from runtime.forge import virtualnode as vn
+from runtime.forge.reflection import ReflectionOptions
 
 JSON = dict[str, Any]
 HOME = "c-id"
@@ -107,14 +108,19 @@ def test_the_deployment_runs_the_virtual_kubelet_from_the_runtime_image() -> Non
         "--health-address=$(POD_IP):8080",
         "--kubelet-address=$(POD_IP):10250",
         f"--home-cluster-id={HOME}",
+        *ReflectionOptions().args(),
     ]
     assert {"name": "kubelet", "containerPort": 10250, "protocol": "TCP"} in container["ports"]
-    with_server = vn.deployment(
-        virtual_node(), home_cluster_id=HOME, home_api_server="https://rome.example:6443"
+    reflection = ReflectionOptions(secret_workers=0, ingress_classes={"nginx": "haproxy"})
+    with_options = vn.deployment(
+        virtual_node(),
+        home_cluster_id=HOME,
+        home_api_server="https://rome.example:6443",
+        reflection=reflection,
     )
-    assert with_server["spec"]["template"]["spec"]["containers"][0]["args"][-1] == (
-        "--home-api-server-url=https://rome.example:6443"
-    )
+    args = with_options["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert "--home-api-server-url=https://rome.example:6443" in args
+    assert "--secret-reflection-workers=0" in args and args[-1] == "--ingress-class=nginx=haproxy"
     assert {e["name"]: e["valueFrom"]["fieldRef"]["fieldPath"] for e in container["env"]} == {
         "POD_IP": "status.podIP",
         "POD_NAME": "metadata.name",

@@ -8,8 +8,8 @@ playground cluster would run for the runtime:
   name and labels, and a worker Node with 4 cpu / 8Gi / 110 pods, Ready, so a provider has
   something to share;
 - the control-plane pieces the runtime relies on (the playground's namespace lifecycle,
-  garbage collector and `default` ServiceAccounts), with the admin credential, as
-  kube-controller-manager would;
+  garbage collector, `default` ServiceAccounts and `kube-root-ca.crt`, EndpointSlices),
+  with the admin credential, as kube-controller-manager would;
 - the controller manager (`runtime.controllers.main.setup_all`) as the
   `liqo-controller-manager` ServiceAccount, and the authentication service on 127.0.0.1 as
   the `liqo-auth` ServiceAccount, so the installation's least-privilege RBAC is what they
@@ -42,7 +42,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from playground.controllers import gc, namespace, serviceaccount
+from playground.controllers import endpointslice, gc, namespace, serviceaccount
 from playground.controlplane import ControlPlaneOptions
 from playground.controlplane.credentials import ServiceAccountCredentials
 from runtime.api import constants as c
@@ -52,7 +52,7 @@ from runtime.auth.options import AuthOptions
 from runtime.auth.server import AuthServer
 from runtime.controllers.main import setup_all
 from runtime.controllers.options import ControllerOptions
-from runtime.core import Client, Manager, NotFoundError, Settings
+from runtime.core import Client, Manager, NotFoundError, ServerSettings, Settings
 from runtime.forge import virtualnode as forge_vn
 from runtime.forge.install import MUTATING_WEBHOOK, VALIDATING_WEBHOOK, InstallOptions, install_manifests
 from runtime.forge.tokens import generate_token, token_secret
@@ -98,6 +98,8 @@ class Cluster:
     tasks: list[asyncio.Task[None]] = field(default_factory=list)
     controller_manager: asyncio.Task[None] | None = None
     auth_service: asyncio.Task[None] | None = None
+    #: the webhook's /healthz, /readyz, /metrics port (with `webhook=True`), once it started
+    webhook_health_port: int | None = None
     clients: list[Client] = field(default_factory=list)
     stopped: bool = False
 
@@ -137,6 +139,8 @@ class Clusters:
         #: uids of virtual kubelet Deployments whose virtual kubelet is being killed to start again
         self._restarting: set[str] = set()
         self._virtual_kubelet_tasks: dict[str, asyncio.Task[int]] = {}
+        #: the /metrics port of each virtual kubelet, by its Deployment's `<namespace>/<name>`
+        self.virtual_kubelet_health_ports: dict[str, int] = {}
 
     async def __aenter__(self) -> Clusters:
         return self
@@ -226,12 +230,13 @@ class Clusters:
     async def _start(self, cluster: Cluster) -> None:
         """Start (or start again) the cluster's components."""
         control_plane = Manager(cluster.admin, settings=Settings(server=None))
+        root_ca = (cluster.admin.config.certificate_authority or b"").decode()
         # the controllers write as kube-controller-manager's ServiceAccounts, as on a playground cluster
         credentials = ServiceAccountCredentials(
             cluster.admin, scheduler=cluster.admin, directory=cluster.kubeconfig.parent / "tokens"
         )
-        for setup in (namespace.setup, gc.setup, serviceaccount.setup):
-            setup(control_plane, ControlPlaneOptions(), credentials)
+        for setup in (namespace.setup, gc.setup, serviceaccount.setup, endpointslice.setup):
+            setup(control_plane, ControlPlaneOptions(root_ca=root_ca), credentials)
         await credentials.prepare()
         self._run(cluster, "control plane", control_plane.run())
         self._run(cluster, "controller tokens", _renewing(credentials))
@@ -262,10 +267,14 @@ class Clusters:
             configurations=(VALIDATING_WEBHOOK,),
             mutating_configurations=(MUTATING_WEBHOOK,),
             service="liqo-webhook",
+            health=ServerSettings(host="127.0.0.1", port=0),
         )
         server = WebhookServer(client, options)
         self._run(cluster, "webhook", server.run())
         await asyncio.wait_for(server.ready.wait(), 20)
+        assert server.health is not None
+        await asyncio.wait_for(server.health.started.wait(), 20)
+        cluster.webhook_health_port = server.health.port
 
     async def restart_auth_service(self, cluster: Cluster) -> None:
         """Stop the cluster's authentication service and start it again on the same address."""
@@ -461,7 +470,12 @@ class Clusters:
         )
         path = self.state_dir / cluster.name / f"{meta['name']}.kubeconfig"
         await asyncio.to_thread(path.write_text, json.dumps(config))
-        args = [_local(arg) for arg in container.get("args") or []] + [f"--kubeconfig={path}"]
+        health_port = free_port()
+        self.virtual_kubelet_health_ports[f"{meta['namespace']}/{meta['name']}"] = health_port
+        args = [_local(arg) for arg in container.get("args") or []] + [
+            f"--kubeconfig={path}",
+            f"--health-address=127.0.0.1:{health_port}",
+        ]
 
         async def run() -> int:
             try:
@@ -495,10 +509,10 @@ class Clusters:
 
 
 def _local(arg: str) -> str:
-    """A pod argument for a process of the test: the pod IP is loopback, the health and kubelet ports free ones."""
-    for flag in ("--health-address=", "--kubelet-address="):
-        if arg.startswith(flag):
-            return f"{flag}127.0.0.1:0"
+    """A pod argument for a process of the test: the pod IP is loopback, the kubelet port a free one (the health
+    address is given after the pod's arguments, so it wins)."""
+    if arg.startswith("--kubelet-address="):
+        return "--kubelet-address=127.0.0.1:0"
     return arg.replace("$(POD_IP)", "127.0.0.1")
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import sys
 
 import aiohttp
 import pytest
@@ -72,6 +73,14 @@ def test_every_option_is_a_flag() -> None:
         "Soft",
     )
     assert options.resource_slice_poll == 0.5
+    assert options.reflection == ControllerOptions().reflection
+    with_reflection = options_from(
+        argument_parser().parse_args(["--secret-reflection-workers=0", "--ingress-class=a=b"])
+    )
+    assert (with_reflection.reflection.secret_workers, dict(with_reflection.reflection.ingress_classes)) == (
+        0,
+        {"a": "b"},
+    )
     with pytest.raises(SystemExit):
         argument_parser().parse_args(["--quota-enforcement=Maybe"])
 
@@ -79,7 +88,7 @@ def test_every_option_is_a_flag() -> None:
 async def test_the_controller_manager_leads_serves_health_and_stops_on_cancel(
     clusters: Clusters, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    assert len(SETUPS) == 10
+    assert len(SETUPS) == 11
     cluster = await clusters.cluster("rome", components=False)
     monkeypatch.setenv("POD_NAME", "liqo-controller-manager-abc")
     port = free_port()
@@ -108,9 +117,23 @@ async def test_the_controller_manager_leads_serves_health_and_stops_on_cancel(
         except aiohttp.ClientError:
             return False
 
+    async def metrics() -> str:
+        async with (
+            aiohttp.ClientSession() as session,
+            session.get(f"http://127.0.0.1:{port}/metrics") as response,
+        ):
+            return await response.text()
+
     try:
         assert await clusters.eventually(holder) == "liqo-controller-manager-abc"
         await clusters.eventually(ready)
+        scraped = await metrics()
+        # every controller's queue, and the shared informers, in Prometheus' text format
+        for setup in SETUPS:
+            name = sys.modules[setup.__module__].NAME
+            assert f'workqueue_depth{{name="{name}"}}' in scraped, name
+        assert 'informer_lists_total{resource="shadowendpointslices.offloading.liqo.io"}' in scraped
+        assert 'rest_client_requests_total{client="local",code="200",verb="watch"}' in scraped
     finally:
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
