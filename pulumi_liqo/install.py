@@ -77,6 +77,14 @@ class InstallArgs(TypedDict):
     auth_service_type: NotRequired[pulumi.Input[str]]
     """Type of the authentication service's Service: `NodePort` (default), `LoadBalancer` or `ClusterIP`; it
     decides the URL the service publishes. Changes in place."""
+    gateway_service_type: NotRequired[pulumi.Input[str]]
+    """Type of the Service in front of each peering's gateway server (this cluster as a provider): `NodePort`
+    (default: consumers dial a Ready node's address and the nodePort, UDP) or `LoadBalancer`."""
+    gateway_mtu: NotRequired[pulumi.Input[int]]
+    """MTU of the WireGuard tunnel interfaces (1280..9000; default 1340)."""
+    wireguard_implementation: NotRequired[pulumi.Input[str]]
+    """Which WireGuard the gateways run: `auto` (default: the kernel's when the node has it, else
+    `wireguard-go`), `kernel` or `wireguard-go`."""
     force: NotRequired[pulumi.Input[bool]]
     """Let destroy proceed while peerings (ForeignClusters) or offloaded namespaces exist: they are deleted
     first. Apply it before the destroy."""
@@ -145,6 +153,9 @@ class Install(pulumi.ComponentResource):
             "webhook_mode": values.get("webhook_mode") or "service",
             "auth_service_type": values.get("auth_service_type") or "NodePort",
             "auth_url": values.get("auth_url") or "",
+            "gateway_service_type": values.get("gateway_service_type") or "NodePort",
+            "gateway_mtu": values.get("gateway_mtu") or 1340,
+            "wireguard_implementation": values.get("wireguard_implementation") or "auto",
         }
         options = pulumi.Output.all(
             cluster_id=discovery.cluster_id,
@@ -152,7 +163,13 @@ class Install(pulumi.ComponentResource):
             pod_cidr=discovery.discovered_pod_cidr,
             service_cidr=discovery.discovered_service_cidr,
             **given,
-        ).apply(lambda values: {**values, "sharing_percentage": int(values["sharing_percentage"])})
+        ).apply(
+            lambda values: {
+                **values,
+                "sharing_percentage": int(values["sharing_percentage"]),
+                "gateway_mtu": int(values["gateway_mtu"]),
+            }
+        )
         manifests = options.apply(lambda values: install_manifests(InstallOptions(**values)))
         known = _known_objects(given)
 

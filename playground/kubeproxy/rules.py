@@ -264,6 +264,9 @@ table ip {TABLE} {{
   chain filter-output {{
     type filter hook output priority -110; policy accept;
     ct state new jump service-endpoints-check
+  }}
+  chain filter-output-post-dnat {{
+    type filter hook output priority -90; policy accept;
     ct state new jump cluster-ips-check
   }}
   {body}

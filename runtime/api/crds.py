@@ -488,10 +488,9 @@ _ENDPOINT = obj(
     protocol=string("Transport protocol.", enum=("UDP",), default="UDP"),
 )
 _SECRET_REF = obj("The Secret with the gateway's WireGuard private key.", name=string(), namespace=string())
-_GATEWAY_SPEC = {
-    "mtu": integer("MTU of the tunnel interface.", minimum=576, default=1340),
-    "remoteClusterID": string("The cluster at the other end of the tunnel."),
-}
+_PUBLIC_KEY = string("This gateway's WireGuard public key, for the other side.")
+_MTU = integer("MTU of the tunnel interface.", minimum=576, default=1340)
+_REMOTE_CLUSTER_ID = string("The cluster at the other end of the tunnel.")
 
 NETWORK = Kind(
     resource=_resource(c.IPAM_GROUP, "networks", "Network"),
@@ -547,9 +546,10 @@ GATEWAY_SERVER = Kind(
             serviceType=string("The Service's type.", enum=("NodePort", "LoadBalancer"), default="NodePort"),
             port=integer("The Service port.", minimum=1, default=51840),
         ),
-        **_GATEWAY_SPEC,
+        mtu=_MTU,
+        remoteClusterID=_REMOTE_CLUSTER_ID,
     ),
-    status=obj(endpoint=_ENDPOINT, secretRef=_SECRET_REF, conditions=conditions()),
+    status=obj(endpoint=_ENDPOINT, secretRef=_SECRET_REF, publicKey=_PUBLIC_KEY, conditions=conditions()),
     columns=(
         Column("Address", ".status.endpoint.addresses[0]"),
         Column("Port", ".status.endpoint.port", "integer"),
@@ -561,8 +561,8 @@ GATEWAY_CLIENT = Kind(
     singular="gatewayclient",
     short_names=("gwc",),
     description="A peering's gateway that connects (on the consumer) to the provider's gateway server.",
-    spec=obj(endpoint=_ENDPOINT, **_GATEWAY_SPEC),
-    status=obj(secretRef=_SECRET_REF, conditions=conditions()),
+    spec=obj(endpoint=_ENDPOINT, mtu=_MTU, remoteClusterID=_REMOTE_CLUSTER_ID),
+    status=obj(secretRef=_SECRET_REF, publicKey=_PUBLIC_KEY, conditions=conditions()),
     columns=(
         Column("Address", ".spec.endpoint.addresses[0]"),
         Column("Port", ".spec.endpoint.port", "integer"),

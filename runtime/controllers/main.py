@@ -15,6 +15,8 @@ the Lease `liqo-controller-manager` in the runtime's namespace (`--leader-elect`
 | `offloading.namespacemap` | consumer: each NamespaceMap carried to its provider, the answer back |
 | `offloading.twinnamespace` | provider: the twin namespaces consumers ask for, and their RBAC |
 | `offloading.shadowpod` | provider: a Pod for every ShadowPod (recreated, kept through partitions) |
+| `networking.configuration` | both: each peering's Configuration, its remote pod networks mapped by the IPAM |
+| `networking.gateway` | provider: gateway servers; consumer: gateway clients (key, Deployment, Service) |
 
 Every field of `ControllerOptions` is a flag (`unpeer_timeout` -> `--unpeer-timeout`), so
 a controller's new option is on the command line without touching this module. Logging
@@ -38,6 +40,7 @@ from runtime.core import Client, KubeconfigError, LeaderElectionSettings, Manage
 
 from .authentication import identity, resourceslice, servingkey, tenant
 from .core import foreigncluster
+from .networking import configuration, gateway
 from .offloading import namespacemap, namespaceoffloading, shadowpod, twinnamespace, virtualnode
 from .options import ControllerOptions
 
@@ -57,6 +60,9 @@ SETUPS: tuple[Setup, ...] = (
     namespacemap.setup,
     twinnamespace.setup,
     shadowpod.setup,
+    configuration.setup,
+    gateway.setup_server,
+    gateway.setup_client,
 )
 LEASE_NAME = "liqo-controller-manager"
 DEFAULT_HEALTH_PORT = 8080

@@ -389,6 +389,7 @@ async def apply_peering(
     resources: Mapping[str, str],
     node_labels: Mapping[str, str],
     field_manager: str,
+    networking: bool = True,
 ) -> None:
     """Server-side apply what a peering is made of, as `field_manager`: the token Secret, then the
     ForeignCluster `name`."""
@@ -403,6 +404,7 @@ async def apply_peering(
         namespace=namespace,
         resources=dict(resources),
         node_labels=dict(node_labels),
+        networking=networking,
     )
     await client.apply(FOREIGNCLUSTERS, body, field_manager=field_manager, force=True)
 

@@ -41,7 +41,7 @@ import yaml
 from prometheus_client import CollectorRegistry
 
 from runtime.api import constants as c
-from runtime.api.crds import NAMESPACEMAPS, VIRTUALNODES
+from runtime.api.crds import CONFIGURATIONS, NAMESPACEMAPS, VIRTUALNODES
 from runtime.api.kinds import NODES, PODS, SECRETS
 from runtime.core import (
     APIConnectionError,
@@ -73,7 +73,7 @@ from .reflection.manager import ReflectionManager
 from .reflection.namespacemap import NamespaceMapReconciler
 from .reflection.workload import PodReflectionOptions, PodReflector
 from .remote import CredentialRemote
-from .translation import AddressTranslator, IdentityTranslator
+from .translation import AddressTranslator, RemappingTranslator
 
 logger = logging.getLogger(__name__)
 
@@ -192,7 +192,7 @@ class VirtualKubelet:
         self._address = address
         self._home_cluster_id = home_cluster_id
         self._home_api_server = home_api_server
-        self._translator = translator or IdentityTranslator()
+        self._translator = translator
         self._registry = registry if registry is not None else CollectorRegistry()
         self._checker: HealthChecker | None = None
         self._node: NodeReconciler | None = None
@@ -314,7 +314,14 @@ class VirtualKubelet:
             local_client=self._client,
             remote=remote,
             options=options,
-            translator=self._translator,
+            translator=self._translator
+            or RemappingTranslator(
+                manager.informer(
+                    CONFIGURATIONS, namespace=ref.namespace, field_selector=_named(provider)
+                ).store,
+                name=provider,
+                namespace=ref.namespace,
+            ),
             recorder=EventRecorder(
                 self._client, component=c.FIELD_MANAGER_VIRTUAL_KUBELET, instance=node_name
             ),

@@ -50,6 +50,8 @@ class PeeringSpec:
     resources: dict[str, str] = field(default_factory=dict)
     node_labels: dict[str, str] = field(default_factory=dict)
     outgoing: bool = True
+    #: extend the pod network to the provider (a gateway per side)
+    networking: bool = True
 
     @property
     def tenant_namespace(self) -> str:
@@ -103,6 +105,7 @@ class PeeringSpec:
             resources={str(k): str(v) for k, v in (spec.get("resources") or {}).items()},
             node_labels={str(k): str(v) for k, v in (spec.get("nodeLabels") or {}).items()},
             outgoing=spec.get("outgoingPeeringEnabled", True) is not False,
+            networking=spec.get("networkingEnabled", True) is not False,
         )
 
 
@@ -110,6 +113,8 @@ class PeeringSpec:
 class LocalCluster:
     cluster_id: str
     cluster_name: str
+    #: this cluster's pod CIDR ("" when the install recorded none)
+    pod_cidr: str = ""
 
     @classmethod
     def of(cls, configmap: JSON | None) -> LocalCluster | None:
@@ -119,7 +124,11 @@ class LocalCluster:
         cluster_name = data.get(c.IDENTITY_CLUSTER_NAME)
         if not cluster_id or not cluster_name:
             return None
-        return cls(cluster_id=str(cluster_id), cluster_name=str(cluster_name))
+        return cls(
+            cluster_id=str(cluster_id),
+            cluster_name=str(cluster_name),
+            pod_cidr=str(data.get(c.IDENTITY_POD_CIDR) or ""),
+        )
 
 
 @dataclass(frozen=True)
