@@ -272,3 +272,8 @@ table ip {TABLE} {{
   {body}
 }}
 """
+
+
+def udp_endpoints(ports: Iterable[ServicePort]) -> set[str]:
+    """The addresses serving UDP Service ports: when one goes, its conntrack entries must go too (below)."""
+    return {endpoint.address for port in ports if port.protocol == "UDP" for endpoint in port.endpoints}

@@ -13,10 +13,14 @@ import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from .commands import CommandError, run
 
 logger = logging.getLogger(__name__)
+
+#: where wireguard-go keeps its control sockets (host-wide: hence unique interface names)
+SOCKET_DIR = Path("/var/run/wireguard")
 
 
 @dataclass(frozen=True)
@@ -73,10 +77,16 @@ class Device:
         )
         self.kind = "wireguard-go"
         deadline = time.monotonic() + 10
-        while not await self._exists():
+        # the interface appears before wireguard-go's control socket, which `wg` needs
+        while not (await self._exists() and await asyncio.to_thread(self._socket().exists)):
             if self._userspace.returncode is not None or time.monotonic() > deadline:
-                raise CommandError(f"wireguard-go {self.name}: the interface did not appear")
+                raise CommandError(
+                    f"wireguard-go {self.name}: the interface or its control socket did not appear"
+                )
             await asyncio.sleep(0.05)
+
+    def _socket(self) -> Path:
+        return SOCKET_DIR / f"{self.name}.sock"
 
     async def configure(self, *, key_file: str, listen_port: int | None, peer: Peer) -> None:
         """This side's key and port, and exactly one peer (any other is removed)."""

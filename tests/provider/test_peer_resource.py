@@ -189,6 +189,7 @@ async def test_create_waits_for_a_ready_virtual_node_with_the_capacity_asked_for
         "authURL": AUTH_URL,
         "tokenSecretRef": {"name": "liqo-token-milan", "namespace": "liqo"},
         "outgoingPeeringEnabled": True,
+        "networkingEnabled": True,
         "resources": {"cpu": "2", "memory": "4Gi", "example.com/gpu": "1"},
         "nodeLabels": {"zone": "a"},
     }

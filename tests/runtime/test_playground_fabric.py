@@ -1,40 +1,48 @@
-"""The network fabric on real playground clusters: two clusters with the same pod CIDR, real packets.
+"""The network fabric on real playground clusters: three clusters with the same pod CIDR, real packets.
 
-rome (consumer) peers with milan (provider); both use kind's 10.244.0.0/16, so each IPAM
-remaps the other's pod network. The peering's gateways (process pods running wireguard-go
-in their pods' network namespaces) bring the tunnel up and `kubectl get foreignclusters`
+rome (consumer) peers at once with milan (region north) and naples (region south); all use
+kind's 10.244.0.0/16, so rome's IPAM maps each provider's pods to a network of its own and
+each provider maps rome's. The peerings' gateways (process pods running wireguard-go in
+their pods' network namespaces) bring the tunnels up and `kubectl get foreignclusters`
 says NETWORKING Established; then, with the nginx and curl stand-ins doing real TCP:
 
-- a local pod on rome fetches from a pod offloaded to milan at the address rome reports
-  for it (remapped), and through a rome Service selecting it;
-- a pod offloaded to milan fetches from a pod of rome at rome's pod address as milan maps it.
-
-Unpeering removes the routes to the remote pod network from rome's node.
+1. a local pod on rome fetches from a pod offloaded to milan at the address rome reports
+   for it (remapped), and through a rome Service selecting it; the same from naples;
+2. a pod offloaded to milan fetches from a pod of rome at rome's address as milan maps it;
+3. the gateway pod deleted on milan, then on rome: the tunnel comes back and traffic resumes;
+4. unpeering milan removes rome's route to milan's pods, and milan's gateway, keys and
+   networking objects; naples' tunnel stays.
 """
 
 from __future__ import annotations
 
 import asyncio
 import ipaddress
+import subprocess
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from playground import liqo
+from playground.network import names
 from playground.testing import Playground
 from runtime.api import constants as c
-from runtime.api.crds import CONFIGURATIONS, FOREIGNCLUSTERS, NAMESPACEOFFLOADINGS
-from runtime.api.kinds import ENDPOINTSLICES, NAMESPACES, PODS, SERVICES
+from runtime.api.crds import CONFIGURATIONS, CONNECTIONS, FOREIGNCLUSTERS, NAMESPACEOFFLOADINGS, NETWORKS
+from runtime.api.kinds import ENDPOINTSLICES, NAMESPACES, PODS, SECRETS, SERVICES
 from runtime.core import Client
+from runtime.fabric.routes import ROUTE_PROTOCOL
 from runtime.forge.ipam import translate
 from runtime.forge.namespaceoffloading import namespace_offloading
 from runtime.forge.networking import Cidrs
-from tests.runtime.test_playground_offloading import get, kubectl, until
+from runtime.operations.peering import unpeer
+from tests.runtime.test_playground_offloading import NORTH, SOUTH, get, kubectl, region, until
 
 pytestmark = [pytest.mark.slow, pytest.mark.kubectl]
 
 JSON = dict[str, Any]
 POD_CIDR = "10.244.0.0/16"
+GATEWAYS = f"{c.LABEL_COMPONENT}=gateway"
 
 
 def pod(name: str, *, image: str, labels: dict[str, str] | None = None, url: str = "") -> JSON:
@@ -56,8 +64,9 @@ async def running_ip(api: Client, namespace: str, name: str) -> str:
     return str(await until(check, f"{namespace}/{name} Running with an IP"))
 
 
-async def fetched(api: Client, kubeconfig: Any, namespace: str, name: str) -> str:
-    """The log of a curl pod once it ended; AssertionError when curl failed."""
+async def fetch(api: Client, kubeconfig: Path, namespace: str, name: str, url: str) -> str:
+    """Run a curl pod fetching `url` to its end; its log, or AssertionError when curl failed."""
+    await api.create(PODS, pod(name, image="curlimages/curl", url=url), namespace=namespace)
 
     async def ended() -> str:
         found = await get(api, PODS, name, namespace=namespace)
@@ -66,81 +75,176 @@ async def fetched(api: Client, kubeconfig: Any, namespace: str, name: str) -> st
 
     phase = await until(ended, f"{namespace}/{name} ended")
     log = await kubectl(kubeconfig, "logs", "-n", namespace, name)
-    assert phase == "Succeeded", f"{namespace}/{name}: {log}"
+    assert phase == "Succeeded", f"{namespace}/{name} fetching {url}: {log}"
     return log
 
 
-async def test_pods_reach_each_other_across_clusters_with_the_same_pod_cidr(playground: Playground) -> None:
-    clusters = await playground.up("rome", "milan")
-    rome_cluster, milan_cluster = clusters["rome"], clusters["milan"]
-    _, milan_identity = await asyncio.gather(
-        liqo.install_runtime(rome_cluster), liqo.install_runtime(milan_cluster)
+async def offload(api: Client, namespace: str, terms: list[JSON]) -> None:
+    await api.create(NAMESPACES, {"metadata": {"name": namespace}})
+    await api.create(
+        NAMESPACEOFFLOADINGS,
+        namespace_offloading(
+            namespace, pod_offloading_strategy=c.POD_OFFLOADING_REMOTE, cluster_selector_terms=terms
+        ),
     )
-    async with rome_cluster.client() as rome, milan_cluster.client() as milan:
-        await liqo.peer(rome, milan_identity, await liqo.issue_token(milan))
+
+    async def ready() -> bool:
+        found = await get(api, NAMESPACEOFFLOADINGS, "offloading", namespace=namespace)
+        return ((found or {}).get("status") or {}).get("offloadingPhase") == c.PHASE_READY
+
+    await until(ready, f"rome: namespace {namespace} offloaded")
+
+
+async def mapped(api: Client, name: str, namespace: str) -> str:
+    found = await get(api, CONFIGURATIONS, name, namespace=namespace)
+    return Cidrs.of(((found or {}).get("status") or {}).get("remote")).pod[0]
+
+
+async def restart_gateway(api: Client, namespace: str) -> None:
+    """Delete the gateway pod and wait for its successor to report the tunnel Connected again."""
+    old = (await api.list(PODS, namespace=namespace, label_selector=GATEWAYS)).items
+    assert len(old) == 1, old
+    await api.delete(PODS, old[0]["metadata"]["name"], namespace=namespace)
+
+    async def reconnected() -> bool:
+        pods = (await api.list(PODS, namespace=namespace, label_selector=GATEWAYS)).items
+        fresh = [p for p in pods if p["metadata"]["uid"] != old[0]["metadata"]["uid"]]
+        if not fresh or (fresh[0].get("status") or {}).get("phase") != "Running":
+            return False
+        connections = (await api.list(CONNECTIONS, namespace=namespace)).items
+        return any(
+            (conn.get("status") or {}).get("value") == "Connected"
+            and str((conn.get("status") or {}).get("latestHandshake") or "")
+            >= str(fresh[0]["metadata"]["creationTimestamp"])
+            for conn in connections
+        )
+
+    await until(reconnected, f"{namespace}: the new gateway reconnected")
+
+
+def node_routes(state_dir: Path, node: str) -> str:
+    return subprocess.run(
+        [
+            "ip",
+            "netns",
+            "exec",
+            names.node_netns(state_dir, node),
+            "ip",
+            "route",
+            "show",
+            "proto",
+            ROUTE_PROTOCOL,
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+
+
+async def test_pods_reach_each_other_across_clusters_with_the_same_pod_cidr(playground: Playground) -> None:
+    clusters = await playground.up("rome", "milan", "naples")
+    rome_cluster, milan_cluster, naples_cluster = clusters["rome"], clusters["milan"], clusters["naples"]
+    _, milan_identity, naples_identity = await asyncio.gather(
+        liqo.install_runtime(rome_cluster),
+        liqo.install_runtime(milan_cluster, cluster_labels=NORTH),
+        liqo.install_runtime(naples_cluster, cluster_labels=SOUTH),
+    )
+    kubeconfig = rome_cluster.kubeconfig
+    async with (
+        rome_cluster.client() as rome,
+        milan_cluster.client() as milan,
+        naples_cluster.client() as naples,
+    ):
+        await asyncio.gather(
+            liqo.peer(rome, milan_identity, await liqo.issue_token(milan)),
+            liqo.peer(rome, naples_identity, await liqo.issue_token(naples)),
+        )
 
         async def established() -> bool:
-            found = await get(rome, FOREIGNCLUSTERS, "milan")
-            return ((found or {}).get("status") or {}).get("networking") == "Established"
+            found = [await get(rome, FOREIGNCLUSTERS, name) for name in ("milan", "naples")]
+            return all(((fc or {}).get("status") or {}).get("networking") == "Established" for fc in found)
 
-        await until(established, "rome: networking with milan Established")
-        printed = await kubectl(rome_cluster.kubeconfig, "get", "foreignclusters")
-        assert printed.split("\n")[1].split()[4] == "Established", printed
+        await until(established, "rome: networking with milan and naples Established")
+        printed = await kubectl(kubeconfig, "get", "foreignclusters")
+        rows = {line.split()[0]: line.split() for line in printed.strip().split("\n")[1:]}
+        assert rows["milan"][4] == rows["naples"][4] == "Established", printed
 
-        local = await get(rome, CONFIGURATIONS, "milan", namespace="liqo-tenant-milan")
-        milan_here = Cidrs.of(local["status"]["remote"]).pod[0]  # type: ignore[index]
-        assert not ipaddress.ip_network(milan_here).overlaps(ipaddress.ip_network(POD_CIDR))
-        remote = await get(milan, CONFIGURATIONS, "rome", namespace="liqo-tenant-rome")
-        rome_there = Cidrs.of(remote["status"]["remote"]).pod[0]  # type: ignore[index]
+        milan_here = await mapped(rome, "milan", "liqo-tenant-milan")
+        naples_here = await mapped(rome, "naples", "liqo-tenant-naples")
+        rome_at_milan = await mapped(milan, "rome", "liqo-tenant-rome")
+        networks = [ipaddress.ip_network(cidr) for cidr in (POD_CIDR, milan_here, naples_here)]
+        assert not any(a.overlaps(b) for i, a in enumerate(networks) for b in networks[i + 1 :]), networks
 
-        # a pod offloaded to milan, reached from rome at its remapped address and through a Service
-        await rome.create(NAMESPACES, {"metadata": {"name": "web"}})
-        await rome.create(
-            NAMESPACEOFFLOADINGS,
-            namespace_offloading("web", pod_offloading_strategy=c.POD_OFFLOADING_REMOTE),
+        # 1. offloaded pods reached from rome, by their remapped address and through a Service
+        await offload(rome, "north", region("north"))
+        await offload(rome, "south", region("south"))
+        await rome.create(PODS, pod("nginx", image="nginx", labels={"app": "nginx"}), namespace="north")
+        await rome.create(PODS, pod("nginx", image="nginx"), namespace="south")
+        at_milan = await running_ip(rome, "north", "nginx")
+        at_naples = await running_ip(rome, "south", "nginx")
+        assert ipaddress.ip_address(at_milan) in ipaddress.ip_network(milan_here), at_milan
+        assert ipaddress.ip_address(at_naples) in ipaddress.ip_network(naples_here), at_naples
+        assert "Welcome to nginx" in await fetch(
+            rome, kubeconfig, "default", "to-milan", f"http://{at_milan}/"
         )
-        await until(lambda: _offloaded(rome, "web"), "rome: namespace web offloaded")
-        await rome.create(PODS, pod("nginx", image="nginx", labels={"app": "nginx"}), namespace="web")
-        address = await running_ip(rome, "web", "nginx")
-        assert ipaddress.ip_address(address) in ipaddress.ip_network(milan_here), address
+        assert "Welcome to nginx" in await fetch(
+            rome, kubeconfig, "default", "to-naples", f"http://{at_naples}/"
+        )
         await rome.create(
             SERVICES,
             {
                 "metadata": {"name": "nginx"},
                 "spec": {"selector": {"app": "nginx"}, "ports": [{"port": 80, "targetPort": 80}]},
             },
-            namespace="web",
+            namespace="north",
         )
-        cluster_ip = (await rome.get(SERVICES, "nginx", namespace="web"))["spec"]["clusterIP"]
-        await rome.create(
-            PODS, pod("by-ip", image="curlimages/curl", url=f"http://{address}/"), namespace="default"
-        )
-        assert "Welcome to nginx" in await fetched(rome, rome_cluster.kubeconfig, "default", "by-ip")
+        cluster_ip = (await rome.get(SERVICES, "nginx", namespace="north"))["spec"]["clusterIP"]
 
         async def endpoint_ready() -> bool:
-            slices = (
-                await rome.list(
-                    ENDPOINTSLICES, namespace="web", label_selector="kubernetes.io/service-name=nginx"
-                )
-            ).items
-            return any(address in ep.get("addresses", []) for s in slices for ep in s.get("endpoints") or [])
+            selector = "kubernetes.io/service-name=nginx"
+            slices = (await rome.list(ENDPOINTSLICES, namespace="north", label_selector=selector)).items
+            return any(at_milan in ep.get("addresses", []) for s in slices for ep in s.get("endpoints") or [])
 
         await until(endpoint_ready, "rome: the Service's endpoint is the remapped address")
-        await rome.create(
-            PODS, pod("by-service", image="curlimages/curl", url=f"http://{cluster_ip}/"), namespace="default"
+        assert "Welcome to nginx" in await fetch(
+            rome, kubeconfig, "default", "by-service", f"http://{cluster_ip}/"
         )
-        assert "Welcome to nginx" in await fetched(rome, rome_cluster.kubeconfig, "default", "by-service")
 
-        # a pod of rome, reached from a pod offloaded to milan at rome's address as milan maps it
+        # 2. a pod of rome reached from a pod offloaded to milan, at rome's address as milan maps it
         await rome.create(PODS, pod("home", image="nginx"), namespace="default")
-        home = await running_ip(rome, "default", "home")
-        seen = translate(home, source=POD_CIDR, target=rome_there)
-        await rome.create(
-            PODS, pod("caller", image="curlimages/curl", url=f"http://{seen}/"), namespace="web"
+        home = translate(await running_ip(rome, "default", "home"), source=POD_CIDR, target=rome_at_milan)
+        assert "Welcome to nginx" in await fetch(rome, kubeconfig, "north", "caller", f"http://{home}/")
+
+        # 3. either gateway restarted: the tunnel comes back
+        await restart_gateway(milan, "liqo-tenant-rome")
+        assert "Welcome to nginx" in await fetch(
+            rome, kubeconfig, "default", "after-server", f"http://{at_milan}/"
         )
-        assert "Welcome to nginx" in await fetched(rome, rome_cluster.kubeconfig, "web", "caller")
+        await restart_gateway(rome, "liqo-tenant-milan")
+        assert "Welcome to nginx" in await fetch(
+            rome, kubeconfig, "default", "after-client", f"http://{at_milan}/"
+        )
 
+        # 4. unpeer milan: its routes, gateway, keys and networking objects go; naples stays
+        assert milan_here in node_routes(rome_cluster.paths.root.parent, "rome-control-plane")
+        await rome.delete(NAMESPACES, "north")
+        await unpeer(rome, "milan", namespace="liqo", seconds=120, field_manager=c.FIELD_MANAGER_TERRAFORM)
 
-async def _offloaded(api: Client, namespace: str) -> bool:
-    found = await get(api, NAMESPACEOFFLOADINGS, "offloading", namespace=namespace)
-    return ((found or {}).get("status") or {}).get("offloadingPhase") == c.PHASE_READY
+        async def milan_gone() -> bool:
+            routes = node_routes(rome_cluster.paths.root.parent, "rome-control-plane")
+            left = [
+                *(await milan.list(PODS, namespace="liqo-tenant-rome", label_selector=GATEWAYS)).items,
+                *(await milan.list(SECRETS, label_selector=GATEWAYS)).items,
+                *(await milan.list(CONFIGURATIONS)).items,
+                *(await milan.list(NETWORKS)).items,
+                *(await rome.list(CONFIGURATIONS, namespace="liqo-tenant-milan")).items,
+                *(await rome.list(SECRETS, namespace="liqo-tenant-milan", label_selector=GATEWAYS)).items,
+            ]
+            return milan_here not in routes and naples_here in routes and not left
+
+        await until(
+            milan_gone, "rome and milan: milan's routes, gateways, keys and networking objects removed"
+        )
+        assert "Welcome to nginx" in await fetch(
+            rome, kubeconfig, "default", "still-naples", f"http://{at_naples}/"
+        )

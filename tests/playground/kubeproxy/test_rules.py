@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from playground.kubeproxy.rules import ruleset, service_ports
+from playground.kubeproxy.rules import ruleset, service_ports, udp_endpoints
 
 JSON = dict[str, Any]
 
@@ -112,3 +112,13 @@ def test_the_nodes_own_traffic_to_a_cluster_ip_is_checked_after_it_is_translated
     post_dnat = next(chain for chain in chains if chain.startswith("filter-output-post-dnat {"))
     assert "cluster-ips-check" not in output
     assert "priority -90;" in post_dnat and "jump cluster-ips-check" in post_dnat
+
+
+def test_the_addresses_behind_udp_ports_are_known_so_their_flows_can_be_forgotten_when_they_go() -> None:
+    udp = service("wg", "10.96.0.60", kind="NodePort", node_port=31000)
+    udp["spec"]["ports"][0]["protocol"] = "UDP"
+    udp_slice = endpoint_slice("wg", ("10.244.0.9", "n1", True))
+    udp_slice["ports"][0]["protocol"] = "UDP"
+    tcp_slice = endpoint_slice("web", ("10.244.0.5", "n1", True))
+    ports = service_ports([udp, service("web", "10.96.0.61")], [udp_slice, tcp_slice])
+    assert udp_endpoints(ports) == {"10.244.0.9"}
