@@ -316,7 +316,7 @@ class PeerResource(Resource):
                 resources=wanted,
                 node_labels=dict(planned.get("node_labels") or {}),
                 field_manager=c.FIELD_MANAGER_TERRAFORM,
-                networking=not planned.get("networking_disabled"),
+                networking=planned.get("networking_disabled") is not True,
             )
 
         call(ctx.diagnostics, kube, write, what=f"write the ForeignCluster {name}", seconds=seconds)
@@ -456,7 +456,7 @@ def _spec_inputs(state: State) -> tuple[Any, ...]:
         *(state.get(name) for name in _IDENTITY),
         requested(state),
         dict(state.get("node_labels") or {}),
-        bool(state.get("networking_disabled")),
+        state.get("networking_disabled") is True,
     )
 
 
@@ -470,6 +470,8 @@ def _state(planned: State, peering: Peering | None) -> State:
         "authentication_status": status.get("authentication") or "None",
         "offloading_status": status.get("outgoingPeering") or "None",
         "networking_status": status.get("networking") or "None",
+        # unknown in an update plan that leaves it unset: unset is False
+        "networking_disabled": planned.get("networking_disabled") is True,
         "remote_version": status.get("remoteVersion") or "",
     }
 

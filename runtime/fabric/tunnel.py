@@ -68,6 +68,8 @@ class TunnelReconciler:
         self._device = device
         self._settings = settings
         self._informers = informers
+        #: the status last written (a Connection is written when what it says changes, not every resync)
+        self._reported: JSON | None = None
 
     def _get(self, kind: str) -> JSON | None:
         return self._informers[kind].store.get(self._settings.name, namespace=self._settings.namespace)
@@ -135,13 +137,15 @@ class TunnelReconciler:
 
     async def _report(self, value: str, message: str, *, handshake: float = 0.0) -> None:
         s = self._settings
+        status: JSON = {"value": value, "message": message}
+        if handshake:
+            status["latestHandshake"] = datetime.fromtimestamp(handshake, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        if status == self._reported:
+            return
         body = forge.connection(
             s.name, namespace=s.namespace, remote_cluster_id=s.remote_cluster_id, mode=s.mode
         )
         await self._client.apply(CONNECTIONS, body, field_manager=FIELD_MANAGER, force=True)
-        status: JSON = {"value": value, "message": message}
-        if handshake:
-            status["latestHandshake"] = datetime.fromtimestamp(handshake, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         await self._client.apply(
             CONNECTIONS,
             {"metadata": {"name": s.name, "namespace": s.namespace}, "status": status},
@@ -149,3 +153,4 @@ class TunnelReconciler:
             subresource="status",
             force=True,
         )
+        self._reported = status

@@ -310,6 +310,19 @@ async def test_a_token_read_from_a_file_with_its_newline_is_no_drift(
     assert base64.b64decode(secret["data"][c.TOKEN_SECRET_KEY]).decode() == TOKEN
 
 
+async def test_networking_disabled_peers_without_the_fabric_and_is_read_back(
+    provider: Provider, consumer: Client, controller: PeeringBehaviour
+) -> None:
+    outcome = await peer(provider, networking_disabled=True)
+
+    assert outcome.errors == []
+    assert outcome.state is not None and outcome.state["networking_disabled"] is True
+    fc = await consumer.get(FOREIGNCLUSTERS, "milan")
+    assert fc["spec"]["networkingEnabled"] is False
+    imported = await asyncio.to_thread(harness.import_, resource(provider), "milan")
+    assert imported.state is not None and imported.state["networking_disabled"] is True
+
+
 async def test_an_update_renegotiates_resources_in_place(
     provider: Provider, consumer: Client, controller: PeeringBehaviour
 ) -> None:
