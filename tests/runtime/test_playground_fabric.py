@@ -32,6 +32,7 @@ from runtime.api.crds import CONFIGURATIONS, CONNECTIONS, FOREIGNCLUSTERS, NAMES
 from runtime.api.kinds import ENDPOINTSLICES, NAMESPACES, PODS, SECRETS, SERVICES
 from runtime.core import Client
 from runtime.fabric.routes import ROUTE_PROTOCOL
+from runtime.forge.fabricrules import NODE_TABLE
 from runtime.forge.ipam import translate
 from runtime.forge.namespaceoffloading import namespace_offloading
 from runtime.forge.networking import Cidrs
@@ -123,23 +124,17 @@ async def restart_gateway(api: Client, namespace: str) -> None:
     await until(reconnected, f"{namespace}: the new gateway reconnected")
 
 
-def node_routes(state_dir: Path, node: str) -> str:
+def in_node(state_dir: Path, node: str, *argv: str) -> str:
+    netns = names.node_netns(state_dir, node)
     return subprocess.run(
-        [
-            "ip",
-            "netns",
-            "exec",
-            names.node_netns(state_dir, node),
-            "ip",
-            "route",
-            "show",
-            "proto",
-            ROUTE_PROTOCOL,
-        ],
-        capture_output=True,
-        text=True,
-        check=True,
+        ["ip", "netns", "exec", netns, *argv], capture_output=True, text=True, check=True
     ).stdout
+
+
+def node_routes(state_dir: Path, node: str) -> str:
+    """The fabric agent's routes on `node`, and its masquerade bypass rules."""
+    routes = in_node(state_dir, node, "ip", "route", "show", "proto", ROUTE_PROTOCOL)
+    return routes + in_node(state_dir, node, "nft", "list", "table", "ip", NODE_TABLE)
 
 
 async def test_pods_reach_each_other_across_clusters_with_the_same_pod_cidr(playground: Playground) -> None:
@@ -228,7 +223,7 @@ async def test_pods_reach_each_other_across_clusters_with_the_same_pod_cidr(play
         )
 
         # 4. unpeer milan: its routes, gateway, keys and networking objects go; naples stays
-        assert milan_here in node_routes(rome_cluster.paths.root.parent, "rome-control-plane")
+        assert node_routes(rome_cluster.paths.root.parent, "rome-control-plane").count(milan_here) == 2
         await rome.delete(NAMESPACES, "north")
         await unpeer(rome, "milan", namespace="liqo", seconds=120, field_manager=c.FIELD_MANAGER_TERRAFORM)
 
@@ -242,7 +237,8 @@ async def test_pods_reach_each_other_across_clusters_with_the_same_pod_cidr(play
                 *(await rome.list(CONFIGURATIONS, namespace="liqo-tenant-milan")).items,
                 *(await rome.list(SECRETS, namespace="liqo-tenant-milan", label_selector=GATEWAYS)).items,
             ]
-            return milan_here not in routes and naples_here in routes and not left
+            # both routes and masquerade bypass: milan's network in neither, naples' in both
+            return milan_here not in routes and routes.count(naples_here) == 2 and not left
 
         await until(
             milan_gone, "rome and milan: milan's routes, gateways, keys and networking objects removed"
