@@ -167,7 +167,12 @@ async def assert_single_peering(rome: Client, milan: Client) -> None:
     assert await count(milan, RESOURCESLICES) == 1
     assert await count(rome, VIRTUALNODES) == 1
     assert await count(rome, IDENTITIES) == 1
-    assert await count(rome, DEPLOYMENTS, namespace="liqo-tenant-milan") == 1
+    # the virtual kubelet's and the gateway client's
+    deployments = (await rome.list(DEPLOYMENTS, namespace="liqo-tenant-milan")).items
+    assert sorted(item["metadata"]["labels"][c.LABEL_COMPONENT] for item in deployments) == [
+        "gateway",
+        "virtual-kubelet",
+    ], deployments
     assert [
         node["metadata"]["name"]
         for node in (await rome.list(NODES)).items
