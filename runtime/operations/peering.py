@@ -4,7 +4,8 @@ bounded wait and the forced path.
 
 `Peering` summarises the status the controller writes (`Ready` with the reason of the
 first step not done, per-module conditions, one-word phases); `wait_established` polls it
-until the virtual node is Ready with the capacity asked for, ending early when the
+until the virtual node is Ready with the capacity asked for (and the network fabric's tunnel is
+up, when the peering has the fabric), ending early when the
 controller reports a failure a wait cannot fix (a refused token, a wrong cluster id,
 denied resources). `unpeer` deletes the ForeignCluster and waits for the controller's
 clean-up; past its bound it removes the finalizer, so a destroy never hangs, and a
@@ -293,7 +294,9 @@ async def wait_established(
     stop: Stop = NEVER,
     fail_after: float | None = None,
 ) -> Established:
-    """Until the peering's virtual node is Ready and advertises what was asked for (or what the provider granted).
+    """Until the peering's virtual node is Ready and advertises what was asked for (or what the provider granted),
+    and, when the peering has the network fabric (its controller reports the module enabled), until the tunnel
+    is up, as `liqoctl peer` waits for it.
 
     Raises PeeringFailedError once a definitive failure has persisted for `fail_after` seconds (`FAIL_AFTER`).
     """
@@ -337,6 +340,14 @@ async def wait_established(
         ]
         if differ:
             return None, f"node {peering.virtual_node} advertises {', '.join(differ)}"
+        networking = (peering.status.get("modules") or {}).get("networking") or {}
+        if networking.get("enabled") and peering.status.get("networking") != "Established":
+            tunnel = peering.condition(c.CONDITION_NETWORK_CONNECTED, "networking")
+            return None, (
+                f"node {peering.virtual_node} is Ready; the network fabric with {name} is not up yet"
+                + (f" ({tunnel.message})" if tunnel is not None else "")
+                + ": networking_disabled peers without it"
+            )
         return Established(peering), "established"
 
     return await wait_until(

@@ -229,6 +229,23 @@ async def test_a_peering_that_does_not_come_up_in_time_says_why(provider: Provid
     assert outcome.state is not None
 
 
+async def test_create_waits_for_the_tunnel_unless_networking_is_disabled(
+    provider: Provider, consumer: Client
+) -> None:
+    async with peering_controller(consumer, PeeringBehaviour(tunnel=False)):
+        outcome = await peer(provider, timeouts={"create": "2s", "update": None, "delete": None})
+        assert outcome.errors[0][0] == ("Timed out waiting for the peering with milan (a Ready virtual node)")
+        detail = " ".join(detail for _, detail, _ in outcome.errors)
+        assert "the network fabric with milan is not up yet" in detail and "networking_disabled" in detail
+        element = resource(provider)
+        cfg = config(networking_disabled=True)
+        planned = harness.plan(element, cfg, prior=outcome.state)
+        assert planned.state is not None
+        updated = await asyncio.to_thread(harness.update, element, outcome.state, planned.state, cfg)
+    assert updated.errors == []
+    assert updated.state is not None and updated.state["networking_status"] == "None"
+
+
 async def test_a_resized_grant_is_a_warning(provider: Provider, consumer: Client) -> None:
     async with peering_controller(consumer, PeeringBehaviour(resize={"cpu": "1"})):
         outcome = await peer(provider, cpu="8")
