@@ -240,7 +240,7 @@ async def test_create_waits_for_the_tunnel_unless_networking_is_disabled(
         element = resource(provider)
         cfg = config(networking_disabled=True)
         planned = harness.plan(element, cfg, prior=outcome.state)
-        assert planned.state is not None
+        assert planned.state is not None and outcome.state is not None
         updated = await asyncio.to_thread(harness.update, element, outcome.state, planned.state, cfg)
     assert updated.errors == []
     assert updated.state is not None and updated.state["networking_status"] == "None"
