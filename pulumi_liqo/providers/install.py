@@ -35,21 +35,25 @@ class DiscoveryProvider(pulumi.dynamic.ResourceProvider):
     def create(self, props: dict[str, Any]) -> pulumi.dynamic.CreateResult:
         namespace = str(props["namespace"])
 
-        async def discover(client: Any) -> tuple[str | None, install.Cidrs]:
+        async def discover(client: Any) -> tuple[str | None, install.Cidrs, str]:
             return (
                 await install.existing_cluster_id(client, namespace=namespace),
                 await install.discover_cidrs(client),
+                props.get("api_server_url")
+                or await install.discover_api_server_url(client, _cluster.host(props)),
             )
 
         try:
-            cluster_id, cidrs = _cluster.run(props, discover, seconds=READ_SECONDS)
+            cluster_id, cidrs, api_server_url = _cluster.run(props, discover, seconds=READ_SECONDS)
         except APIError as exc:
             raise api_error(
                 exc, what=f"read the CIDRs and Liqo identity (namespace {namespace})", props=props
             ) from None
         import uuid
 
-        outs = _discovered(props, cluster_id=cluster_id or str(uuid.uuid4()), cidrs=cidrs)
+        outs = _discovered(
+            props, cluster_id=cluster_id or str(uuid.uuid4()), cidrs=cidrs, api_server_url=api_server_url
+        )
         return pulumi.dynamic.CreateResult(namespace, outs)
 
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> pulumi.dynamic.DiffResult:
@@ -60,13 +64,20 @@ class DiscoveryProvider(pulumi.dynamic.ResourceProvider):
             pod_cidr=news.get("pod_cidr") or olds.get("discovered_pod_cidr"),
             service_cidr=news.get("service_cidr") or olds.get("discovered_service_cidr"),
         )
-        return pulumi.dynamic.UpdateResult(_discovered(news, cluster_id=str(olds["cluster_id"]), cidrs=cidrs))
+        url = news.get("api_server_url") or str(olds.get("api_server_url") or "") or _cluster.host(news)
+        return pulumi.dynamic.UpdateResult(
+            _discovered(news, cluster_id=str(olds["cluster_id"]), cidrs=cidrs, api_server_url=url)
+        )
 
     def read(self, id_: str, props: dict[str, Any]) -> pulumi.dynamic.ReadResult:
         return pulumi.dynamic.ReadResult(id_, props)
 
 
-def _discovered(props: dict[str, Any], *, cluster_id: str, cidrs: install.Cidrs) -> dict[str, Any]:
+def _discovered(
+    props: dict[str, Any], *, cluster_id: str, cidrs: install.Cidrs, api_server_url: str
+) -> dict[str, Any]:
+    """The Discovery's outputs; `api_server_url` as given, else as `liqo_install` discovers it (a kind-like
+    cluster's loopback server becomes a control-plane node's address: other clusters cannot reach loopback)."""
     pod_cidr = props.get("pod_cidr") or cidrs.pod_cidr
     service_cidr = props.get("service_cidr") or cidrs.service_cidr
     for name, value, source in (
@@ -90,7 +101,7 @@ def _discovered(props: dict[str, Any], *, cluster_id: str, cidrs: install.Cidrs)
         "cluster_id": cluster_id,
         "discovered_pod_cidr": pod_cidr,
         "discovered_service_cidr": service_cidr,
-        "api_server_url": props.get("api_server_url") or _cluster.host(props),
+        "api_server_url": api_server_url,
     }
 
 

@@ -104,6 +104,7 @@ async def test_quick_start_drift_and_teardown_with_the_provider_gone(
         "ephemeral_storage": None,
         "extended_resources": {},
         "node_labels": {"example.com/tier": "burst"},
+        "networking_disabled": False,
     }
     peering = await call(peerings.create, peer_props)
     assert peering.id == "milan"
