@@ -380,8 +380,12 @@ class Clusters:
         auth_url: str | None = None,
         resources: dict[str, str] | None = None,
         node_labels: dict[str, str] | None = None,
+        networking: bool = True,
     ) -> JSON:
-        """What `liqo_peer` creates on the consumer for `provider` (a fresh token of it unless given)."""
+        """What `liqo_peer` creates on the consumer for `provider` (a fresh token of it unless given).
+
+        These clusters run no pods, so with `networking` the fabric's step stays Pending (no gateway
+        server has an endpoint) while the peering is Ready."""
         url = auth_url or provider.auth_url
         assert url is not None, f"{provider.name} runs no authentication service: give auth_url"
         return await self.foreign_cluster(
@@ -392,6 +396,7 @@ class Clusters:
             token=token if token is not None else await self.token(provider),
             resources=resources,
             node_labels=node_labels,
+            networking=networking,
         )
 
     async def foreign_cluster(
@@ -404,6 +409,7 @@ class Clusters:
         token: str,
         resources: dict[str, str] | None = None,
         node_labels: dict[str, str] | None = None,
+        networking: bool = True,
     ) -> JSON:
         """The token Secret and the ForeignCluster `name`, on the consumer."""
         secret_name = f"liqo-peering-{name}"
@@ -425,6 +431,8 @@ class Clusters:
             spec["resources"] = resources
         if node_labels is not None:
             spec["nodeLabels"] = node_labels
+        if not networking:
+            spec["networkingEnabled"] = False
         body = {
             "apiVersion": FOREIGNCLUSTERS.api_version,
             "kind": "ForeignCluster",

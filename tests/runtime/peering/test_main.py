@@ -88,7 +88,7 @@ def test_every_option_is_a_flag() -> None:
 async def test_the_controller_manager_leads_serves_health_and_stops_on_cancel(
     clusters: Clusters, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    assert len(SETUPS) == 11
+    assert len(SETUPS) == 14
     cluster = await clusters.cluster("rome", components=False)
     monkeypatch.setenv("POD_NAME", "liqo-controller-manager-abc")
     port = free_port()
