@@ -18,7 +18,7 @@ import aiohttp
 import pytest
 
 from runtime.api import constants as c
-from runtime.api.crds import NAMESPACEOFFLOADINGS, SHADOWENDPOINTSLICES, TENANTS
+from runtime.api.crds import CONFIGURATIONS, NAMESPACEOFFLOADINGS, SHADOWENDPOINTSLICES, TENANTS
 from runtime.api.kinds import (
     CONFIGMAPS,
     ENDPOINTSLICES,
@@ -31,6 +31,7 @@ from runtime.api.kinds import (
 )
 from runtime.core import Client
 from runtime.forge.configmaps import remote_configmap_name
+from runtime.forge.ipam import translate
 from runtime.forge.reflection import ReflectionOptions
 from tests.runtime.peering.harness import CONTROLLER_OPTIONS, Cluster, Clusters
 
@@ -257,10 +258,21 @@ async def test_services_and_their_endpoints_on_both_sides(clusters: Clusters) ->
     await naples.admin.create(PODS, binding, namespace=TWIN, subresource="binding")
     await running(naples, "web-away", ip="10.244.0.7")
 
-    async def both(client: Client, namespace: str) -> bool:
-        return await addresses(client, namespace, "web") == ["10.244.0.7", "10.244.1.5"]
+    # rome sees the offloaded replica at the address its IPAM maps naples' pod CIDR to (the two overlap);
+    # naples sees its own at its own address and rome's replica as rome reports it
+    configuration = await clusters.eventually(
+        lambda: get(rome.admin, CONFIGURATIONS, "naples", namespace="liqo-tenant-naples")
+    )
+    mapped = configuration["status"]["remote"]["cidr"]["pod"][0]
+    away = translate("10.244.0.7", source="10.244.0.0/16", target=mapped)
 
-    await clusters.eventually(lambda: both(rome.admin, "work"), within=30)
+    async def listed(client: Client, namespace: str, wanted: list[str]) -> bool:
+        return await addresses(client, namespace, "web") == sorted(wanted)
+
+    async def both(client: Client, namespace: str) -> bool:
+        return await listed(client, namespace, ["10.244.0.7", "10.244.1.5"])
+
+    await clusters.eventually(lambda: listed(rome.admin, "work", [away, "10.244.1.5"]), within=30)
     await clusters.eventually(lambda: both(naples.admin, TWIN), within=30)
     shadows = (await naples.admin.list(SHADOWENDPOINTSLICES, namespace=TWIN)).items
     assert len(shadows) == 1
