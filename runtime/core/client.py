@@ -58,6 +58,10 @@ PatchType = Literal["merge", "json", "strategic"]
 USER_AGENT = "liqo-runtime"
 #: simultaneous connections to the API server (watches hold one each)
 CONNECTION_LIMIT = 100
+#: client-go's `maxRetries`: how often a request the server asked to retry later (429, or 5xx with
+#: Retry-After) is sent again, waiting what Retry-After says (capped at `RETRY_AFTER_CAP` seconds)
+MAX_RETRIES = 10
+RETRY_AFTER_CAP = 10.0
 #: a watch event is one line; objects up to etcd's 1.5 MiB request limit must fit in the read buffer
 READ_BUFFER = 2**21
 #: how long reading an untrusted server certificate (for the error message) may take
@@ -530,6 +534,18 @@ class Client:
         logger.debug("%s %s", method, path)
         auth = await self._auth.request_auth()
         response = await self._request(method, url, path, data, content_type, auth.headers, auth.ssl, limits)
+        for _ in range(MAX_RETRIES):
+            wait = _retry_after(response)
+            if wait is None:
+                break
+            # the server did not take the request (a priority level full, storage still initializing after
+            # a restart): client-go sends it again after the time it names
+            response.release()
+            logger.info("%s %s: %s from the server; retrying in %g s", method, path, response.status, wait)
+            await asyncio.sleep(wait)
+            response = await self._request(
+                method, url, path, data, content_type, auth.headers, auth.ssl, limits
+            )
         if response.status == 401 and await self._auth.unauthorized(auth):
             response.release()
             logger.info("%s %s: unauthorized; retrying once with refreshed credentials", method, path)
@@ -648,6 +664,15 @@ class Client:
             return await response.read()
         except (aiohttp.ClientError, TimeoutError) as exc:
             raise await self._connection_error(exc, f"{method} {path}", bound=self._timeout) from exc
+
+
+def _retry_after(response: aiohttp.ClientResponse) -> float | None:
+    """Seconds to wait before sending a request again, as client-go's `checkWait` reads them: a 429 or a 5xx
+    with a `Retry-After` header of whole seconds; None when the answer stands."""
+    header = response.headers.get("Retry-After", "")
+    if (response.status == 429 or response.status >= 500) and header.isdigit():
+        return min(float(header), RETRY_AFTER_CAP)
+    return None
 
 
 def _env_proxy(server: str) -> str | None:

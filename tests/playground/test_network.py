@@ -13,6 +13,7 @@ in real-binary mode.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import ipaddress
 import json
@@ -321,7 +322,10 @@ async def test_after_a_crash_down_and_up_remove_what_was_left(playground: Playgr
     # every process dies at once, as in a crash: nothing gets to clean up
     for record in cluster.records().values():
         for info in processes.owned_processes(record):
-            os.kill(info.pid, signal.SIGKILL)
+            with contextlib.suppress(
+                ProcessLookupError
+            ):  # a child that exited meanwhile (a probe, a restart)
+                os.kill(info.pid, signal.SIGKILL)
     assert _leftovers(playground.state_dir, "crash")
     (again,) = await playground.up("crash")  # removes the leftovers first, then starts afresh
     async with again.client() as client:

@@ -229,3 +229,40 @@ async def test_a_stream_that_breaks_mid_body_says_so_in_words() -> None:
         "the address is the server's own (not a load balancer or proxy in front of a server that is down) and "
         "that the server is healthy."
     )
+
+
+async def test_a_request_the_server_asks_to_retry_later_is_sent_again_after_retry_after() -> None:
+    """kube-apiserver answers 429 `storage is (re)initializing` with Retry-After: 1 just after a restart; client-go
+    waits and sends the request again, and so do we (a 429 without Retry-After stands)."""
+    answers = [
+        b"HTTP/1.1 429 Too Many Requests\r\nRetry-After: 0\r\ncontent-type: application/json\r\n"
+        b"content-length: 2\r\n\r\n{}",
+        b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 41\r\n\r\n"
+        b'{"kind": "NamespaceList", "items": [{}]}\n',
+        b"HTTP/1.1 429 Too Many Requests\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}",
+    ]
+    requests: list[bytes] = []
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while answers:
+            try:
+                requests.append(await reader.readuntil(b"\r\n\r\n"))
+            except asyncio.IncompleteReadError:
+                break
+            writer.write(answers.pop(0))
+            await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(answer, "127.0.0.1", 0)
+    url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+    try:
+        loaded = load_kubeconfig_dict(_kubeconfig(url))
+        async with await Client.from_config(loaded, request_timeout=10.0) as client:
+            assert len((await client.list(NAMESPACES)).items) == 1
+            with pytest.raises(APIError) as failed:
+                await client.list(NAMESPACES)
+    finally:
+        server.close()
+        await server.wait_closed()
+    assert len(requests) == 3
+    assert getattr(failed.value, "code", None) == 429
