@@ -27,7 +27,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from runtime.core import APIError
+from runtime.core import APIError, ForbiddenError
 
 from .downward import DownwardAPIError, PodContext, field_value, find_container, resource_value
 from .env import CONFIGMAP, SECRET, secret_data
@@ -105,7 +105,9 @@ class PodVolumes:
             name = str(volume.get("name") or "")
             try:
                 await self._materialise(name, volume)
-            except (VolumeError, DownwardAPIError, ValueError) as exc:
+            except (VolumeError, DownwardAPIError, ValueError, ForbiddenError) as exc:
+                # ForbiddenError: the Node authorizer may not know yet that a pod just bound here references the
+                # object ("no relationship found"); the kubelet retries the mount then, and so does the runner
                 raise VolumeError(f'MountVolume.SetUp failed for volume "{name}" : {exc}') from None
         return self._next_refresh()
 

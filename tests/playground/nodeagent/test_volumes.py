@@ -310,3 +310,24 @@ async def test_empty_dir_and_host_path(tmp_path: Path) -> None:
     assert volumes.path("host") == host
     assert host.is_dir()
     assert not volumes.is_read_only("scratch")
+
+
+async def test_a_secret_the_node_authorizer_does_not_relate_yet_fails_the_mount_so_it_is_retried(
+    tmp_path: Path,
+) -> None:
+    """Right after a pod is bound, the Node authorizer may not relate its node to the pod's Secret yet: the
+    kubelet's mount fails and is retried, it does not give the pod up."""
+
+    class Unrelated(FakeSource):
+        async def get(self, kind: str, namespace: str, name: str) -> JSON | None:
+            raise ForbiddenError(
+                {
+                    "code": 403,
+                    "reason": "Forbidden",
+                    "message": "no relationship found between node 'n' and this object",
+                }
+            )
+
+    pod = pod_with({"name": "keys", "secret": {"secretName": "gw-milan"}})
+    with pytest.raises(VolumeError, match=r'volume "keys" : .*no relationship found'):
+        await volumes_for(pod, Unrelated({}), tmp_path).materialise()
