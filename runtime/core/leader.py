@@ -28,6 +28,8 @@ from .settings import LeaderElectionSettings
 logger = logging.getLogger(__name__)
 
 LEASES = Resource("coordination.k8s.io", "v1", "leases", namespaced=True, kind="Lease")
+#: how often a release is tried again when the Lease changed since it was last seen
+RELEASE_ATTEMPTS = 3
 
 
 def default_identity() -> str:
@@ -87,19 +89,47 @@ class LeaderElector:
         return True
 
     async def release(self) -> None:
-        """Give the Lease up if held, so another candidate can take it at once; errors are logged."""
+        """Give the Lease up if held, so another candidate can take it at once; errors are logged.
+
+        The Lease as last seen may be out of date: a renewal cancelled in flight (the leader
+        shutting down) can have been written without its answer arriving. On a conflict the
+        Lease is read again and cleared only while it still names this candidate.
+        """
         if not self.is_leader or self._lease is None:
             return
         self.is_leader = False
-        lease = copy.deepcopy(self._lease)
-        now = _micro_time()
-        spec = lease.setdefault("spec", {})
-        spec.update({"holderIdentity": "", "leaseDurationSeconds": 1, "acquireTime": now, "renewTime": now})
+        lease: JSON | None = self._lease
         try:
-            self._lease = await self._client.replace(LEASES, lease)
-            logger.info("%s: %s released the leadership", self._ref, self.identity)
+            for _ in range(RELEASE_ATTEMPTS):
+                assert lease is not None
+                if (lease.get("spec") or {}).get("holderIdentity") != self.identity:
+                    return
+                try:
+                    self._lease = await self._client.replace(LEASES, self._released(lease))
+                except ConflictError:
+                    lease = await self._client.get(
+                        LEASES, self._settings.lease_name, namespace=self._settings.lease_namespace
+                    )
+                    continue
+                logger.info("%s: %s released the leadership", self._ref, self.identity)
+                return
+            logger.warning(
+                "%s: %s could not release the Lease: it changed under every one of %d attempts; "
+                "a standby takes it over after leaseDurationSeconds",
+                self._ref,
+                self.identity,
+                RELEASE_ATTEMPTS,
+            )
         except APIError as exc:
             logger.warning("%s: %s could not release the Lease: %s", self._ref, self.identity, exc)
+
+    @staticmethod
+    def _released(lease: JSON) -> JSON:
+        released = copy.deepcopy(lease)
+        now = _micro_time()
+        spec = released.setdefault("spec", {})
+        spec.update({"holderIdentity": "", "leaseDurationSeconds": 1, "acquireTime": now, "renewTime": now})
+        return released
 
     async def _try_acquire_or_renew(self) -> bool:
         try:
