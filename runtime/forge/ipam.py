@@ -90,9 +90,12 @@ def allocate(
 
 
 def translate(address: str, *, source: str, target: str) -> str:
-    """`address` of network `source` moved to the same offset in `target` (both the same size); others unchanged."""
+    """`address` of network `source` moved to the same offset in `target` (same size); others, IPv6 too, as they are."""
     src, dst = network(source), network(target)
-    ip = ipaddress.IPv4Address(address)
+    try:
+        ip = ipaddress.IPv4Address(address)
+    except ipaddress.AddressValueError:
+        return address
     if ip not in src or src.prefixlen != dst.prefixlen:
         return address
     return str(dst.network_address + (int(ip) - int(src.network_address)))

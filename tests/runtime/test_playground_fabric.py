@@ -8,7 +8,8 @@ says NETWORKING Established; then, with the nginx and curl stand-ins doing real 
 
 1. a local pod on rome fetches from a pod offloaded to milan at the address rome reports
    for it (remapped), and through a rome Service selecting it; the same from naples;
-2. a pod offloaded to milan fetches from a pod of rome at rome's address as milan maps it;
+2. a pod offloaded to milan fetches from a pod of rome at rome's address as milan maps it, and
+   through a Service of the offloaded namespace (its copy on milan lists that address);
 3. the gateway pod deleted on milan, then on rome: the tunnel comes back and traffic resumes;
 4. unpeering milan removes rome's route to milan's pods, and milan's gateway, keys and
    networking objects; naples' tunnel stays.
@@ -145,6 +146,38 @@ def node_routes(state_dir: Path, node: str) -> dict[str, bool]:
     }
 
 
+async def copy_endpoints(api: Client, namespace: str, service: str) -> list[str]:
+    selector = f"kubernetes.io/service-name={service}"
+    slices = (await api.list(ENDPOINTSLICES, namespace=namespace, label_selector=selector)).items
+    return [a for s in slices for ep in s.get("endpoints") or [] for a in ep.get("addresses") or []]
+
+
+async def local_service_copy(rome: Client, milan: Client, namespace: str, address: str) -> str:
+    """A Service `home` of rome's offloaded `namespace` whose endpoint is a local pod at `address` (a Service
+    without selector and its EndpointSlice, as for anything outside the namespace); its copy's ClusterIP on
+    milan once the copy's EndpointSlice lists the endpoint (the curl stand-in reads no DNS: it is given the IP).
+    """
+    await rome.create(
+        SERVICES, {"metadata": {"name": "home"}, "spec": {"ports": [{"port": 80}]}}, namespace=namespace
+    )
+    endpoint_slice = {
+        "metadata": {"name": "home-1", "labels": {"kubernetes.io/service-name": "home"}},
+        "addressType": "IPv4",
+        "endpoints": [{"addresses": [address], "conditions": {"ready": True}}],
+        "ports": [{"port": 80, "protocol": "TCP"}],
+    }
+    await rome.create(ENDPOINTSLICES, endpoint_slice, namespace=namespace)
+    twin = f"{namespace}-rome"
+
+    async def copied() -> str:
+        found = await get(milan, SERVICES, "home", namespace=twin)
+        if found is None or not await copy_endpoints(milan, twin, "home"):
+            return ""
+        return str(found["spec"].get("clusterIP") or "")
+
+    return str(await until(copied, f"milan: the copy of Service {namespace}/home with its endpoint"))
+
+
 async def test_pods_reach_each_other_across_clusters_with_the_same_pod_cidr(playground: Playground) -> None:
     clusters = await playground.up("rome", "milan", "naples")
     rome_cluster, milan_cluster, naples_cluster = clusters["rome"], clusters["milan"], clusters["naples"]
@@ -215,10 +248,18 @@ async def test_pods_reach_each_other_across_clusters_with_the_same_pod_cidr(play
             rome, kubeconfig, "default", "by-service", f"http://{cluster_ip}/"
         )
 
-        # 2. a pod of rome reached from a pod offloaded to milan, at rome's address as milan maps it
+        # 2. a pod of rome reached from a pod offloaded to milan, at rome's address as milan maps it, and
+        # through a Service of the offloaded namespace (its copy on milan lists the pod where milan reaches it)
         await rome.create(PODS, pod("home", image="nginx"), namespace="default")
-        home = translate(await running_ip(rome, "default", "home"), source=POD_CIDR, target=rome_at_milan)
+        home_ip = await running_ip(rome, "default", "home")
+        home = translate(home_ip, source=POD_CIDR, target=rome_at_milan)
         assert "Welcome to nginx" in await fetch(rome, kubeconfig, "north", "caller", f"http://{home}/")
+        milan_ip = await local_service_copy(rome, milan, "north", home_ip)
+        assert milan_ip != cluster_ip
+        assert home in await copy_endpoints(milan, "north-rome", "home")
+        assert "Welcome to nginx" in await fetch(
+            rome, kubeconfig, "north", "caller-by-service", f"http://{milan_ip}/"
+        )
 
         # 3. either gateway restarted: the tunnel comes back
         await restart_gateway(milan, "liqo-tenant-rome")

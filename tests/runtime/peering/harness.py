@@ -30,6 +30,7 @@ import asyncio
 import base64
 import contextlib
 import dataclasses
+import io
 import json
 import logging
 import os
@@ -280,8 +281,7 @@ class Clusters:
         """Stop the cluster's authentication service and start it again on the same address."""
         task, url = cluster.auth_service, cluster.auth_url
         assert task is not None and url is not None
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
+        await _stopped(task, f"{cluster.name}: the authentication service")
         server = await self._auth_service(cluster, port=int(url.rsplit(":", 1)[1]))
         await asyncio.wait_for(server.started.wait(), 20)
         assert server.url == url
@@ -298,8 +298,7 @@ class Clusters:
         """Kill the cluster's controller manager (its reconciles in flight are cancelled) and start a new one."""
         task = cluster.controller_manager
         assert task is not None
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
+        await _stopped(task, f"{cluster.name}: the controller manager")
         await self.start_controller_manager(cluster)
 
     def _run(self, cluster: Cluster, what: str, work: Awaitable[None]) -> asyncio.Task[None]:
@@ -561,3 +560,19 @@ async def _finish(task: asyncio.Task[int]) -> None:
     task.cancel()
     with contextlib.suppress(asyncio.CancelledError):
         await task
+
+
+#: how long a component cancelled by a restart may take to stop
+STOP_WITHIN = 30.0
+
+
+async def _stopped(task: asyncio.Task[None], what: str) -> None:
+    """Cancel `task` and wait for it to end; AssertionError naming `what` if it does not within STOP_WITHIN."""
+    task.cancel()
+    done, _ = await asyncio.wait({task}, timeout=STOP_WITHIN)
+    if not done:
+        stack = io.StringIO()
+        task.print_stack(file=stack)
+        raise AssertionError(
+            f"{what} did not stop within {STOP_WITHIN:g} s of being cancelled:\n{stack.getvalue()}"
+        )
