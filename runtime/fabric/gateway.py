@@ -9,13 +9,16 @@ its key Secret's volume. On exit the interface goes (with wireguard-go, or remov
 from __future__ import annotations
 
 import argparse
+import asyncio
 import logging
 import os
 from collections.abc import Sequence
 
 from runtime.api.crds import CONFIGURATIONS, GATEWAYCLIENTS, GATEWAYSERVERS, PUBLICKEYS
 from runtime.core import Client, KubeconfigError, Manager, Request, ServerSettings, Settings
+from runtime.forge.networking import PROBE_PORT, TUNNEL_ADDRESSES, GatewayMode
 
+from .latency import LatencyProbe
 from .tunnel import GatewaySettings, TunnelReconciler
 from .wireguard import Device
 
@@ -80,7 +83,9 @@ async def main(argv: Sequence[str]) -> int:
                 GATEWAYSERVERS if args.mode == "server" else GATEWAYCLIENTS,
             )
         }
-        reconciler = TunnelReconciler(client, device, settings=settings, informers=informers)
+        remote_mode: GatewayMode = "client" if args.mode == "server" else "server"
+        probe = LatencyProbe(remote=TUNNEL_ADDRESSES[remote_mode], port=PROBE_PORT)
+        reconciler = TunnelReconciler(client, device, settings=settings, informers=informers, probe=probe)
         key = Request(args.namespace, args.name)
         controller = manager.controller("gateway", reconciler, primary=informers["configurations"])
         for informer in informers.values():
@@ -89,7 +94,9 @@ async def main(argv: Sequence[str]) -> int:
             "%s/%s: gateway (%s) starting on %s", args.namespace, args.name, args.mode, args.interface
         )
         try:
-            await manager.run()
+            async with asyncio.TaskGroup() as group:
+                group.create_task(probe.run(), name="latency probe")
+                group.create_task(manager.run(), name="gateway")
         finally:
             await device.close()
     return 0

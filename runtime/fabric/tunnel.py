@@ -3,11 +3,13 @@
 From the Configuration (this cluster's pod CIDR, the remote pod CIDR as mapped here, this
 cluster's pod CIDR as the remote maps it), the remote gateway's PublicKey, and for a
 client the GatewayClient's endpoint, it makes sure of, in the pod's network namespace:
-the WireGuard interface (MTU from the gateway object), its key and single peer (allowed
-IPs: the remote pod network as mapped here; the client keeps the tunnel alive), a route
-to that network through the interface, forwarding, and the remapping NAT
-(`runtime.forge.fabricrules`). Every step is idempotent, so a restart of either side
-converges to the same state; the Connection reports Connected while handshakes are recent.
+the WireGuard interface (MTU from the gateway object) with this side's tunnel address, its
+key and single peer (allowed IPs: the remote pod network as mapped here and the other
+gateway's tunnel address; the client keeps the tunnel alive), a route to that network
+through the interface, forwarding, and the remapping NAT (`runtime.forge.fabricrules`).
+Every step is idempotent, so a restart of either side converges to the same state; the
+Connection reports Connected while handshakes are recent, with the round trip the latency
+probe (`latency.py`) last measured through the tunnel.
 """
 
 from __future__ import annotations
@@ -21,12 +23,13 @@ from pathlib import Path
 from typing import Any
 
 from runtime.api.crds import CONNECTIONS
-from runtime.core import Client, Informer, Request, Result, TemporaryError
+from runtime.core import Client, Informer, NotFoundError, Request, Result, TemporaryError
 from runtime.forge import fabricrules
 from runtime.forge import networking as forge
 from runtime.forge.networking import Cidrs, GatewayMode
 
 from .commands import CommandError, run
+from .latency import LatencyProbe
 from .wireguard import Device, Peer
 
 logger = logging.getLogger(__name__)
@@ -60,12 +63,37 @@ def _enable_forwarding() -> None:
         FORWARDING.write_text("1\n")
 
 
+def _timestamp(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _without_timestamps(status: JSON | None) -> JSON | None:
+    """A status as far as a change is worth a write: a new latency value is, only a newer measurement is not."""
+    if status is None or "latency" not in status:
+        return status
+    return {**status, "latency": status["latency"]["value"]}
+
+
+def format_latency(seconds: float) -> str:
+    """A round trip as Liqo's Connection shows it: a Go duration (`417µs`, `1.2ms`)."""
+    if seconds < 0.001:
+        return f"{seconds * 1e6:.0f}µs"
+    return f"{seconds * 1e3:.3g}ms"
+
+
 class TunnelReconciler:
     def __init__(
-        self, client: Client, device: Device, *, settings: GatewaySettings, informers: dict[str, Informer]
+        self,
+        client: Client,
+        device: Device,
+        *,
+        settings: GatewaySettings,
+        informers: dict[str, Informer],
+        probe: LatencyProbe,
     ) -> None:
         self._client = client
         self._device = device
+        self._probe = probe
         self._settings = settings
         self._informers = informers
         #: the status last written (a Connection is written when what it says changes, not every resync)
@@ -99,9 +127,10 @@ class TunnelReconciler:
             await self._report("Connecting", f"waiting for {', '.join(missing)}")
             raise TemporaryError(f"{request}: waiting for {', '.join(missing)}", delay=WAIT)
         mtu = int((gateway.get("spec") or {}).get("mtu") or forge.DEFAULT_MTU)
+        here, there = forge.TUNNEL_ADDRESSES[s.mode], self._probe.remote
         peer = Peer(
             public_key=key,
-            allowed_ips=[remote_here],
+            allowed_ips=[remote_here, f"{there}/32"],
             endpoint=f"{endpoint['addresses'][0]}:{endpoint.get('port') or forge.GATEWAY_PORT}"
             if endpoint
             else "",
@@ -112,6 +141,7 @@ class TunnelReconciler:
             await self._device.configure(
                 key_file=s.key_file, listen_port=s.listen_port if s.mode == "server" else None, peer=peer
             )
+            await run("ip", "address", "replace", here, "peer", f"{there}/32", "dev", self._device.name)
             await run("ip", "route", "replace", remote_here, "dev", self._device.name)
             await asyncio.to_thread(_enable_forwarding)
             await run(
@@ -132,20 +162,38 @@ class TunnelReconciler:
             f"{self._device.kind} tunnel {self._device.name} to {remote_here}"
             + ("" if fresh else ": no handshake yet"),
             handshake=handshake,
+            latency=self._probe.latency() if fresh else None,
         )
         return Result(requeue_after=RESYNC if fresh else WAIT)
 
-    async def _report(self, value: str, message: str, *, handshake: float = 0.0) -> None:
-        s = self._settings
+    async def _report(
+        self, value: str, message: str, *, handshake: float = 0.0, latency: float | None = None
+    ) -> None:
         status: JSON = {"value": value, "message": message}
         if handshake:
-            status["latestHandshake"] = datetime.fromtimestamp(handshake, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        if status == self._reported:
+            status["latestHandshake"] = _timestamp(handshake)
+        if latency is not None:
+            status["latency"] = {"value": format_latency(latency), "timestamp": _timestamp(time.time())}
+        if _without_timestamps(status) == _without_timestamps(self._reported):
             return
+        if self._reported is None:  # the object once; afterwards its status only
+            await self._apply_connection()
+        try:
+            await self._apply_status(status)
+        except NotFoundError:  # deleted under us: made again
+            await self._apply_connection()
+            await self._apply_status(status)
+        self._reported = status
+
+    async def _apply_connection(self) -> None:
+        s = self._settings
         body = forge.connection(
             s.name, namespace=s.namespace, remote_cluster_id=s.remote_cluster_id, mode=s.mode
         )
         await self._client.apply(CONNECTIONS, body, field_manager=FIELD_MANAGER, force=True)
+
+    async def _apply_status(self, status: JSON) -> None:
+        s = self._settings
         await self._client.apply(
             CONNECTIONS,
             {"metadata": {"name": s.name, "namespace": s.namespace}, "status": status},
@@ -153,4 +201,3 @@ class TunnelReconciler:
             subresource="status",
             force=True,
         )
-        self._reported = status

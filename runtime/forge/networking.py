@@ -37,6 +37,10 @@ GATEWAY_PORT: Final = 51840
 DEFAULT_MTU: Final = 1340
 #: how often an idle tunnel is kept alive through NATs (WireGuard's recommended value)
 KEEPALIVE_SECONDS: Final = 25
+#: each gateway's address on its tunnel interface (a link-local pair, reachable only through the tunnel), by mode
+TUNNEL_ADDRESSES: Final[dict[GatewayMode, str]] = {"server": "169.254.18.1", "client": "169.254.18.2"}
+#: the UDP port the gateways' latency probes ping each other on (Liqo's connection checker's)
+PROBE_PORT: Final = 12345
 PRIVATE_KEY: Final = "privateKey"
 HEALTH_PORT: Final = 8087
 

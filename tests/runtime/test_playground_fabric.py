@@ -4,7 +4,8 @@ rome (consumer) peers at once with milan (region north) and naples (region south
 kind's 10.244.0.0/16, so rome's IPAM maps each provider's pods to a network of its own and
 each provider maps rome's. The peerings' gateways (process pods running wireguard-go in
 their pods' network namespaces) bring the tunnels up and `kubectl get foreignclusters`
-says NETWORKING Established; then, with the nginx and curl stand-ins doing real TCP:
+says NETWORKING Established, the Connections and the networking module the latency the
+gateways measure through the tunnel; then, with the nginx and curl stand-ins doing real TCP:
 
 1. a local pod on rome fetches from a pod offloaded to milan at the address rome reports
    for it (remapped), and through a rome Service selecting it; the same from naples;
@@ -102,6 +103,13 @@ async def offload(api: Client, namespace: str, terms: list[JSON]) -> None:
 async def mapped(api: Client, name: str, namespace: str) -> str:
     found = await get(api, CONFIGURATIONS, name, namespace=namespace)
     return Cidrs.of(((found or {}).get("status") or {}).get("remote")).pod[0]
+
+
+async def connection_latency(api: Client, namespace: str) -> str:
+    connections = (await api.list(CONNECTIONS, namespace=namespace)).items
+    return next(
+        (str(((c.get("status") or {}).get("latency") or {}).get("value") or "") for c in connections), ""
+    )
 
 
 async def restart_gateway(api: Client, namespace: str) -> None:
@@ -207,6 +215,14 @@ async def test_pods_reach_each_other_across_clusters_with_the_same_pod_cidr(play
         assert rows["milan"][:6] == MILAN_NETWORKED, printed
         assert rows["naples"][4] == "Established", printed
 
+        # the tunnel's round trip, as the gateways' probes measure it through the tunnel
+        latency = await until(
+            lambda: connection_latency(rome, "liqo-tenant-milan"), "rome: the tunnel's latency"
+        )
+        printed = await kubectl(kubeconfig, "get", "connections", "-n", "liqo-tenant-milan")
+        assert re.search(r"^milan\s+Connected\s+\S+\s+Client\s", printed, re.MULTILINE), printed
+        assert re.fullmatch(r"[0-9.]+(µs|ms)", latency), latency
+
         milan_here = await mapped(rome, "milan", "liqo-tenant-milan")
         naples_here = await mapped(rome, "naples", "liqo-tenant-naples")
         rome_at_milan = await mapped(milan, "rome", "liqo-tenant-rome")
@@ -270,6 +286,14 @@ async def test_pods_reach_each_other_across_clusters_with_the_same_pod_cidr(play
         assert "Welcome to nginx" in await fetch(
             rome, kubeconfig, "default", "after-client", f"http://{at_milan}/"
         )
+
+        # the ForeignCluster's networking module says the latency too (it looks again every peering resync)
+        async def module_latency() -> bool:
+            found = await get(rome, FOREIGNCLUSTERS, "naples")
+            module = (((found or {}).get("status") or {}).get("modules") or {}).get("networking") or {}
+            return any("latency" in str(cond.get("message")) for cond in module.get("conditions") or [])
+
+        await until(module_latency, "rome: naples' networking module reports the latency")
 
         # 4. unpeer milan: its routes, gateway, keys and networking objects go; naples stays
         routes = node_routes(rome_cluster.paths.root.parent, "rome-control-plane")

@@ -181,11 +181,15 @@ async def _exchange(
     if missing:
         return waiting(REASON_PENDING, "waiting for " + ", ".join(missing))
     connection = await _get(client, CONNECTIONS, spec.name, here) or {}
-    state = (connection.get("status") or {}).get("value") or "Connecting"
-    message = (connection.get("status") or {}).get("message") or "the gateway client has not reported yet"
+    status = connection.get("status") or {}
+    state = status.get("value") or "Connecting"
+    message = status.get("message") or "the gateway client has not reported yet"
     if state == "Connected":
+        latency = (status.get("latency") or {}).get("value")
         return done(
             REASON_CONNECTED,
-            f"tunnel to {spec.name} up: its pods ({theirs.pod[0]}) are {theirs_here.pod[0]} here",
+            f"tunnel to {spec.name} up"
+            + (f" (latency {latency})" if latency else "")
+            + f": its pods ({theirs.pod[0]}) are {theirs_here.pod[0]} here",
         )
     return waiting(REASON_PENDING, f"tunnel to {spec.name}: {state}: {message}")
