@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 # program:Debian package, for what the playground network runs (playground/network/requirements.py)
-HOST_TOOLS := ip:iproute2 nft:nftables nsenter:util-linux
+HOST_TOOLS := ip:iproute2 nft:nftables nsenter:util-linux wireguard-go:wireguard-go wg:wireguard-tools conntrack:conntrack
 
 .PHONY: venv test test-emulator test-real real-k8s lint demo bench clean mirror host-tools pulumi-engine
 
@@ -70,6 +70,7 @@ bench: venv
 	$(BIN)/python bench/terraform.py
 	$(BIN)/python bench/offloading.py
 	$(BIN)/python bench/reflection.py
+	$(BIN)/python bench/network.py
 
 clean:
 	rm -rf $(VENV) .playground .pytest_cache .mypy_cache .ruff_cache

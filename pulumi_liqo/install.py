@@ -111,6 +111,14 @@ class InstallArgs(TypedDict):
     reflection: NotRequired[pulumi.Input[ReflectionArgs]]
     """What the virtual kubelets of this cluster reflect to its providers, and with how many workers per kind
     (defaults: see `ReflectionArgs`). Changes in place."""
+    gateway_service_type: NotRequired[pulumi.Input[str]]
+    """Type of the Service in front of each peering's gateway server (this cluster as a provider): `NodePort`
+    (default: consumers dial a Ready node's address and the nodePort, UDP) or `LoadBalancer`."""
+    gateway_mtu: NotRequired[pulumi.Input[int]]
+    """MTU of the WireGuard tunnel interfaces (1280..9000; default 1340)."""
+    wireguard_implementation: NotRequired[pulumi.Input[str]]
+    """Which WireGuard the gateways run: `auto` (default: the kernel's when the node has it, else
+    `wireguard-go`), `kernel` or `wireguard-go`."""
     force: NotRequired[pulumi.Input[bool]]
     """Let destroy proceed while peerings (ForeignClusters) or offloaded namespaces exist: they are deleted
     first. Apply it before the destroy."""
@@ -182,6 +190,9 @@ class Install(pulumi.ComponentResource):
             "auth_service_type": values.get("auth_service_type") or "NodePort",
             "auth_url": values.get("auth_url") or "",
             "reflection": values.get("reflection") or {},
+            "gateway_service_type": values.get("gateway_service_type") or "NodePort",
+            "gateway_mtu": values.get("gateway_mtu") or 1340,
+            "wireguard_implementation": values.get("wireguard_implementation") or "auto",
         }
         options = pulumi.Output.all(
             cluster_id=discovery.cluster_id,
@@ -189,7 +200,13 @@ class Install(pulumi.ComponentResource):
             pod_cidr=discovery.discovered_pod_cidr,
             service_cidr=discovery.discovered_service_cidr,
             **given,
-        ).apply(lambda values: {**values, "sharing_percentage": int(values["sharing_percentage"])})
+        ).apply(
+            lambda values: {
+                **values,
+                "sharing_percentage": int(values["sharing_percentage"]),
+                "gateway_mtu": int(values["gateway_mtu"]),
+            }
+        )
         manifests = options.apply(lambda values: install_manifests(install_options(values)))
         known = _known_fields(given)
 

@@ -49,6 +49,9 @@ class PeerArgs(TypedDict):
     """Other resources to ask for (such as `nvidia.com/gpu`), name to quantity. Changes renegotiate in place."""
     node_labels: NotRequired[pulumi.Input[dict[str, str]]]
     """Extra labels of the virtual node. Changes apply in place."""
+    networking_disabled: NotRequired[pulumi.Input[bool]]
+    """Peer without the network fabric (liqoctl's `--networking-disabled`): no gateways and no tunnel, so
+    offloaded pods and local pods do not reach each other. Changes apply in place."""
     namespace: NotRequired[pulumi.Input[str]]
     """Namespace of the Liqo runtime on this cluster, where the token Secret is kept (default `liqo`)."""
 
@@ -65,7 +68,8 @@ class Peer(pulumi.ComponentResource):
     """Phase of the outgoing peering: resources and virtual node (None, Pending, Established, Disconnecting,
     Error)."""
     networking_status: pulumi.Output[str]
-    """Phase of the network fabric towards the provider (None until it exists)."""
+    """Phase of the network fabric towards the provider: Established once the tunnel between the gateways is up
+    (None, Pending, Established, Error; None with `networking_disabled`)."""
     remote_version: pulumi.Output[str]
     """Version of the Liqo runtime on the provider."""
 
@@ -85,6 +89,7 @@ class Peer(pulumi.ComponentResource):
             "namespace": values.get("namespace") or c.DEFAULT_NAMESPACE,
             "extended_resources": values.get("extended_resources") or {},
             "node_labels": values.get("node_labels") or {},
+            "networking_disabled": bool(values.get("networking_disabled")),
             **{argument: values.get(argument) for argument in RESOURCE_ARGUMENTS},
         }
         peering = Peering(f"{name}-peering", props, _args.child_options(self, opts))

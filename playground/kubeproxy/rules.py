@@ -264,8 +264,16 @@ table ip {TABLE} {{
   chain filter-output {{
     type filter hook output priority -110; policy accept;
     ct state new jump service-endpoints-check
+  }}
+  chain filter-output-post-dnat {{
+    type filter hook output priority -90; policy accept;
     ct state new jump cluster-ips-check
   }}
   {body}
 }}
 """
+
+
+def udp_endpoints(ports: Iterable[ServicePort]) -> set[str]:
+    """The addresses serving UDP Service ports: when one goes, its conntrack entries must go too (below)."""
+    return {endpoint.address for port in ports if port.protocol == "UDP" for endpoint in port.endpoints}

@@ -72,6 +72,9 @@ def _defaults() -> dict[str, Any]:
         "image": runtime_image(),
         "webhook_mode": "service",
         "auth_service_type": "NodePort",
+        "gateway_service_type": "NodePort",
+        "gateway_mtu": 1340,
+        "wireguard_implementation": "auto",
         "force": False,
         "purge": False,
     }
@@ -240,6 +243,40 @@ class InstallResource(Resource):
                     "URL other clusters reach the authentication service at (an Ingress in front of it, say). "
                     "Default: the URL the service derives from its Service (see `auth_service_type`), read back "
                     "once it runs."
+                ),
+            ),
+            Attribute(
+                "gateway_service_type",
+                String(),
+                optional=True,
+                computed=True,
+                default="NodePort",
+                description=(
+                    "Type of the Service in front of each peering's gateway server (this cluster as a provider): "
+                    '`"NodePort"` (default: consumers dial a Ready node\'s address and the nodePort, UDP) or '
+                    '`"LoadBalancer"`. Changes apply to gateways made afterwards and to existing ones in place.'
+                ),
+            ),
+            Attribute(
+                "gateway_mtu",
+                Number(),
+                optional=True,
+                computed=True,
+                default=1340,
+                description=(
+                    "MTU of the WireGuard tunnel interfaces (1280..9000; default 1340: WireGuard's 60 bytes of "
+                    "IPv4 overhead under a 1500-byte path with room for an outer encapsulation). Changes in place."
+                ),
+            ),
+            Attribute(
+                "wireguard_implementation",
+                String(),
+                optional=True,
+                computed=True,
+                default="auto",
+                description=(
+                    'Which WireGuard the gateways run: `"auto"` (default: the kernel\'s when the node has it, else '
+                    '`wireguard-go`), `"kernel"` or `"wireguard-go"`. Changes in place.'
                 ),
             ),
             Attribute(
@@ -586,7 +623,14 @@ class InstallResource(Resource):
 
 
 def _options(planned: State, *, cluster_id: str, host: str) -> InstallOptions:
-    from runtime.forge.install import SERVICE_TYPES, InstallOptions
+    from runtime.forge.install import (
+        GATEWAY_SERVICE_TYPES,
+        SERVICE_TYPES,
+        WIREGUARD_IMPLEMENTATIONS,
+        InstallOptions,
+    )
+
+    mtu = planned.get("gateway_mtu")
 
     def text(name: str, default: str = "") -> str:
         value = planned.get(name)
@@ -607,6 +651,13 @@ def _options(planned: State, *, cluster_id: str, host: str) -> InstallOptions:
         auth_service_type=next((t for t in SERVICE_TYPES if t == text("auth_service_type")), "NodePort"),
         auth_url=text("auth_url"),
         reflection=_reflection_options(planned.get("reflection")),
+        gateway_service_type=next(
+            (t for t in GATEWAY_SERVICE_TYPES if t == text("gateway_service_type")), "NodePort"
+        ),
+        gateway_mtu=int(mtu) if is_known(mtu) and mtu is not None else 1340,
+        wireguard_implementation=next(
+            (w for w in WIREGUARD_IMPLEMENTATIONS if w == text("wireguard_implementation")), "auto"
+        ),
     )
 
 
@@ -621,6 +672,9 @@ def _state(planned: State, options: InstallOptions, *, identity: Mapping[str, st
         "api_server_url": options.api_server_url,
         "image": options.image,
         "auth_service_type": options.auth_service_type,
+        "gateway_service_type": options.gateway_service_type,
+        "gateway_mtu": options.gateway_mtu,
+        "wireguard_implementation": options.wireguard_implementation,
         "auth_url": identity.get(c.IDENTITY_AUTH_URL) or _known_text(planned.get("auth_url")),
         "reflection": _reflection_state(options.reflection),
         "cluster_id": options.cluster_id,
@@ -652,6 +706,9 @@ def _observed_state(current: State, namespace: str, observed: Observed) -> State
         "image": observed.image,
         "webhook_mode": observed.webhook_mode,
         "auth_service_type": observed.auth_service_type,
+        "gateway_service_type": observed.gateway_service_type or "NodePort",
+        "gateway_mtu": int(observed.gateway_mtu) if observed.gateway_mtu.isdigit() else 1340,
+        "wireguard_implementation": observed.wireguard_implementation or "auto",
         "api_server_url": observed.api_server_url,
         "auth_url": identity.get(c.IDENTITY_AUTH_URL) or "",
         "reflection": _reflection_state(observed.reflection),

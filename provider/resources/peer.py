@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 from tf.iface import ImportContext, ReadContext, UpgradeContext
 from tf.schema import Schema
-from tf.types import Map, String
+from tf.types import Bool, Map, String
 from tf.utils import Diagnostics
 
 from runtime.api import constants as c
@@ -136,6 +136,17 @@ class PeerResource(Resource):
                 description="Extra labels of the virtual node. Changes apply in place.",
             ),
             Attribute(
+                "networking_disabled",
+                Bool(),
+                optional=True,
+                computed=True,
+                default=False,
+                description=(
+                    "Peer without the network fabric (liqoctl's `--networking-disabled`): no gateways and no "
+                    "tunnel, so offloaded pods and local pods do not reach each other. Changes apply in place."
+                ),
+            ),
+            Attribute(
                 "namespace",
                 String(),
                 optional=True,
@@ -173,7 +184,10 @@ class PeerResource(Resource):
                 "networking_status",
                 String(),
                 computed=True,
-                description="Phase of the network fabric towards the provider (None until it exists).",
+                description=(
+                    "Phase of the network fabric towards the provider: Established once the tunnel between the "
+                    "gateways is up (None, Pending, Established, Error; None with `networking_disabled`)."
+                ),
             ),
             Attribute(
                 "remote_version",
@@ -303,6 +317,7 @@ class PeerResource(Resource):
                 resources=wanted,
                 node_labels=dict(planned.get("node_labels") or {}),
                 field_manager=c.FIELD_MANAGER_TERRAFORM,
+                networking=planned.get("networking_disabled") is not True,
             )
 
         call(ctx.diagnostics, kube, write, what=f"write the ForeignCluster {name}", seconds=seconds)
@@ -444,6 +459,7 @@ def _spec_inputs(state: State) -> tuple[Any, ...]:
         *(state.get(name) for name in _IDENTITY),
         requested(state),
         dict(state.get("node_labels") or {}),
+        state.get("networking_disabled") is True,
     )
 
 
@@ -457,6 +473,8 @@ def _state(planned: State, peering: Peering | None) -> State:
         "authentication_status": status.get("authentication") or "None",
         "offloading_status": status.get("outgoingPeering") or "None",
         "networking_status": status.get("networking") or "None",
+        # unknown in an update plan that leaves it unset: unset is False
+        "networking_disabled": planned.get("networking_disabled") is True,
         "remote_version": status.get("remoteVersion") or "",
     }
 
@@ -488,6 +506,7 @@ def _observed_state(current: State, peering: Peering, *, token: str, namespace: 
         },
     )
     state["node_labels"] = _map(current.get("node_labels"), dict(spec.get("nodeLabels") or {}))
+    state["networking_disabled"] = spec.get("networkingEnabled", True) is False
     return _state(state, peering)
 
 

@@ -47,7 +47,13 @@ logger = logging.getLogger(__name__)
 TIMEOUTS: Final = {"create": 300.0, "update": 300.0, "delete": 180.0}
 READ_SECONDS: Final = 60.0
 IDENTITY: Final = ("cluster_id", "cluster_name", "cluster_authurl", "namespace")
-SPEC: Final = ("cluster_token", *RESOURCE_ARGUMENTS, "extended_resources", "node_labels")
+SPEC: Final = (
+    "cluster_token",
+    *RESOURCE_ARGUMENTS,
+    "extended_resources",
+    "node_labels",
+    "networking_disabled",
+)
 SECRETS: Final = ("cluster_token",)
 
 
@@ -137,6 +143,7 @@ class PeeringProvider(pulumi.dynamic.ResourceProvider):
                 for key, value in extended.items()
             },
             "node_labels": dict(spec.get("nodeLabels") or {}),
+            "networking_disabled": spec.get("networkingEnabled", True) is False,
             **_status(live),
         }
         return pulumi.dynamic.ReadResult(id_, observed)
@@ -190,6 +197,7 @@ class PeeringProvider(pulumi.dynamic.ResourceProvider):
                 resources=wanted,
                 node_labels=dict(props.get("node_labels") or {}),
                 field_manager=c.FIELD_MANAGER_PULUMI,
+                networking=not props.get("networking_disabled"),
             )
             return await peering.wait_established(client, name, requested=wanted, seconds=bound)
 

@@ -153,6 +153,10 @@ FOREIGN_CLUSTER = Kind(
         outgoingPeeringEnabled=boolean(
             "Consume the remote cluster's resources (a virtual node here).", default=True
         ),
+        networkingEnabled=boolean(
+            "Extend the pod network to the remote cluster (a gateway per side, a WireGuard tunnel between them).",
+            default=True,
+        ),
         resources=_resources("Resources requested from the remote cluster; empty takes its default share."),
         nodeLabels=string_map("Extra labels for the virtual node standing for the remote cluster."),
     ),
@@ -505,6 +509,132 @@ SHADOW_ENDPOINT_SLICE = Kind(
     status=None,
 )
 
+_CIDRS = obj(
+    "A cluster's networks.",
+    pod=array(string(), "Pod CIDRs."),
+    external=array(string(), "External CIDRs (addresses standing for what lies outside the pod network)."),
+)
+_ENDPOINT = obj(
+    "Where a gateway server is reached.",
+    addresses=array(
+        string(), "Addresses (node addresses for a NodePort Service, the ingress for a LoadBalancer)."
+    ),
+    port=integer("UDP port.", minimum=0),
+    protocol=string("Transport protocol.", enum=("UDP",), default="UDP"),
+)
+_SECRET_REF = obj("The Secret with the gateway's WireGuard private key.", name=string(), namespace=string())
+_PUBLIC_KEY = string("This gateway's WireGuard public key, for the other side.")
+_MTU = integer("MTU of the tunnel interface.", minimum=576, default=1340)
+_REMOTE_CLUSTER_ID = string("The cluster at the other end of the tunnel.")
+
+NETWORK = Kind(
+    resource=_resource(c.IPAM_GROUP, "networks", "Network"),
+    singular="network",
+    description=(
+        "A network the IPAM gives out: a peer's pod CIDR as this cluster knows it. The allocation in the status"
+        " is kept across restarts and never overlaps this cluster's own networks or another peer's."
+    ),
+    spec=obj(
+        required=("cidr",),
+        cidr=immutable(string("The network asked for (the peer's real pod CIDR)."), "cidr is immutable"),
+        remoteClusterID=string("The peer the network belongs to."),
+    ),
+    status=obj(cidr=string("The network given: the request itself when free, else a remapped one.")),
+    columns=(Column("Desired CIDR", ".spec.cidr"), Column("Remapped CIDR", ".status.cidr")),
+)
+
+CONFIGURATION = Kind(
+    resource=_resource(c.NETWORKING_GROUP, "configurations", "Configuration"),
+    singular="configuration",
+    description=(
+        "The networks of a peering, in the tenant namespace of the remote cluster: this cluster's and the remote"
+        " one's, and how each side remapped the other."
+    ),
+    spec=obj(
+        remoteClusterID=string("The remote cluster's id."),
+        local=obj("This cluster.", cidr=_CIDRS),
+        remote=obj("The remote cluster, as it reported its networks.", cidr=_CIDRS),
+    ),
+    status=obj(
+        remote=obj(
+            "The remote cluster's networks as this cluster knows them (remapped by its IPAM).", cidr=_CIDRS
+        ),
+        local=obj(
+            "This cluster's networks as the remote cluster knows them (remapped by its IPAM).", cidr=_CIDRS
+        ),
+        conditions=conditions(),
+    ),
+    columns=(
+        Column("Desired pod CIDR", ".spec.remote.cidr.pod[0]"),
+        Column("Remapped pod CIDR", ".status.remote.cidr.pod[0]"),
+    ),
+)
+
+GATEWAY_SERVER = Kind(
+    resource=_resource(c.NETWORKING_GROUP, "gatewayservers", "GatewayServer"),
+    singular="gatewayserver",
+    short_names=("gws",),
+    description="A peering's gateway that listens (on the provider): a WireGuard endpoint behind a Service.",
+    spec=obj(
+        endpoint=obj(
+            "How the gateway is exposed.",
+            serviceType=string("The Service's type.", enum=("NodePort", "LoadBalancer"), default="NodePort"),
+            port=integer("The Service port.", minimum=1, default=51840),
+        ),
+        mtu=_MTU,
+        remoteClusterID=_REMOTE_CLUSTER_ID,
+    ),
+    status=obj(endpoint=_ENDPOINT, secretRef=_SECRET_REF, publicKey=_PUBLIC_KEY, conditions=conditions()),
+    columns=(
+        Column("Address", ".status.endpoint.addresses[0]"),
+        Column("Port", ".status.endpoint.port", "integer"),
+    ),
+)
+
+GATEWAY_CLIENT = Kind(
+    resource=_resource(c.NETWORKING_GROUP, "gatewayclients", "GatewayClient"),
+    singular="gatewayclient",
+    short_names=("gwc",),
+    description="A peering's gateway that connects (on the consumer) to the provider's gateway server.",
+    spec=obj(endpoint=_ENDPOINT, mtu=_MTU, remoteClusterID=_REMOTE_CLUSTER_ID),
+    status=obj(secretRef=_SECRET_REF, publicKey=_PUBLIC_KEY, conditions=conditions()),
+    columns=(
+        Column("Address", ".spec.endpoint.addresses[0]"),
+        Column("Port", ".spec.endpoint.port", "integer"),
+    ),
+)
+
+PUBLIC_KEY = Kind(
+    resource=_resource(c.NETWORKING_GROUP, "publickeys", "PublicKey"),
+    singular="publickey",
+    description="The WireGuard public key of a gateway of the cluster named in the label liqo.io/remote-cluster-id.",
+    spec=obj(required=("publicKey",), publicKey=string("Base64 Curve25519 public key.")),
+    status=obj(),
+)
+
+CONNECTION = Kind(
+    resource=_resource(c.NETWORKING_GROUP, "connections", "Connection"),
+    singular="connection",
+    description="The state of a peering's tunnel, as its gateway sees it.",
+    spec=obj(
+        remoteClusterID=string("The cluster at the other end."),
+        gatewayType=string("This side's gateway.", enum=("Server", "Client")),
+    ),
+    status=obj(
+        value=string(
+            "Connected once a handshake happened recently.", enum=("Connecting", "Connected", "Error")
+        ),
+        latency=obj(value=string("Round trip through the tunnel."), timestamp=string()),
+        latestHandshake=string("When the last WireGuard handshake completed (RFC 3339)."),
+        message=string(),
+    ),
+    columns=(
+        Column("Status", ".status.value"),
+        Column("Latency", ".status.latency.value"),
+        Column("Gateway", ".spec.gatewayType"),
+    ),
+)
+
 KINDS: tuple[Kind, ...] = (
     FOREIGN_CLUSTER,
     TENANT,
@@ -516,6 +646,12 @@ KINDS: tuple[Kind, ...] = (
     NAMESPACE_MAP,
     SHADOW_POD,
     SHADOW_ENDPOINT_SLICE,
+    NETWORK,
+    CONFIGURATION,
+    GATEWAY_SERVER,
+    GATEWAY_CLIENT,
+    PUBLIC_KEY,
+    CONNECTION,
 )
 
 FOREIGNCLUSTERS = FOREIGN_CLUSTER.resource
@@ -528,6 +664,12 @@ NAMESPACEOFFLOADINGS = NAMESPACE_OFFLOADING.resource
 NAMESPACEMAPS = NAMESPACE_MAP.resource
 SHADOWPODS = SHADOW_POD.resource
 SHADOWENDPOINTSLICES = SHADOW_ENDPOINT_SLICE.resource
+NETWORKS = NETWORK.resource
+CONFIGURATIONS = CONFIGURATION.resource
+GATEWAYSERVERS = GATEWAY_SERVER.resource
+GATEWAYCLIENTS = GATEWAY_CLIENT.resource
+PUBLICKEYS = PUBLIC_KEY.resource
+CONNECTIONS = CONNECTION.resource
 
 
 def crds() -> list[JSON]:

@@ -86,7 +86,9 @@ def obj(description: str = "", *, required: tuple[str, ...] = (), **properties: 
 def fields(
     properties: Mapping[str, Schema], description: str = "", *, required: tuple[str, ...] = ()
 ) -> Schema:
-    schema: Schema = {"type": "object", "properties": dict(properties)}
+    # an empty map is left out: kube-apiserver stores none (omitempty), and a schema that reads back
+    # different from what was applied is a diff for ever to Pulumi's kubernetes provider
+    schema: Schema = {"type": "object", "properties": dict(properties)} if properties else {"type": "object"}
     if required:
         schema["required"] = list(required)
     return _described(schema, description)

@@ -50,6 +50,10 @@ COMPONENTS: Mapping[str, Component] = {
     "virtual-kubelet": Component(
         "runtime.virtualkubelet.main", "the virtual node standing for one provider cluster"
     ),
+    "gateway": Component("runtime.fabric.gateway", "one peering's gateway: the WireGuard end of its tunnel"),
+    "fabric": Component(
+        "runtime.fabric.agent", "a node's routes and masquerade bypass to remote pod networks"
+    ),
 }
 
 

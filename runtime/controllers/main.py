@@ -16,6 +16,8 @@ the Lease `liqo-controller-manager` in the runtime's namespace (`--leader-elect`
 | `offloading.twinnamespace` | provider: the twin namespaces consumers ask for, and their RBAC |
 | `offloading.shadowpod` | provider: a Pod for every ShadowPod (recreated, kept through partitions) |
 | `offloading.shadowendpointslice` | provider: an EndpointSlice for every ShadowEndpointSlice (reflected endpoints) |
+| `networking.configuration` | both: each peering's Configuration, its remote pod networks mapped by the IPAM |
+| `networking.gateway` | provider: gateway servers; consumer: gateway clients (key, Deployment, Service) |
 
 Every field of `ControllerOptions` is a flag (`unpeer_timeout` -> `--unpeer-timeout`), so
 a controller's new option is on the command line without touching this module; the
@@ -43,6 +45,7 @@ from runtime.forge.reflection import ReflectionOptions
 
 from .authentication import identity, resourceslice, servingkey, tenant
 from .core import foreigncluster
+from .networking import configuration, gateway
 from .offloading import (
     namespacemap,
     namespaceoffloading,
@@ -70,6 +73,9 @@ SETUPS: tuple[Setup, ...] = (
     twinnamespace.setup,
     shadowpod.setup,
     shadowendpointslice.setup,
+    configuration.setup,
+    gateway.setup_server,
+    gateway.setup_client,
 )
 LEASE_NAME = "liqo-controller-manager"
 DEFAULT_HEALTH_PORT = 8080

@@ -7,6 +7,7 @@ period, say) instead of patching code. Times are in seconds.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
 
 from runtime.api import constants as c
 from runtime.api.image import runtime_image
@@ -60,3 +61,13 @@ class ControllerOptions:
     shadow_pod_workers: int = 20
     #: ShadowEndpointSlices (provider) reconciled at once: each is one request when its EndpointSlice changes
     shadow_endpoint_slice_workers: int = 10
+
+    # The network fabric (issue 14): each peering's gateways.
+    #: how a provider exposes its gateway servers to consumers
+    gateway_service_type: Literal["NodePort", "LoadBalancer"] = "NodePort"
+    #: the gateway servers' Service port
+    gateway_port: int = 51840
+    #: the tunnel interfaces' MTU
+    gateway_mtu: int = 1340
+    #: which WireGuard the gateways run: the kernel's when present, else wireguard-go (auto), or one of them
+    wireguard_implementation: Literal["auto", "kernel", "wireguard-go"] = "auto"

@@ -37,7 +37,15 @@ WEBHOOK_MODES: Final[tuple[WebhookMode, ...]] = get_args(WebhookMode)
 CONTROLLER_MANAGER = "controller-manager"
 AUTH = "auth"
 WEBHOOK = "webhook"
-COMPONENTS = (CONTROLLER_MANAGER, AUTH, WEBHOOK)
+FABRIC = "fabric"
+#: every component's ServiceAccount and bindings; the first three run as Deployments, the fabric as a DaemonSet
+COMPONENTS = (CONTROLLER_MANAGER, AUTH, WEBHOOK, FABRIC)
+DEPLOYED_COMPONENTS = (CONTROLLER_MANAGER, AUTH, WEBHOOK)
+FABRIC_HEALTH_PORT = 8088
+GatewayServiceType = Literal["NodePort", "LoadBalancer"]
+WireGuardImplementation = Literal["auto", "kernel", "wireguard-go"]
+GATEWAY_SERVICE_TYPES: Final[tuple[GatewayServiceType, ...]] = get_args(GatewayServiceType)
+WIREGUARD_IMPLEMENTATIONS: Final[tuple[WireGuardImplementation, ...]] = get_args(WireGuardImplementation)
 
 HEALTH_PORT = 8080
 AUTH_PORT = 8443
@@ -80,6 +88,10 @@ class InstallOptions:
     auth_url: str = ""
     #: what the virtual kubelets of this cluster (as a consumer) reflect to providers, with how many workers
     reflection: ReflectionOptions = field(default_factory=ReflectionOptions)
+    #: the network fabric: how gateway servers are exposed, the tunnels' MTU, which WireGuard runs them
+    gateway_service_type: GatewayServiceType = "NodePort"
+    gateway_mtu: int = 1340
+    wireguard_implementation: WireGuardImplementation = "auto"
 
     def validate(self) -> None:
         """Raise InstallOptionsError naming the first invalid option."""
@@ -108,6 +120,18 @@ class InstallOptions:
             raise InstallOptionsError(
                 "auth_service_type",
                 f"{self.auth_service_type!r} is not one of {', '.join(SERVICE_TYPES)}",
+            )
+        if self.gateway_service_type not in GATEWAY_SERVICE_TYPES:
+            raise InstallOptionsError(
+                "gateway_service_type",
+                f"{self.gateway_service_type!r} is not one of {', '.join(GATEWAY_SERVICE_TYPES)}",
+            )
+        if not 1280 <= self.gateway_mtu <= 9000:
+            raise InstallOptionsError("gateway_mtu", f"{self.gateway_mtu} is not in 1280..9000")
+        if self.wireguard_implementation not in WIREGUARD_IMPLEMENTATIONS:
+            raise InstallOptionsError(
+                "wireguard_implementation",
+                f"{self.wireguard_implementation!r} is not one of {', '.join(WIREGUARD_IMPLEMENTATIONS)}",
             )
         if self.auth_url and not self.auth_url.startswith("https://"):
             raise InstallOptionsError("auth_url", f"{self.auth_url!r} must be an https:// URL")
@@ -141,6 +165,9 @@ USER_OPTIONS: Final = (
     "api_server_url",
     "auth_url",
     "cluster_labels",
+    "gateway_service_type",
+    "gateway_mtu",
+    "wireguard_implementation",
 )
 
 
@@ -206,8 +233,61 @@ def install_manifests(options: InstallOptions) -> list[JSON]:
         _service(options, WEBHOOK, WEBHOOK_PORT, service_type="ClusterIP"),
         validating_webhook_configuration(options),
         mutating_webhook_configuration(options),
+        fabric_daemonset(options),
     ]
     return objects
+
+
+def fabric_daemonset(options: InstallOptions) -> JSON:
+    """The fabric agent on every node (host network, NET_ADMIN): routes to remote pod networks via gateways."""
+    name = f"liqo-{FABRIC}"
+    container: JSON = {
+        "name": FABRIC,
+        "image": options.image,
+        "imagePullPolicy": "IfNotPresent",
+        "command": ["python", "-m", "runtime", FABRIC],
+        "args": [f"--namespace={options.namespace}", f"--health-address=$(POD_IP):{FABRIC_HEALTH_PORT}"],
+        "env": [
+            {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
+            {"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
+        ],
+        "resources": {"requests": {"cpu": "10m", "memory": "48Mi"}, "limits": {"memory": "192Mi"}},
+        "securityContext": {"capabilities": {"add": ["NET_ADMIN", "NET_RAW"], "drop": ["ALL"]}},
+    }
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": metadata(name, namespace=options.namespace, component=FABRIC),
+        "spec": {
+            "selector": {"matchLabels": {c.LABEL_NAME: name}},
+            "template": {
+                "metadata": {"labels": labels(FABRIC)},
+                "spec": {
+                    "serviceAccountName": name,
+                    "hostNetwork": True,
+                    "tolerations": [{"operator": "Exists"}],
+                    "affinity": {
+                        "nodeAffinity": {
+                            "requiredDuringSchedulingIgnoredDuringExecution": {
+                                "nodeSelectorTerms": [
+                                    {
+                                        "matchExpressions": [
+                                            {
+                                                "key": c.LABEL_TYPE,
+                                                "operator": "NotIn",
+                                                "values": [c.TYPE_VIRTUAL_NODE],
+                                            }
+                                        ]
+                                    }
+                                ]
+                            }
+                        }
+                    },
+                    "containers": [container],
+                },
+            },
+        },
+    }
 
 
 def identity_configmap(options: InstallOptions) -> JSON:
@@ -318,6 +398,9 @@ def _controller_manager_args(options: InstallOptions) -> list[str]:
         "--leader-elect",
         f"--image={options.image}",
         *options.reflection.args(),
+        f"--gateway-service-type={options.gateway_service_type}",
+        f"--gateway-mtu={options.gateway_mtu}",
+        f"--wireguard-implementation={options.wireguard_implementation}",
     ]
 
 

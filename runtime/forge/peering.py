@@ -53,8 +53,10 @@ def foreign_cluster(
     namespace: str,
     resources: Mapping[str, str],
     node_labels: Mapping[str, str],
+    networking: bool = True,
 ) -> JSON:
-    """The ForeignCluster asking for an out-of-band peering with the provider `cluster_name`."""
+    """The ForeignCluster asking for an out-of-band peering with the provider `cluster_name` (`networking`:
+    extend the pod network to it, Liqo's default; off is liqoctl's `--networking-disabled`)."""
     return {
         "apiVersion": FOREIGNCLUSTERS.api_version,
         "kind": FOREIGNCLUSTERS.kind,
@@ -69,6 +71,7 @@ def foreign_cluster(
             "authURL": auth_url,
             "tokenSecretRef": {"name": token_secret_name(cluster_name), "namespace": namespace},
             "outgoingPeeringEnabled": True,
+            "networkingEnabled": networking,
             "resources": dict(resources),
             "nodeLabels": dict(node_labels),
         },

@@ -18,7 +18,7 @@ JSON = dict[str, Any]
 RBAC_GROUP = "rbac.authorization.k8s.io"
 ALL = ["get", "list", "watch", "create", "update", "patch", "delete"]
 READ = ["get", "list", "watch"]
-LIQO_GROUPS = [c.CORE_GROUP, c.AUTHENTICATION_GROUP, c.OFFLOADING_GROUP]
+LIQO_GROUPS = [c.CORE_GROUP, c.AUTHENTICATION_GROUP, c.OFFLOADING_GROUP, c.NETWORKING_GROUP, c.IPAM_GROUP]
 
 #: bound per virtual node (ClusterRoleBinding): its Node, its Lease, its VirtualNode
 VIRTUAL_KUBELET_ROLE = "liqo-virtual-kubelet"
@@ -26,6 +26,8 @@ VIRTUAL_KUBELET_ROLE = "liqo-virtual-kubelet"
 VIRTUAL_KUBELET_REFLECTION_ROLE = "liqo-virtual-kubelet-reflection"
 #: bound on a provider in a consumer's tenant namespace (RoleBinding): what a consumer may do there
 REMOTE_CONSUMER_ROLE = "liqo-remote-consumer"
+#: the fabric agents' (one per node): Configurations and gateway pods everywhere
+FABRIC_ROLE = "liqo-fabric"
 #: bound on a provider in each twin namespace (RoleBinding) to the consumer it was created for
 REMOTE_OFFLOADING_ROLE = "liqo-remote-offloading"
 
@@ -62,6 +64,8 @@ def cluster_roles() -> list[JSON]:
                 # provider: the EndpointSlices of ShadowEndpointSlices
                 _rule(["discovery.k8s.io"], ["endpointslices"], ALL),
                 _rule(["apps"], ["deployments"], ALL),
+                # gateway servers' Services
+                _rule([""], ["services"], ALL),
                 _rule([RBAC_GROUP], ["roles", "rolebindings", "clusterrolebindings"], ALL),
                 _rule(
                     [RBAC_GROUP],
@@ -128,6 +132,8 @@ def cluster_roles() -> list[JSON]:
                 _rule([""], ["serviceaccounts/token"], ["create"]),
                 # which namespaces are offloaded to its provider, under which names
                 _rule([c.OFFLOADING_GROUP], ["namespacemaps"], READ),
+                # how its provider's pod network is mapped here (offloaded pods' addresses)
+                _rule([c.NETWORKING_GROUP], ["configurations"], READ),
                 # its kubelet API authorizes the API server's requests as a kubelet does
                 _rule(["authorization.k8s.io"], ["subjectaccessreviews"], ["create"]),
                 events,
@@ -155,6 +161,20 @@ def cluster_roles() -> list[JSON]:
                 # the copy of its NamespaceMap, which asks for twin namespaces
                 _rule([c.OFFLOADING_GROUP], ["namespacemaps"], ALL),
                 _rule([c.OFFLOADING_GROUP], ["namespacemaps/status"], ["get"]),
+                # the network fabric: its Configuration, GatewayServer and gateway key there, and what the
+                # provider answers (its pod network, how it maps the consumer's, its gateway's endpoint and key)
+                _rule([c.NETWORKING_GROUP], ["configurations", "gatewayservers", "publickeys"], ALL),
+                _rule([c.NETWORKING_GROUP], ["configurations/status"], ["get", "patch"]),
+                _rule([c.NETWORKING_GROUP], ["gatewayservers/status"], ["get"]),
+            ],
+        ),
+        _cluster_role(
+            FABRIC_ROLE,
+            "fabric",
+            [
+                _rule([c.NETWORKING_GROUP], ["configurations"], READ),
+                # where each peering's gateway runs
+                _rule([""], ["pods"], READ),
             ],
         ),
         _cluster_role(
@@ -188,6 +208,8 @@ def component_bindings(component: str, *, namespace: str) -> list[JSON]:
             _rule([""], ["services"], READ, [c.AUTH_SERVICE]),
         ],
         "webhook": [],
+        # the cluster's pod CIDR
+        "fabric": [_rule([""], ["configmaps"], READ, [c.CLUSTER_IDENTITY_CONFIGMAP])],
     }[component]
     objects: list[JSON] = [
         {

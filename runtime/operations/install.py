@@ -31,7 +31,7 @@ from runtime.api.resource import Resource
 from runtime.auth.endpoint import Endpoint, auth_endpoint
 from runtime.core import APIStatusError, Client, InvalidError, NotFoundError
 from runtime.forge.install import (
-    COMPONENTS,
+    DEPLOYED_COMPONENTS,
     MUTATING_WEBHOOK,
     VALIDATING_WEBHOOK,
     InstallOptions,
@@ -331,7 +331,7 @@ async def _pending(client: Client, options: InstallOptions) -> list[str]:
     """What the installation still waits for, one phrase each (empty: ready)."""
     ns = options.namespace
     pending: list[str] = []
-    for component in COMPONENTS:
+    for component in DEPLOYED_COMPONENTS:
         name = f"liqo-{component}"
         try:
             deployment = await client.get(kinds.DEPLOYMENTS, name, namespace=ns)
@@ -433,6 +433,10 @@ class Observed:
     auth_service_type: str = ""
     #: what the virtual kubelets reflect (the controller manager's flags; the defaults when it is missing)
     reflection: ReflectionOptions = field(default_factory=ReflectionOptions)
+    #: the network fabric's options, from the controller manager's flags ("" when it is missing)
+    gateway_service_type: str = ""
+    gateway_mtu: str = ""
+    wireguard_implementation: str = ""
     missing: list[str] = field(default_factory=list)
 
 
@@ -467,6 +471,11 @@ async def observe(client: Client, namespace: str) -> Observed | None:
         api_server_url=_flag(deployments.get("liqo-auth"), "--api-server-url="),
         auth_service_type=str(((auth_service or {}).get("spec") or {}).get("type") or ""),
         reflection=_reflection(deployments.get("liqo-controller-manager")),
+        gateway_service_type=_flag(deployments.get("liqo-controller-manager"), "--gateway-service-type="),
+        gateway_mtu=_flag(deployments.get("liqo-controller-manager"), "--gateway-mtu="),
+        wireguard_implementation=_flag(
+            deployments.get("liqo-controller-manager"), "--wireguard-implementation="
+        ),
         missing=[str(target) for target, obj in live.items() if obj is None],
     )
 

@@ -4,7 +4,8 @@ bounded wait and the forced path.
 
 `Peering` summarises the status the controller writes (`Ready` with the reason of the
 first step not done, per-module conditions, one-word phases); `wait_established` polls it
-until the virtual node is Ready with the capacity asked for, ending early when the
+until the virtual node is Ready with the capacity asked for (and the network fabric's tunnel is
+up, when the peering has the fabric), ending early when the
 controller reports a failure a wait cannot fix (a refused token, a wrong cluster id,
 denied resources). `unpeer` deletes the ForeignCluster and waits for the controller's
 clean-up; past its bound it removes the finalizer, so a destroy never hangs, and a
@@ -304,7 +305,9 @@ async def wait_established(
     stop: Stop = NEVER,
     fail_after: float | None = None,
 ) -> Established:
-    """Until the peering's virtual node is Ready and advertises what was asked for (or what the provider granted).
+    """Until the peering's virtual node is Ready and advertises what was asked for (or what the provider granted),
+    and, when the peering has the network fabric (its controller reports the module enabled), until the tunnel
+    is up, as `liqoctl peer` waits for it.
 
     Raises PeeringFailedError once a definitive failure has persisted for `fail_after` seconds (`FAIL_AFTER`).
     """
@@ -356,6 +359,16 @@ async def wait_established(
         if differ:
             return None, Blocking(
                 f"node {peering.virtual_node}", "CapacityDiffers", f"it advertises {', '.join(differ)}"
+            )
+        networking = (peering.status.get("modules") or {}).get("networking") or {}
+        if networking.get("enabled") and peering.status.get("networking") != "Established":
+            tunnel = peering.condition(c.CONDITION_NETWORK_CONNECTED, "networking")
+            return None, Blocking(
+                f"ForeignCluster {name}",
+                tunnel.reason if tunnel is not None and tunnel.reason else "NetworkingNotEstablished",
+                f"node {peering.virtual_node} is Ready; the network fabric with {name} is not up yet"
+                + (f" ({tunnel.message})" if tunnel is not None and tunnel.message else "")
+                + ": networking_disabled peers without it",
             )
         return Established(peering), "established"
 
@@ -411,6 +424,7 @@ async def apply_peering(
     resources: Mapping[str, str],
     node_labels: Mapping[str, str],
     field_manager: str,
+    networking: bool = True,
 ) -> None:
     """Server-side apply what a peering is made of, as `field_manager`: the token Secret, then the
     ForeignCluster `name`."""
@@ -425,6 +439,7 @@ async def apply_peering(
         namespace=namespace,
         resources=dict(resources),
         node_labels=dict(node_labels),
+        networking=networking,
     )
     await client.apply(FOREIGNCLUSTERS, body, field_manager=field_manager, force=True)
 

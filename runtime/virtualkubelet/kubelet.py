@@ -43,7 +43,7 @@ import yaml
 from prometheus_client import CollectorRegistry
 
 from runtime.api import constants as c
-from runtime.api.crds import NAMESPACEMAPS, VIRTUALNODES
+from runtime.api.crds import CONFIGURATIONS, NAMESPACEMAPS, VIRTUALNODES
 from runtime.api.kinds import NODES, PODS, SECRETS
 from runtime.core import (
     APIConnectionError,
@@ -80,7 +80,7 @@ from .reflection.outgoing import ReflectionContext
 from .reflection.setup import reflectors
 from .reflection.workload import PodReflectionOptions
 from .remote import CredentialRemote
-from .translation import AddressTranslator, IdentityTranslator
+from .translation import AddressTranslator, RemappingTranslator
 
 logger = logging.getLogger(__name__)
 
@@ -199,7 +199,7 @@ class VirtualKubelet:
         self._address = address
         self._home_cluster_id = home_cluster_id
         self._home_api_server = home_api_server
-        self._translator = translator or IdentityTranslator()
+        self._translator = translator
         self._registry = registry if registry is not None else CollectorRegistry()
         self._checker: HealthChecker | None = None
         self._node: NodeReconciler | None = None
@@ -333,7 +333,14 @@ class VirtualKubelet:
                 self._client, component=c.FIELD_MANAGER_VIRTUAL_KUBELET, instance=node_name
             ),
             metrics=metrics,
-            translator=self._translator,
+            translator=self._translator
+            or RemappingTranslator(
+                manager.informer(
+                    CONFIGURATIONS, namespace=ref.namespace, field_selector=_named(provider)
+                ).store,
+                name=provider,
+                namespace=ref.namespace,
+            ),
             origin_cluster_id=self._home_cluster_id,
             provider=provider,
         )

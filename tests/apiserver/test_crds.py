@@ -10,6 +10,8 @@ from typing import Any
 import pytest
 from kubernetes import client
 
+from runtime.api.crds import crds
+
 from .conftest import Cluster
 
 
@@ -325,3 +327,35 @@ def test_deleting_crd_waits_for_finalizers_of_its_objects(cluster: Cluster, name
         )
     eventually(lambda: cluster.raw("GET", crd_path).status == 404, "the CRD is not gone after its objects")
     assert cluster.raw("GET", f"/apis/{group}/v1/widgets").status == 404
+
+
+def test_a_schema_stored_as_the_real_server_keeps_it(cluster: Cluster) -> None:
+    # kube-apiserver stores a CRD through its Go types: an empty `properties` map is omitted
+    # (omitempty), so a client comparing what it sent with what it reads sees a diff forever
+    group = f"t{uuid.uuid4().hex[:8]}.example.com"
+    crd = widget_crd(group)
+    for version in crd["spec"]["versions"]:
+        version["schema"]["openAPIV3Schema"]["properties"]["status"] = {"type": "object", "properties": {}}
+    status, created = cluster.json("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
+    assert status == 201, created
+    try:
+        stored = created["spec"]["versions"][1]["schema"]["openAPIV3Schema"]["properties"]["status"]
+        assert stored == {"type": "object"}
+    finally:
+        cluster.raw("DELETE", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.{group}")
+
+
+def test_the_runtimes_crds_read_back_as_they_are_applied(cluster: Cluster) -> None:
+    # what the front ends compare on refresh: a field the server drops or adds is a diff for ever
+    names = []
+    try:
+        for crd in crds():
+            status, stored = cluster.json(
+                "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd
+            )
+            assert status == 201, stored
+            names.append(crd["metadata"]["name"])
+            assert stored["spec"]["versions"] == crd["spec"]["versions"], crd["metadata"]["name"]
+    finally:
+        for name in names:
+            cluster.raw("DELETE", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}")

@@ -103,9 +103,11 @@ async def _publish(client: Client, namespace: str, auth_url: str) -> None:
 @dataclass
 class PeeringBehaviour:
     """How the stand-in controller answers: `refuse` a token (AuthenticationFailed), stay `unreachable`,
-    `resize` requests to at most these amounts, never finish unpeering (`stuck`)."""
+    `resize` requests to at most these amounts, never finish unpeering (`stuck`), bring the network fabric's
+    tunnel up (`tunnel`) when the peering has networking."""
 
     refuse: bool = False
+    tunnel: bool = True
     unreachable: bool = False
     resize: dict[str, str] = field(default_factory=dict)
     stuck: bool = False
@@ -180,6 +182,13 @@ async def _reconcile(client: Client, fc: dict[str, Any], behaviour: PeeringBehav
     )
     if established:
         await _ensure_node(client, node, granted, cluster_id=fc["spec"]["clusterID"])
+    networking = None
+    if fc["spec"].get("networkingEnabled", True) is not False:
+        networking = (
+            done("TunnelConnected", "tunnel up")
+            if established and behaviour.tunnel
+            else waiting("NetworkPending", "tunnel to milan: Connecting: no handshake yet")
+        )
     observed = Observed(
         generation=generation,
         authentication=auth,
@@ -187,6 +196,7 @@ async def _reconcile(client: Client, fc: dict[str, Any], behaviour: PeeringBehav
         virtual_node=virtual,
         remote_version=behaviour.remote_version if established else "",
         virtual_nodes=[node] if established else [],
+        networking=networking,
     )
     status = foreign_cluster_status(fc.get("status"), observed, at="2025-01-01T00:00:00Z")
     if fc.get("status") != status:

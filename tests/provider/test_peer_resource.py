@@ -190,6 +190,7 @@ async def test_create_waits_for_a_ready_virtual_node_with_the_capacity_asked_for
         "authURL": AUTH_URL,
         "tokenSecretRef": {"name": "liqo-token-milan", "namespace": "liqo"},
         "outgoingPeeringEnabled": True,
+        "networkingEnabled": True,
         "resources": {"cpu": "2", "memory": "4Gi", "example.com/gpu": "1"},
         "nodeLabels": {"zone": "a"},
     }
@@ -233,6 +234,23 @@ async def test_a_peering_that_does_not_come_up_in_time_says_why(provider: Provid
         "cluster is only slow. With TF_LOG=INFO, Terraform's log shows what the wait sees every few seconds."
     )
     assert outcome.state is not None
+
+
+async def test_create_waits_for_the_tunnel_unless_networking_is_disabled(
+    provider: Provider, consumer: Client
+) -> None:
+    async with peering_controller(consumer, PeeringBehaviour(tunnel=False)):
+        outcome = await peer(provider, timeouts={"create": "2s", "update": None, "delete": None})
+        assert outcome.errors[0][0] == ("Timed out waiting for the peering with milan (a Ready virtual node)")
+        detail = " ".join(detail for _, detail, _ in outcome.errors)
+        assert "the network fabric with milan is not up yet" in detail and "networking_disabled" in detail
+        element = resource(provider)
+        cfg = config(networking_disabled=True)
+        planned = harness.plan(element, cfg, prior=outcome.state)
+        assert planned.state is not None and outcome.state is not None
+        updated = await asyncio.to_thread(harness.update, element, outcome.state, planned.state, cfg)
+    assert updated.errors == []
+    assert updated.state is not None and updated.state["networking_status"] == "None"
 
 
 async def test_a_resized_grant_is_a_warning(provider: Provider, consumer: Client) -> None:
@@ -314,6 +332,19 @@ async def test_a_token_read_from_a_file_with_its_newline_is_no_drift(
     assert reread.state == state
     secret = await consumer.get(SECRETS, "liqo-token-milan", namespace="liqo")
     assert base64.b64decode(secret["data"][c.TOKEN_SECRET_KEY]).decode() == TOKEN
+
+
+async def test_networking_disabled_peers_without_the_fabric_and_is_read_back(
+    provider: Provider, consumer: Client, controller: PeeringBehaviour
+) -> None:
+    outcome = await peer(provider, networking_disabled=True)
+
+    assert outcome.errors == []
+    assert outcome.state is not None and outcome.state["networking_disabled"] is True
+    fc = await consumer.get(FOREIGNCLUSTERS, "milan")
+    assert fc["spec"]["networkingEnabled"] is False
+    imported = await asyncio.to_thread(harness.import_, resource(provider), "milan")
+    assert imported.state is not None and imported.state["networking_disabled"] is True
 
 
 async def test_an_update_renegotiates_resources_in_place(

@@ -75,7 +75,7 @@ async def test_the_status_of_a_peering(provider: Provider, peered: Client, by: s
         "authentication_status": "Established",
         "offloading_status": "Established",
         "incoming_status": "None",
-        "networking_status": "None",
+        "networking_status": "Established",
         "remote_version": "0.1.0",
         "virtual_nodes": ["liqo-milan"],
         "resources": {"cpu": "1"},
@@ -85,6 +85,7 @@ async def test_the_status_of_a_peering(provider: Provider, peered: Client, by: s
         ("authentication", "Authenticated"): "True",
         ("offloading", "ResourcesGranted"): "True",
         ("offloading", "VirtualNodeReady"): "True",
+        ("networking", "NetworkConnected"): "True",
     }
 
 

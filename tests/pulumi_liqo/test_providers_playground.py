@@ -160,6 +160,7 @@ async def test_quick_start_drift_and_teardown_with_the_provider_gone(
         "ephemeral_storage": None,
         "extended_resources": {},
         "node_labels": {"example.com/tier": "burst"},
+        "networking_disabled": False,
     }
     # a create that fails unpeers what it wrote: a token milan never issued is refused, and the next
     # `pulumi up` tries again from nothing (a ForeignCluster left behind would make it refuse the name)

@@ -14,5 +14,7 @@ FOREIGNCLUSTERS_HEADER = [
     "AUTHENTICATION",
     "AGE",
 ]
-#: the first six cells of an out-of-band peering with milan, established, before networking exists
+#: the first six cells of an out-of-band peering with milan, established, without the network fabric
 MILAN_ESTABLISHED = ["milan", "OutOfBand", "Established", "None", "None", "Established"]
+#: the same with the network fabric up, as Liqo's quick start shows it
+MILAN_NETWORKED = ["milan", "OutOfBand", "Established", "None", "Established", "Established"]

@@ -44,7 +44,7 @@ from runtime.core import Client, ForbiddenError, NotFoundError
 from runtime.forge import install
 from runtime.forge import virtualnode as forge_vn
 from tests.playground.conftest import eventually
-from tests.runtime.liqo_docs import FOREIGNCLUSTERS_HEADER, MILAN_ESTABLISHED
+from tests.runtime.liqo_docs import FOREIGNCLUSTERS_HEADER, MILAN_NETWORKED
 
 pytestmark = [pytest.mark.slow, pytest.mark.kubectl]
 
@@ -82,6 +82,12 @@ async def established(rome: Client) -> JSON | None:
     """milan's ForeignCluster status once its outgoing peering is Established (it lags the node by a reconcile)."""
     status = ((await get(rome, FOREIGNCLUSTERS, "milan")) or {}).get("status") or {}
     return status if status.get("outgoingPeering") == "Established" else None
+
+
+async def networked(rome: Client) -> JSON | None:
+    """milan's ForeignCluster status once the network fabric is up (the gateways' tunnel)."""
+    status = ((await get(rome, FOREIGNCLUSTERS, "milan")) or {}).get("status") or {}
+    return status if status.get("networking") == "Established" else None
 
 
 async def until(check: Callable[[], Awaitable[JSON | None]], what: str) -> JSON:
@@ -161,7 +167,12 @@ async def assert_single_peering(rome: Client, milan: Client) -> None:
     assert await count(milan, RESOURCESLICES) == 1
     assert await count(rome, VIRTUALNODES) == 1
     assert await count(rome, IDENTITIES) == 1
-    assert await count(rome, DEPLOYMENTS, namespace="liqo-tenant-milan") == 1
+    # the virtual kubelet's and the gateway client's
+    deployments = (await rome.list(DEPLOYMENTS, namespace="liqo-tenant-milan")).items
+    assert sorted(item["metadata"]["labels"][c.LABEL_COMPONENT] for item in deployments) == [
+        "gateway",
+        "virtual-kubelet",
+    ], deployments
     assert [
         node["metadata"]["name"]
         for node in (await rome.list(NODES)).items
@@ -210,10 +221,11 @@ async def test_peering_on_real_processes_survives_kills_and_an_api_server_outage
         assert parse_quantity(granted["cpu"]).value < milan_cpu
 
         await until(lambda: established(rome), "rome: ForeignCluster milan Established")
+        await until(lambda: networked(rome), "rome: the network fabric with milan Established")
         table = (await kubectl(rome_cluster.kubeconfig, "get", "foreignclusters")).splitlines()
         assert table[0].split() == FOREIGNCLUSTERS_HEADER, table
         assert len(table) == 2, table
-        assert table[1].split()[:6] == MILAN_ESTABLISHED
+        assert table[1].split()[:6] == MILAN_NETWORKED
         wide = (await kubectl(rome_cluster.kubeconfig, "get", "foreignclusters", "-o", "wide")).splitlines()
         assert wide[0].split()[-3:] == ["CLUSTER", "ID", "AGE"], wide
         assert wide[1].split()[-2] == identity.cluster_id, wide

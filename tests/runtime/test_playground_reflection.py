@@ -7,11 +7,11 @@ a user writes, and goes through issue 11's list in order:
 1. a web server that reads a ConfigMap (environment and a volume) and a Secret, two
    replicas at home and two on the virtual node, behind a NodePort Service: the copies
    are in the twin namespace, the remote replicas run there (they could not start
-   without the copies), the EndpointSlices of both clusters list all four replicas, and
-   each cluster's node port is answered by the replicas that run in that cluster (rome's
-   Service by the home replicas, its copy on milan by the offloaded ones; reaching the
-   other cluster's replicas through them is the network fabric's, issue 14: until then
-   their addresses are not routed between clusters);
+   without the copies), the EndpointSlices of both clusters list all four replicas (each
+   at the address that cluster reaches it by: both use kind's pod CIDR, so the network
+   fabric remaps the other cluster's pods), and each cluster's node port is answered by
+   the replicas that run in that cluster (pod-to-pod traffic across the fabric is
+   test_playground_fabric's);
 2. a local edit reaches the copy, an edit of the copy is reverted, a deleted copy comes
    back, skip-reflection keeps an object home;
 3. the provider's Events about a remote replica show in `kubectl describe pod` on rome;
@@ -36,12 +36,14 @@ from playground import liqo
 from playground.cluster import Cluster
 from playground.testing import Playground
 from runtime.api import constants as c
-from runtime.api.crds import SHADOWENDPOINTSLICES
+from runtime.api.crds import CONFIGURATIONS, SHADOWENDPOINTSLICES
 from runtime.api.image import runtime_image
 from runtime.api.kinds import CONFIGMAPS, DEPLOYMENTS, ENDPOINTSLICES, NODES, PODS, SECRETS, SERVICES
 from runtime.core import Client
 from runtime.forge import virtualnode as forge_vn
 from runtime.forge.configmaps import remote_configmap_name
+from runtime.forge.ipam import translate
+from runtime.forge.networking import Cidrs
 
 from .test_playground_offloading import get, kubectl, offload, pods_of, until, virtual_node_ready
 
@@ -145,6 +147,18 @@ async def answered_by(address: str, port: int, *, requests: int) -> set[str]:
     return names
 
 
+async def milan_configuration(rome: Client) -> JSON:
+    """rome's Configuration of its peering with milan, once both IPAMs mapped the other's pods."""
+
+    async def mapped() -> JSON | None:
+        found = await get(rome, CONFIGURATIONS, "milan", namespace="liqo-tenant-milan")
+        status = (found or {}).get("status") or {}
+        return found if "remote" in status and "local" in status else None
+
+    found: JSON = await until(mapped, "rome: the peering's Configuration mapped both ways")
+    return found
+
+
 async def test_reflection_on_real_processes(playground: Playground) -> None:
     clusters = await playground.up("rome", "milan")
     rome_cluster, milan_cluster = clusters["rome"], clusters["milan"]
@@ -209,21 +223,32 @@ async def step_application(
     )
     assert "greeting=hello file=hello password=s3cret" in logs
 
-    # EndpointSlices of both clusters list all four replicas
+    # EndpointSlices of both clusters list all four replicas, each where that cluster reaches it
+    home = {name for name in replicas if name.startswith("web-home")}
+    configuration = await milan_configuration(rome)
+    local_pods = Cidrs.of(configuration["spec"]["local"]).pod[0]
+    rome_seen_by_milan = Cidrs.of(configuration["status"]["local"]).pod[0]
+    on_milan = sorted(
+        [translate(replicas[name], source=local_pods, target=rome_seen_by_milan) for name in home]
+        + [str(p["status"]["podIP"]) for p in remote]
+    )
+
+    async def listed(api: Client, namespace: str, wanted: list[str]) -> bool:
+        return await slice_addresses(api, namespace) == wanted
+
     everyone = sorted(replicas.values())
-
-    async def listed(api: Client, namespace: str) -> bool:
-        return await slice_addresses(api, namespace) == everyone
-
-    await until(lambda: listed(rome, NAMESPACE), "rome: the Service's EndpointSlices list every replica")
-    await until(lambda: listed(milan, TWIN), "milan: the Service's EndpointSlices list every replica")
+    await until(
+        lambda: listed(rome, NAMESPACE, everyone), "rome: the Service's EndpointSlices list every replica"
+    )
+    await until(
+        lambda: listed(milan, TWIN, on_milan), "milan: the Service's EndpointSlices list every replica"
+    )
     reflected = (await milan.list(ENDPOINTSLICES, namespace=TWIN, label_selector=REFLECTED_SLICES)).items
     assert {s["metadata"]["labels"][c.LABEL_ENDPOINTSLICE_MANAGED_BY] for s in reflected} == {
         c.ENDPOINTSLICE_MANAGED_BY_REFLECTION
     }
 
-    # traffic: each cluster's node port reaches the replicas that run in it (the others need the fabric)
-    home = {name for name in replicas if name.startswith("web-home")}
+    # traffic: each cluster's node port reaches the replicas that run in it
     for api, namespace, node, local in (
         (rome, NAMESPACE, LOCAL_NODE, home),
         (milan, TWIN, "milan-control-plane", set(replicas) - home),

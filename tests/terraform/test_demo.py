@@ -18,6 +18,7 @@ from provider.mirror import ENVIRONMENT as MIRROR_ENV
 from runtime.api.crds import FOREIGNCLUSTERS
 from runtime.api.kinds import NODES
 from runtime.core import Client
+from tests.runtime.liqo_docs import MILAN_NETWORKED
 
 pytestmark = [pytest.mark.slow, pytest.mark.kubectl]
 
@@ -65,7 +66,8 @@ async def test_the_demo_peers_rome_with_milan_offloads_liqo_demo_and_leaves_the_
         assert "Apply complete! Resources: 6 added, 0 changed, 0 destroyed." in output
         header = _table_row(output, "NAME")
         assert "OUTGOING" in header and "AUTHENTICATION" in header, header
-        assert _table_row(output, "milan")[:5] == ["milan", "OutOfBand", "Established", "None", "None"]
+        # the network fabric up too (liqo_peer waits for its tunnel)
+        assert _table_row(output, "milan")[:6] == MILAN_NETWORKED
         assert _table_row(output, "liqo-milan")[1] == "Ready"
         assert _table_row(output, "rome-control-plane")[1] == "Ready"
         assert _table_row(output, "liqo-demo")[1:5] == [

@@ -46,7 +46,7 @@ from runtime.core import (
 from runtime.forge import conditions
 from runtime.forge import virtualnode as forge_vn
 
-from . import negotiate, objects
+from . import negotiate, network, objects
 from .authenticate import Authentication, Session
 from .peering import Blocked, Caches, LocalCluster, PeeringSpec, SpecError, has_incoming
 from .status import Observed, Step, done, failed, foreign_cluster_status, waiting
@@ -61,6 +61,8 @@ EVENT_COMPONENT = "liqo-controller-manager"
 #: the secrets of peerings (key pairs, credentials) carry this component label
 PEERING_SECRETS = f"{c.LABEL_COMPONENT}={c.COMPONENT_PEERING}"
 _CLUSTER_ID_INDEX = "foreigncluster.spec.clusterID"
+#: how soon a peering whose network fabric is not up yet looks again
+NETWORK_POLL = 2.0
 #: how soon a peering waiting for this cluster's own identity ConfigMap looks again
 IDENTITY_MISSING_RETRY = 5.0
 
@@ -139,6 +141,7 @@ class ForeignClusterReconciler:
             await self._write_status(foreign_cluster, observed)
             raise TemporaryError(blocked.step.message, delay=blocked.delay) from None
         vn_step = await self._virtual_node(spec, session, grant, local)
+        net_step = await self._network(spec, session, grant, local)
         observed = self._observed(
             foreign_cluster,
             spec,
@@ -146,11 +149,37 @@ class ForeignClusterReconciler:
             resources=grant.step,
             virtual_node=vn_step,
             remote_ns=grant.remote_namespace,
+            networking=net_step,
         )
         await self._write_status(foreign_cluster, observed)
         if not grant.step.done:
             return Result(requeue_after=self._options.resource_slice_poll if not grant.step.failed else 30.0)
+        if net_step is not None and not net_step.done:
+            return Result(requeue_after=NETWORK_POLL)
         return Result(requeue_after=self._resync_after(session))
+
+    async def _network(
+        self, spec: PeeringSpec, session: Session, grant: negotiate.Grant, local: LocalCluster
+    ) -> Step | None:
+        """The network fabric's step (None when disabled); it never stops the peering's other steps."""
+        if not spec.networking:
+            return None
+        if not grant.step.done:
+            return waiting(network.REASON_PENDING, f"waiting for the resources step with {spec.name}")
+        try:
+            async with negotiate.remote_client(
+                session.kubeconfig, request_timeout=self._options.remote_timeout
+            ) as remote:
+                return await network.exchange(
+                    self._client,
+                    remote,
+                    spec,
+                    local,
+                    remote_namespace=grant.remote_namespace,
+                    options=self._options,
+                )
+        except negotiate.CredentialRejectedError as exc:
+            return failed(network.REASON_ERROR, str(exc))
 
     def _resync_after(self, session: Session) -> float:
         until_expiry = (session.expires_at - datetime.now(UTC)).total_seconds()
@@ -215,6 +244,7 @@ class ForeignClusterReconciler:
         resources: Step | None = None,
         virtual_node: Step | None = None,
         remote_ns: str = "",
+        networking: Step | None = None,
     ) -> Observed:
         current = foreign_cluster.get("status") or {}
         name = str(foreign_cluster["metadata"]["name"])
@@ -253,6 +283,9 @@ class ForeignClusterReconciler:
             or (session.key_fingerprint if session else "")
             or str(current.get(c.AUTH_KEY_FINGERPRINT_FIELD) or ""),
             virtual_nodes=[node] if has_vn or (virtual_node is not None and virtual_node.done) else [],
+            networking=networking
+            if networking is not None or spec is None or not (spec.networking and spec.outgoing)
+            else waiting(network.REASON_PENDING, f"waiting for the peering with {name}"),
         )
 
     async def _write_status(self, foreign_cluster: JSON, status: Observed | JSON) -> None:

@@ -52,6 +52,8 @@ class PeeringSpec:
     outgoing: bool = True
     #: the auth service key a user trusts explicitly (the ForeignCluster's annotation), "" if none
     trusted_key: str = ""
+    #: extend the pod network to the provider (a gateway per side)
+    networking: bool = True
 
     @property
     def tenant_namespace(self) -> str:
@@ -113,6 +115,7 @@ class PeeringSpec:
             node_labels={str(k): str(v) for k, v in (spec.get("nodeLabels") or {}).items()},
             outgoing=spec.get("outgoingPeeringEnabled", True) is not False,
             trusted_key=trusted,
+            networking=spec.get("networkingEnabled", True) is not False,
         )
 
 
@@ -120,6 +123,8 @@ class PeeringSpec:
 class LocalCluster:
     cluster_id: str
     cluster_name: str
+    #: this cluster's pod CIDR ("" when the install recorded none)
+    pod_cidr: str = ""
 
     @classmethod
     def of(cls, configmap: JSON | None) -> LocalCluster | None:
@@ -129,7 +134,11 @@ class LocalCluster:
         cluster_name = data.get(c.IDENTITY_CLUSTER_NAME)
         if not cluster_id or not cluster_name:
             return None
-        return cls(cluster_id=str(cluster_id), cluster_name=str(cluster_name))
+        return cls(
+            cluster_id=str(cluster_id),
+            cluster_name=str(cluster_name),
+            pod_cidr=str(data.get(c.IDENTITY_POD_CIDR) or ""),
+        )
 
 
 @dataclass(frozen=True)

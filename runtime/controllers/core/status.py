@@ -13,7 +13,10 @@ and the top-level `Ready` condition are derived from them:
   Pending while one is in progress, None when outgoing peering is disabled;
 - `incomingPeering`: Established when the remote cluster is also our consumer (a Tenant of
   its cluster id exists here), else None; `role` follows from both directions;
-- `networking` stays None until the network fabric exists.
+- `networking`: the network fabric's step (`network.py`, condition `NetworkConnected` in
+  `modules.networking`): Established once the gateway client reports its tunnel Connected,
+  None when networking is disabled. It never holds the peering's `Ready` back: offloading
+  works without the fabric, as with Liqo's `--networking-disabled`.
 
 Condition transition times move only when a condition's status does (`forge.conditions`),
 so a reconcile that finds nothing new computes the very status the object already has and
@@ -82,6 +85,8 @@ class Observed:
     #: the auth service's key fingerprint trusted on first use ("" before the first contact)
     auth_service_key_fingerprint: str = ""
     virtual_nodes: list[str] = field(default_factory=list)
+    #: the network fabric's step; None: networking disabled
+    networking: Step | None = None
 
 
 def _phase(steps: list[Step]) -> str:
@@ -124,7 +129,7 @@ def foreign_cluster_status(current: JSON | None, observed: Observed, *, at: str)
         "role": _role(observed.outgoing_enabled, observed.incoming),
         "outgoingPeering": _phase(steps) if observed.outgoing_enabled else NONE,
         "incomingPeering": ESTABLISHED if observed.incoming else NONE,
-        "networking": NONE,
+        "networking": _phase([observed.networking]) if observed.networking is not None else NONE,
         "authentication": _phase([observed.authentication]),
         "modules": {
             "authentication": {
@@ -139,7 +144,16 @@ def foreign_cluster_status(current: JSON | None, observed: Observed, *, at: str)
                     (modules.get("offloading") or {}).get("conditions"), offloading, at=at
                 ),
             },
-            "networking": {"enabled": False, "conditions": []},
+            "networking": {
+                "enabled": observed.networking is not None,
+                "conditions": conditions.merged(
+                    (modules.get("networking") or {}).get("conditions"),
+                    [observed.networking.condition(c.CONDITION_NETWORK_CONNECTED, generation=gen)]
+                    if observed.networking is not None
+                    else [],
+                    at=at,
+                ),
+            },
         },
         "tenantNamespace": {
             "local": observed.local_tenant_namespace,

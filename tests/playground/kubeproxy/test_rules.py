@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from playground.kubeproxy.rules import ruleset, service_ports
+from playground.kubeproxy.rules import ruleset, service_ports, udp_endpoints
 
 JSON = dict[str, Any]
 
@@ -101,3 +101,24 @@ def test_local_traffic_policies_keep_to_this_nodes_endpoints() -> None:
     assert "numgen" not in on_n1 and "dnat to 10.244.1.5:8080" in on_n1
     on_n3 = ruleset([local], slices, node="n3", cluster_cidr="10.244.0.0/16")
     assert "tcp . 30080 : goto reject-chain" in on_n3 and "10.96.0.50 . tcp . 80 : goto reject-chain" in on_n3
+
+
+def test_the_nodes_own_traffic_to_a_cluster_ip_is_checked_after_it_is_translated() -> None:
+    """Host-network clients (a fabric agent, say) reach ClusterIPs: as kube-proxy does, the check that refuses
+    unknown ClusterIPs runs on the output hook after DNAT (`filter-output-post-dnat`), never before it."""
+    script = ruleset([], [], node="n1", cluster_cidr="10.244.0.0/16")
+    chains = script.split("chain ")
+    output = next(chain for chain in chains if chain.startswith("filter-output {"))
+    post_dnat = next(chain for chain in chains if chain.startswith("filter-output-post-dnat {"))
+    assert "cluster-ips-check" not in output
+    assert "priority -90;" in post_dnat and "jump cluster-ips-check" in post_dnat
+
+
+def test_the_addresses_behind_udp_ports_are_known_so_their_flows_can_be_forgotten_when_they_go() -> None:
+    udp = service("wg", "10.96.0.60", kind="NodePort", node_port=31000)
+    udp["spec"]["ports"][0]["protocol"] = "UDP"
+    udp_slice = endpoint_slice("wg", ("10.244.0.9", "n1", True))
+    udp_slice["ports"][0]["protocol"] = "UDP"
+    tcp_slice = endpoint_slice("web", ("10.244.0.5", "n1", True))
+    ports = service_ports([udp, service("web", "10.96.0.61")], [udp_slice, tcp_slice])
+    assert udp_endpoints(ports) == {"10.244.0.9"}

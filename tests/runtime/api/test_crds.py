@@ -19,7 +19,13 @@ from tests.runtime.liqo_docs import FOREIGNCLUSTERS_HEADER, MILAN_ESTABLISHED
 
 def test_every_kind_is_served_in_its_group_at_v1beta1() -> None:
     groups = {kind.resource.group for kind in KINDS}
-    assert groups == {c.CORE_GROUP, c.AUTHENTICATION_GROUP, c.OFFLOADING_GROUP}
+    assert groups == {
+        c.CORE_GROUP,
+        c.AUTHENTICATION_GROUP,
+        c.OFFLOADING_GROUP,
+        c.NETWORKING_GROUP,
+        c.IPAM_GROUP,
+    }
     assert {kind.resource.version for kind in KINDS} == {c.VERSION}
     names = [crd["metadata"]["name"] for crd in crds()]
     assert len(names) == len(set(names))

@@ -15,8 +15,9 @@ from typing import Any
 import pytest
 
 from runtime.api import constants as c
-from runtime.api.crds import NAMESPACEOFFLOADINGS, SHADOWPODS
+from runtime.api.crds import CONFIGURATIONS, NAMESPACEOFFLOADINGS, SHADOWPODS
 from runtime.api.kinds import NAMESPACES, PODS, SECRETS, SERVICEACCOUNTS
+from runtime.forge.ipam import translate
 from runtime.forge.serviceaccounts import token_secret_name
 from tests.runtime.peering.harness import Cluster, Clusters
 
@@ -102,7 +103,8 @@ async def test_a_pod_on_the_virtual_node_runs_on_the_provider_and_reports_back(c
     env = {e["name"]: e.get("value") for e in spec["containers"][0]["env"]}
     assert env["KUBERNETES_SERVICE_HOST"] == "127.0.0.1"
 
-    # status back: phase, IP (the identity translation), the virtual kubelet's address as host IP
+    # status back: phase, IP (as rome's IPAM maps naples' pod CIDR, which overlaps rome's), the virtual
+    # kubelet's address as host IP
     await running(naples, "web-1", restarts=2)
 
     async def reported() -> JSON | None:
@@ -110,7 +112,10 @@ async def test_a_pod_on_the_virtual_node_runs_on_the_provider_and_reports_back(c
         return status if status.get("phase") == "Running" else None
 
     status = await clusters.eventually(reported, within=30)
-    assert status["podIP"] == "10.244.0.7"
+    configuration = await rome.admin.get(CONFIGURATIONS, "naples", namespace="liqo-tenant-naples")
+    mapped = configuration["status"]["remote"]["cidr"]["pod"][0]
+    assert mapped != "10.244.0.0/16"
+    assert status["podIP"] == translate("10.244.0.7", source="10.244.0.0/16", target=mapped)
     assert status["hostIP"] == "127.0.0.1"
     assert status["containerStatuses"][0]["restartCount"] == 2
 

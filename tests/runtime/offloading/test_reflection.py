@@ -18,7 +18,7 @@ import aiohttp
 import pytest
 
 from runtime.api import constants as c
-from runtime.api.crds import NAMESPACEOFFLOADINGS, SHADOWENDPOINTSLICES, TENANTS
+from runtime.api.crds import CONFIGURATIONS, NAMESPACEOFFLOADINGS, SHADOWENDPOINTSLICES, TENANTS
 from runtime.api.kinds import (
     CONFIGMAPS,
     ENDPOINTSLICES,
@@ -31,6 +31,7 @@ from runtime.api.kinds import (
 )
 from runtime.core import Client
 from runtime.forge.configmaps import remote_configmap_name
+from runtime.forge.ipam import translate
 from runtime.forge.reflection import ReflectionOptions
 from tests.runtime.peering.harness import CONTROLLER_OPTIONS, Cluster, Clusters
 
@@ -257,14 +258,33 @@ async def test_services_and_their_endpoints_on_both_sides(clusters: Clusters) ->
     await naples.admin.create(PODS, binding, namespace=TWIN, subresource="binding")
     await running(naples, "web-away", ip="10.244.0.7")
 
-    async def both(client: Client, namespace: str) -> bool:
-        return await addresses(client, namespace, "web") == ["10.244.0.7", "10.244.1.5"]
+    # rome sees the offloaded replica at the address its IPAM maps naples' pod CIDR to (the two overlap);
+    # naples sees its own at its own address and rome's replica where naples' IPAM maps rome's pod CIDR
+    async def mapped_both_ways() -> JSON | None:
+        found = await get(rome.admin, CONFIGURATIONS, "naples", namespace="liqo-tenant-naples")
+        status = (found or {}).get("status") or {}
+        return found if "remote" in status and "local" in status else None
 
-    await clusters.eventually(lambda: both(rome.admin, "work"), within=30)
+    configuration = await clusters.eventually(mapped_both_ways)
+    away = translate(
+        "10.244.0.7", source="10.244.0.0/16", target=configuration["status"]["remote"]["cidr"]["pod"][0]
+    )
+    home = translate(
+        "10.244.1.5", source="10.244.0.0/16", target=configuration["status"]["local"]["cidr"]["pod"][0]
+    )
+    assert away != "10.244.0.7" and home != "10.244.1.5"
+
+    async def listed(client: Client, namespace: str, wanted: list[str]) -> bool:
+        return await addresses(client, namespace, "web") == sorted(wanted)
+
+    async def both(client: Client, namespace: str) -> bool:
+        return await listed(client, namespace, ["10.244.0.7", home])
+
+    await clusters.eventually(lambda: listed(rome.admin, "work", [away, "10.244.1.5"]), within=30)
     await clusters.eventually(lambda: both(naples.admin, TWIN), within=30)
     shadows = (await naples.admin.list(SHADOWENDPOINTSLICES, namespace=TWIN)).items
     assert len(shadows) == 1
-    assert [e["addresses"] for e in shadows[0]["spec"]["template"]["endpoints"]] == [["10.244.1.5"]]
+    assert [e["addresses"] for e in shadows[0]["spec"]["template"]["endpoints"]] == [[home]]
     reflected = (
         await naples.admin.list(
             ENDPOINTSLICES,

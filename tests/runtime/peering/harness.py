@@ -30,6 +30,7 @@ import asyncio
 import base64
 import contextlib
 import dataclasses
+import io
 import json
 import logging
 import os
@@ -280,8 +281,7 @@ class Clusters:
         """Stop the cluster's authentication service and start it again on the same address."""
         task, url = cluster.auth_service, cluster.auth_url
         assert task is not None and url is not None
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
+        await _stopped(task, f"{cluster.name}: the authentication service")
         server = await self._auth_service(cluster, port=int(url.rsplit(":", 1)[1]))
         await asyncio.wait_for(server.started.wait(), 20)
         assert server.url == url
@@ -298,8 +298,7 @@ class Clusters:
         """Kill the cluster's controller manager (its reconciles in flight are cancelled) and start a new one."""
         task = cluster.controller_manager
         assert task is not None
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
+        await _stopped(task, f"{cluster.name}: the controller manager")
         await self.start_controller_manager(cluster)
 
     def _run(self, cluster: Cluster, what: str, work: Awaitable[None]) -> asyncio.Task[None]:
@@ -380,8 +379,12 @@ class Clusters:
         auth_url: str | None = None,
         resources: dict[str, str] | None = None,
         node_labels: dict[str, str] | None = None,
+        networking: bool = True,
     ) -> JSON:
-        """What `liqo_peer` creates on the consumer for `provider` (a fresh token of it unless given)."""
+        """What `liqo_peer` creates on the consumer for `provider` (a fresh token of it unless given).
+
+        These clusters run no pods, so with `networking` the fabric's step stays Pending (no gateway
+        server has an endpoint) while the peering is Ready."""
         url = auth_url or provider.auth_url
         assert url is not None, f"{provider.name} runs no authentication service: give auth_url"
         return await self.foreign_cluster(
@@ -392,6 +395,7 @@ class Clusters:
             token=token if token is not None else await self.token(provider),
             resources=resources,
             node_labels=node_labels,
+            networking=networking,
         )
 
     async def foreign_cluster(
@@ -404,6 +408,7 @@ class Clusters:
         token: str,
         resources: dict[str, str] | None = None,
         node_labels: dict[str, str] | None = None,
+        networking: bool = True,
     ) -> JSON:
         """The token Secret and the ForeignCluster `name`, on the consumer."""
         secret_name = f"liqo-peering-{name}"
@@ -425,6 +430,8 @@ class Clusters:
             spec["resources"] = resources
         if node_labels is not None:
             spec["nodeLabels"] = node_labels
+        if not networking:
+            spec["networkingEnabled"] = False
         body = {
             "apiVersion": FOREIGNCLUSTERS.api_version,
             "kind": "ForeignCluster",
@@ -553,3 +560,19 @@ async def _finish(task: asyncio.Task[int]) -> None:
     task.cancel()
     with contextlib.suppress(asyncio.CancelledError):
         await task
+
+
+#: how long a component cancelled by a restart may take to stop
+STOP_WITHIN = 30.0
+
+
+async def _stopped(task: asyncio.Task[None], what: str) -> None:
+    """Cancel `task` and wait for it to end; AssertionError naming `what` if it does not within STOP_WITHIN."""
+    task.cancel()
+    done, _ = await asyncio.wait({task}, timeout=STOP_WITHIN)
+    if not done:
+        stack = io.StringIO()
+        task.print_stack(file=stack)
+        raise AssertionError(
+            f"{what} did not stop within {STOP_WITHIN:g} s of being cancelled:\n{stack.getvalue()}"
+        )

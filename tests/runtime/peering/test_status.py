@@ -207,3 +207,50 @@ def test_a_virtual_node_is_an_error_only_once_its_node_is_not_ready(
     step = virtual_node_step(virtual_node, node="liqo-milan")
     assert (step.done, step.failed) == (done_, failed_)
     assert "liqo-milan" in step.message
+
+
+@pytest.mark.parametrize(
+    ("networking", "phase", "enabled"),
+    [
+        (None, "None", False),
+        (waiting("NetworkPending", "tunnel: Connecting"), "Pending", True),
+        (failed("NetworkError", "no route"), "Error", True),
+        (done("TunnelConnected", "up"), "Established", True),
+    ],
+    ids=["disabled", "pending", "error", "established"],
+)
+def test_the_networking_phase_follows_its_step_and_never_holds_ready_back(
+    networking: Step | None, phase: str, enabled: bool
+) -> None:
+    status = foreign_cluster_status(
+        None,
+        Observed(
+            generation=1,
+            authentication=AUTH_OK,
+            resources=GRANTED,
+            virtual_node=NODE_READY,
+            networking=networking,
+        ),
+        at="2024-01-01T00:00:00Z",
+    )
+    assert status["networking"] == phase
+    assert status["modules"]["networking"]["enabled"] is enabled
+    assert [cond["type"] for cond in status["modules"]["networking"]["conditions"]] == (
+        [c.CONDITION_NETWORK_CONNECTED] if enabled else []
+    )
+    assert status["conditions"][0]["reason"] == c.REASON_PEERING_ESTABLISHED
+
+
+def test_networking_can_be_turned_off_in_the_spec() -> None:
+    spec = {
+        "clusterID": "2c4e0c9a-7a55-4a8c-9c0d-1c1b1d8c7b10",
+        "authURL": "https://192.0.2.1:30000",
+        "tokenSecretRef": {"name": "liqo-token-milan"},
+    }
+    parsed = PeeringSpec.parse({"metadata": {"name": "milan"}, "spec": spec}, default_namespace="liqo")
+    assert parsed.networking is True
+    off = PeeringSpec.parse(
+        {"metadata": {"name": "milan"}, "spec": {**spec, "networkingEnabled": False}},
+        default_namespace="liqo",
+    )
+    assert off.networking is False
