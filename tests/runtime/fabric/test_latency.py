@@ -8,6 +8,7 @@ import socket
 
 from runtime.fabric.latency import PING, LatencyProbe
 from runtime.fabric.tunnel import format_latency
+from tests.runtime.core.waiting import until
 
 
 def free_udp_port() -> int:
@@ -23,15 +24,11 @@ async def test_two_probes_measure_the_round_trip_and_forget_it_when_the_other_st
     first = asyncio.create_task(one.run())
     second = asyncio.create_task(two.run())
     try:
-        async with asyncio.timeout(5):
-            while one.latency() is None or two.latency() is None:
-                await asyncio.sleep(0.01)
+        await until(lambda: one.latency() is not None and two.latency() is not None, within=5)
         latency = one.latency()
         assert latency is not None and 0 < latency < 1
         second.cancel()
-        async with asyncio.timeout(5):
-            while one.latency() is not None:  # three intervals without a pong
-                await asyncio.sleep(0.01)
+        await until(lambda: one.latency() is None, within=5)  # three intervals without a pong
     finally:
         for task in (first, second):
             task.cancel()
