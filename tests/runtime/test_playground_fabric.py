@@ -12,8 +12,8 @@ gateways measure through the tunnel; then, with the nginx and curl stand-ins doi
 2. a pod offloaded to milan fetches from a pod of rome at rome's address as milan maps it, and
    through a Service of the offloaded namespace (its copy on milan lists that address);
 3. the gateway pod deleted on milan, then on rome: the tunnel comes back and traffic resumes;
-4. unpeering milan removes rome's route to milan's pods, and milan's gateway, keys and
-   networking objects; naples' tunnel stays.
+4. unpeering milan removes the routes and masquerade bypass rules on both sides' nodes, the
+   gateways, keys and networking objects of both sides; naples' tunnel stays.
 """
 
 from __future__ import annotations
@@ -31,7 +31,16 @@ from playground import liqo
 from playground.network import names
 from playground.testing import Playground
 from runtime.api import constants as c
-from runtime.api.crds import CONFIGURATIONS, CONNECTIONS, FOREIGNCLUSTERS, NAMESPACEOFFLOADINGS, NETWORKS
+from runtime.api.crds import (
+    CONFIGURATIONS,
+    CONNECTIONS,
+    FOREIGNCLUSTERS,
+    GATEWAYCLIENTS,
+    GATEWAYSERVERS,
+    NAMESPACEOFFLOADINGS,
+    NETWORKS,
+    PUBLICKEYS,
+)
 from runtime.api.kinds import ENDPOINTSLICES, NAMESPACES, PODS, SECRETS, SERVICES
 from runtime.core import Client
 from runtime.fabric.routes import ROUTE_PROTOCOL
@@ -48,16 +57,25 @@ pytestmark = [pytest.mark.slow, pytest.mark.kubectl]
 JSON = dict[str, Any]
 POD_CIDR = "10.244.0.0/16"
 GATEWAYS = f"{c.LABEL_COMPONENT}=gateway"
+#: what a peering's networking leaves on each side, all gone after an unpeer
+NETWORKING_KINDS = (CONFIGURATIONS, NETWORKS, PUBLICKEYS, CONNECTIONS, GATEWAYSERVERS, GATEWAYCLIENTS)
 
 
-def pod(name: str, *, image: str, labels: dict[str, str] | None = None, url: str = "") -> JSON:
+def pod(
+    name: str,
+    *,
+    image: str,
+    labels: dict[str, str] | None = None,
+    url: str = "",
+    node_selector: dict[str, str] | None = None,
+) -> JSON:
     container: JSON = {"name": "main", "image": image}
     if url:
         container["args"] = ["-s", "--max-time", "10", url]
-    return {
-        "metadata": {"name": name, "labels": labels or {}},
-        "spec": {"containers": [container], "restartPolicy": "Never"},
-    }
+    spec: JSON = {"containers": [container], "restartPolicy": "Never"}
+    if node_selector:
+        spec["nodeSelector"] = node_selector
+    return {"metadata": {"name": name, "labels": labels or {}}, "spec": spec}
 
 
 async def running_ip(api: Client, namespace: str, name: str) -> str:
@@ -69,9 +87,18 @@ async def running_ip(api: Client, namespace: str, name: str) -> str:
     return str(await until(check, f"{namespace}/{name} Running with an IP"))
 
 
-async def fetch(api: Client, kubeconfig: Path, namespace: str, name: str, url: str) -> str:
+async def fetch(
+    api: Client,
+    kubeconfig: Path,
+    namespace: str,
+    name: str,
+    url: str,
+    *,
+    node_selector: dict[str, str] | None = None,
+) -> str:
     """Run a curl pod fetching `url` to its end; its log, or AssertionError when curl failed."""
-    await api.create(PODS, pod(name, image="curlimages/curl", url=url), namespace=namespace)
+    body = pod(name, image="curlimages/curl", url=url, node_selector=node_selector)
+    await api.create(PODS, body, namespace=namespace)
 
     async def ended() -> str:
         found = await get(api, PODS, name, namespace=namespace)
@@ -141,16 +168,21 @@ def in_node(state_dir: Path, node: str, *argv: str) -> str:
     ).stdout
 
 
+def bypassed(state_dir: Path, node: str) -> list[ipaddress.IPv4Network]:
+    """The networks the masquerade bypass on `node` covers."""
+    table = in_node(state_dir, node, "nft", "list", "table", "ip", NODE_TABLE)
+    # nft prints the set as it stores it: adjacent networks merged (10.0.0.0/16 and 10.1.0.0/16 as 10.0.0.0/15)
+    sets = re.findall(r"ip daddr \{? ?([0-9./, ]+?) ?\}? snat", table)
+    return [ipaddress.IPv4Network(cidr) for found in sets for cidr in found.split(", ")]
+
+
 def node_routes(state_dir: Path, node: str) -> dict[str, bool]:
     """Each remote network the fabric agent routes on `node`, and whether its masquerade bypass covers it."""
     listed = in_node(state_dir, node, "ip", "route", "show", "proto", ROUTE_PROTOCOL)
     routes = [line.split()[0] for line in listed.splitlines() if line.strip()]
-    table = in_node(state_dir, node, "nft", "list", "table", "ip", NODE_TABLE)
-    # nft prints the set as it stores it: adjacent networks merged (10.0.0.0/16 and 10.1.0.0/16 as 10.0.0.0/15)
-    sets = re.findall(r"ip daddr \{? ?([0-9./, ]+?) ?\}? snat", table)
-    bypassed = [ipaddress.IPv4Network(cidr) for found in sets for cidr in found.split(", ")]
+    networks = bypassed(state_dir, node)
     return {
-        cidr: any(ipaddress.IPv4Network(cidr).subnet_of(network) for network in bypassed) for cidr in routes
+        cidr: any(ipaddress.IPv4Network(cidr).subnet_of(network) for network in networks) for cidr in routes
     }
 
 
@@ -296,23 +328,32 @@ async def test_pods_reach_each_other_across_clusters_with_the_same_pod_cidr(play
         await until(module_latency, "rome: naples' networking module reports the latency")
 
         # 4. unpeer milan: its routes, gateway, keys and networking objects go; naples stays
-        routes = node_routes(rome_cluster.paths.root.parent, "rome-control-plane")
+        state_dir = rome_cluster.paths.root.parent
+        routes = node_routes(state_dir, "rome-control-plane")
         assert routes == {milan_here: True, naples_here: True}, routes
+        assert node_routes(state_dir, "milan-control-plane") == {rome_at_milan: True}
         await rome.delete(NAMESPACES, "north")
         await unpeer(rome, "milan", namespace="liqo", seconds=120, field_manager=c.FIELD_MANAGER_TERRAFORM)
 
         async def milan_gone() -> bool:
-            routes = node_routes(rome_cluster.paths.root.parent, "rome-control-plane")
             left = [
                 *(await milan.list(PODS, namespace="liqo-tenant-rome", label_selector=GATEWAYS)).items,
                 *(await milan.list(SECRETS, label_selector=GATEWAYS)).items,
-                *(await milan.list(CONFIGURATIONS)).items,
-                *(await milan.list(NETWORKS)).items,
-                *(await rome.list(CONFIGURATIONS, namespace="liqo-tenant-milan")).items,
+                *[item for kind in NETWORKING_KINDS for item in (await milan.list(kind)).items],
                 *(await rome.list(SECRETS, namespace="liqo-tenant-milan", label_selector=GATEWAYS)).items,
+                *[
+                    item
+                    for kind in NETWORKING_KINDS
+                    for item in (await rome.list(kind, namespace="liqo-tenant-milan")).items
+                ],
             ]
-            # routes and masquerade bypass: naples' network only
-            return routes == {naples_here: True} and not left
+            # rome's routes and masquerade bypass: naples' network only; milan's: none
+            return (
+                not left
+                and node_routes(state_dir, "rome-control-plane") == {naples_here: True}
+                and node_routes(state_dir, "milan-control-plane") == {}
+                and not bypassed(state_dir, "milan-control-plane")
+            )
 
         await until(
             milan_gone, "rome and milan: milan's routes, gateways, keys and networking objects removed"

@@ -1,5 +1,6 @@
 """`make demo` end to end: `python -m playground.demo` as the Makefile runs it, in a state dir, mirror and
-HOME of the test's own, then the cluster state checked with the Kubernetes client and the clusters stopped."""
+HOME of the test's own, then the cluster state checked with the Kubernetes client, traffic both ways
+across the network fabric, and the clusters stopped."""
 
 from __future__ import annotations
 
@@ -14,17 +15,22 @@ from pathlib import Path
 import pytest
 
 from playground.cluster import STATE_DIR_ENV
+from playground.demo import OFFLOADED, TWIN
 from provider.mirror import ENVIRONMENT as MIRROR_ENV
+from runtime.api import constants as c
 from runtime.api.crds import FOREIGNCLUSTERS
-from runtime.api.kinds import NODES
+from runtime.api.kinds import NODES, PODS, SERVICES
 from runtime.core import Client
 from tests.runtime.liqo_docs import MILAN_NETWORKED
+from tests.runtime.test_playground_fabric import copy_endpoints, fetch, pod
+from tests.runtime.test_playground_offloading import get, until
 
 pytestmark = [pytest.mark.slow, pytest.mark.kubectl]
 
 ROOT = Path(__file__).resolve().parents[2]
 #: the bound of the whole demo (it takes well under a minute on the playground)
 DEMO_TIMEOUT = 300
+HOSTNAME = "kubernetes.io/hostname"
 
 
 def _table_row(output: str, first: str) -> list[str]:
@@ -34,6 +40,39 @@ def _table_row(output: str, first: str) -> list[str]:
         if columns and columns[0] == first:
             return columns
     raise AssertionError(f"no row {first!r} in:\n{output}")
+
+
+async def traffic_across_the_fabric(rome: Client, milan: Client, kubeconfig: Path) -> None:
+    """The demo's clusters (same pod CIDR, peered by `terraform apply`): a pod of rome fetches from the offloaded
+    nginx through its Service, and a pod offloaded to milan fetches from a Service of rome's pods through its
+    copy on milan (the curl stand-in reads no DNS: it is given the copy's ClusterIP)."""
+    nginx = await rome.get(SERVICES, "nginx", namespace=OFFLOADED)
+    page = await fetch(rome, kubeconfig, "default", "to-nginx", f"http://{nginx['spec']['clusterIP']}/")
+    assert "Welcome to nginx" in page
+
+    home = pod("home", image="nginx", labels={"app": "home"}, node_selector={HOSTNAME: "rome-control-plane"})
+    await rome.create(PODS, home, namespace=OFFLOADED)
+    service = {"metadata": {"name": "home"}, "spec": {"selector": {"app": "home"}, "ports": [{"port": 80}]}}
+    await rome.create(SERVICES, service, namespace=OFFLOADED)
+
+    async def copy_with_endpoint() -> str:
+        found = await get(milan, SERVICES, "home", namespace=TWIN)
+        if found is None or not await copy_endpoints(milan, TWIN, "home"):
+            return ""
+        return str(found["spec"].get("clusterIP") or "")
+
+    copy_ip = await until(
+        copy_with_endpoint, "milan: the copy of Service home with rome's pod as its endpoint"
+    )
+    page = await fetch(
+        rome,
+        kubeconfig,
+        OFFLOADED,
+        "to-home",
+        f"http://{copy_ip}/",
+        node_selector={c.LABEL_TYPE: c.TYPE_VIRTUAL_NODE},
+    )
+    assert "Welcome to nginx" in page
 
 
 async def test_the_demo_peers_rome_with_milan_offloads_liqo_demo_and_leaves_the_clusters_up(
@@ -86,12 +125,17 @@ async def test_the_demo_peers_rome_with_milan_offloads_liqo_demo_and_leaves_the_
         assert "destroy" in output and "playground down" in output
         assert not (home / ".terraform.d").exists(), "nothing under $HOME"
 
-        async with await Client.from_kubeconfig(state_dir / "rome" / "kubeconfig") as rome:
+        rome_kubeconfig = state_dir / "rome" / "kubeconfig"
+        async with (
+            await Client.from_kubeconfig(rome_kubeconfig) as rome,
+            await Client.from_kubeconfig(state_dir / "milan" / "kubeconfig") as milan,
+        ):
             peering = await rome.get(FOREIGNCLUSTERS, "milan")
             assert peering["status"]["outgoingPeering"] == "Established"
             node = await rome.get(NODES, "liqo-milan")
             ready = [entry for entry in node["status"]["conditions"] if entry["type"] == "Ready"]
             assert ready[0]["status"] == "True"
+            await traffic_across_the_fabric(rome, milan, rome_kubeconfig)
     finally:
         down = await asyncio.to_thread(
             subprocess.run,

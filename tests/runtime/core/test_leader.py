@@ -93,31 +93,25 @@ async def test_a_released_lease_is_taken_at_the_next_try(fake_api: FakeAPI, fake
     assert acquired_at == 6
 
 
-async def test_a_release_after_a_renewal_whose_answer_was_lost_still_clears_the_lease(
-    fake_api: FakeAPI, fake_client: Client
-) -> None:
-    # the leader shut down while renewing: the server wrote the renewal, its answer never arrived
-    one = LeaderElector(fake_client, settings=election("one"))
-    await one.acquire()
-    renewed = copy.deepcopy(fake_api.object(LEASE_PATH))
-    assert renewed is not None
-    renewed["spec"]["renewTime"] = "2026-11-28T00:00:02.000000Z"
-    fake_api.overwrite(LEASE_PATH, renewed)
-    await one.release()
-    assert spec(fake_api)["holderIdentity"] == ""
-
-
-async def test_a_release_leaves_a_lease_someone_else_took_alone(
-    fake_api: FakeAPI, fake_client: Client
+@pytest.mark.parametrize(
+    ("holder", "left"),
+    [
+        # the leader shut down while renewing: the server wrote the renewal, its answer never arrived
+        pytest.param("one", "", id="renewed-by-the-leader-unbeknown"),
+        pytest.param("two", "two", id="taken-by-another"),
+    ],
+)
+async def test_a_release_after_the_lease_changed_clears_it_only_while_it_names_the_leader(
+    fake_api: FakeAPI, fake_client: Client, holder: str, left: str
 ) -> None:
     one = LeaderElector(fake_client, settings=election("one"))
     await one.acquire()
-    stolen = copy.deepcopy(fake_api.object(LEASE_PATH))
-    assert stolen is not None
-    stolen["spec"]["holderIdentity"] = "two"
-    fake_api.overwrite(LEASE_PATH, stolen)
+    changed = copy.deepcopy(fake_api.object(LEASE_PATH))
+    assert changed is not None
+    changed["spec"].update(holderIdentity=holder, renewTime="2026-11-28T00:00:02.000000Z")
+    fake_api.overwrite(LEASE_PATH, changed)
     await one.release()
-    assert spec(fake_api)["holderIdentity"] == "two"
+    assert spec(fake_api)["holderIdentity"] == left
 
 
 async def test_a_leader_that_cannot_renew_steps_down_at_the_renew_deadline(
