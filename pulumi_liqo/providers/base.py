@@ -5,7 +5,7 @@ the person running `pulumi up`."""
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from typing import Any, Final
+from typing import Any, ClassVar, Final
 
 import pulumi.dynamic
 from pulumi.output import Unknown
@@ -123,3 +123,39 @@ def roll_back(
             "`pulumi up` starts over; objects it made may be left behind."
         )
     return f"{what} was removed, so the next `pulumi up` starts over."
+
+
+class SpecProvider(pulumi.dynamic.ResourceProvider):
+    """A provider whose object has identity properties (a change replaces it) and spec properties (a change
+    is written in place by `_write`); a change of connection properties alone writes nothing."""
+
+    identity: ClassVar[tuple[str, ...]]
+    spec: ClassVar[tuple[str, ...]]
+
+    def _write(self, props: dict[str, Any], operation: str) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def _created_or_rolled_back(
+        self,
+        id_: str,
+        props: dict[str, Any],
+        undo: Callable[[Client], Awaitable[Any]],
+        *,
+        seconds: float,
+        what: str,
+        by_hand: str,
+    ) -> pulumi.dynamic.CreateResult:
+        """`_write` the new object; if that fails, `undo` what it wrote (see `roll_back`) and say how that went."""
+        try:
+            return pulumi.dynamic.CreateResult(id_, self._write(props, "create"))
+        except LiqoError as exc:
+            undone = roll_back(props, undo, seconds=seconds, what=what, by_hand=by_hand)
+            raise LiqoError(f"{exc} {undone}") from None
+
+    def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> pulumi.dynamic.DiffResult:
+        return diff(olds, news, replace=self.identity, update=self.spec)
+
+    def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> pulumi.dynamic.UpdateResult:
+        if all(olds.get(key) == news.get(key) for key in self.spec):
+            return pulumi.dynamic.UpdateResult({**olds, **connection(news)})
+        return pulumi.dynamic.UpdateResult(self._write(news, "update"))

@@ -27,7 +27,7 @@ from runtime.operations import offload
 from runtime.operations.waits import StopRequested, WaitTimeoutError
 
 from .. import _cluster
-from .base import LiqoError, api_error, connection, diff, roll_back, seconds
+from .base import LiqoError, SpecProvider, api_error, connection, seconds
 
 logger = logging.getLogger(__name__)
 
@@ -40,7 +40,10 @@ IDENTITY: Final = ("namespace", "namespace_mapping_strategy", "remote_namespace_
 SPEC: Final = ("pod_offloading_strategy", "cluster_selector_terms")
 
 
-class OffloadingProvider(pulumi.dynamic.ResourceProvider):
+class OffloadingProvider(SpecProvider):
+    identity = IDENTITY
+    spec = SPEC
+
     def create(self, props: dict[str, Any]) -> pulumi.dynamic.CreateResult:
         namespace = str(props["namespace"])
         bound = seconds(props, "create", default=TIMEOUTS["create"])
@@ -71,28 +74,17 @@ class OffloadingProvider(pulumi.dynamic.ResourceProvider):
             raise api_error(
                 exc, what=f"prepare the offloading of namespace {namespace}", props=props
             ) from None
-        try:
-            return pulumi.dynamic.CreateResult(namespace, self._write(props, "create"))
-        except LiqoError as exc:
-            bound = seconds(props, "delete", default=TIMEOUTS["delete"])
-            undone = roll_back(
-                props,
-                lambda client: offload.unoffload(
-                    client, namespace, seconds=bound, field_manager=c.FIELD_MANAGER_PULUMI
-                ),
-                seconds=bound + offload.ORPHAN_SECONDS + 10,
-                what=f"The NamespaceOffloading of {namespace}",
-                by_hand=f"delete it (kubectl delete namespaceoffloadings -n {namespace} offloading)",
-            )
-            raise LiqoError(f"{exc} {undone}") from None
-
-    def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> pulumi.dynamic.DiffResult:
-        return diff(olds, news, replace=IDENTITY, update=SPEC)
-
-    def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> pulumi.dynamic.UpdateResult:
-        if all(olds.get(key) == news.get(key) for key in SPEC):
-            return pulumi.dynamic.UpdateResult({**olds, **connection(news)})
-        return pulumi.dynamic.UpdateResult(self._write(news, "update"))
+        bound = seconds(props, "delete", default=TIMEOUTS["delete"])
+        return self._created_or_rolled_back(
+            namespace,
+            props,
+            lambda client: offload.unoffload(
+                client, namespace, seconds=bound, field_manager=c.FIELD_MANAGER_PULUMI
+            ),
+            seconds=bound + offload.ORPHAN_SECONDS + 10,
+            what=f"The NamespaceOffloading of {namespace}",
+            by_hand=f"delete it (kubectl delete namespaceoffloadings -n {namespace} offloading)",
+        )
 
     def read(self, id_: str, props: dict[str, Any]) -> pulumi.dynamic.ReadResult:
         try:

@@ -32,11 +32,10 @@ from runtime.operations.waits import StopRequested, WaitTimeoutError
 from .. import _cluster
 from .base import (
     LiqoError,
+    SpecProvider,
     api_error,
     connection,
-    diff,
     interrupted,
-    roll_back,
     seconds,
     unreachable_on_delete,
 )
@@ -57,7 +56,10 @@ SPEC: Final = (
 SECRETS: Final = ("cluster_token",)
 
 
-class PeeringProvider(pulumi.dynamic.ResourceProvider):
+class PeeringProvider(SpecProvider):
+    identity = IDENTITY
+    spec = SPEC
+
     def create(self, props: dict[str, Any]) -> pulumi.dynamic.CreateResult:
         name = str(props["cluster_name"])
         namespace = str(props["namespace"])
@@ -88,28 +90,17 @@ class PeeringProvider(pulumi.dynamic.ResourceProvider):
             ) from None
         except APIError as exc:
             raise api_error(exc, what=f"prepare the peering with {name}", props=props) from None
-        try:
-            return pulumi.dynamic.CreateResult(name, self._write(props, "create"))
-        except LiqoError as exc:
-            bound = seconds(props, "delete", default=TIMEOUTS["delete"])
-            undone = roll_back(
-                props,
-                lambda client: peering.unpeer(
-                    client, name, namespace=namespace, seconds=bound, field_manager=c.FIELD_MANAGER_PULUMI
-                ),
-                seconds=bound + peering.ORPHAN_SECONDS + 10,
-                what=f"The ForeignCluster {name}",
-                by_hand=f"delete it (kubectl delete foreignclusters {name})",
-            )
-            raise LiqoError(f"{exc} {undone}") from None
-
-    def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> pulumi.dynamic.DiffResult:
-        return diff(olds, news, replace=IDENTITY, update=SPEC)
-
-    def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> pulumi.dynamic.UpdateResult:
-        if all(olds.get(key) == news.get(key) for key in SPEC):
-            return pulumi.dynamic.UpdateResult({**olds, **connection(news)})
-        return pulumi.dynamic.UpdateResult(self._write(news, "update"))
+        bound = seconds(props, "delete", default=TIMEOUTS["delete"])
+        return self._created_or_rolled_back(
+            name,
+            props,
+            lambda client: peering.unpeer(
+                client, name, namespace=namespace, seconds=bound, field_manager=c.FIELD_MANAGER_PULUMI
+            ),
+            seconds=bound + peering.ORPHAN_SECONDS + 10,
+            what=f"The ForeignCluster {name}",
+            by_hand=f"delete it (kubectl delete foreignclusters {name})",
+        )
 
     def read(self, id_: str, props: dict[str, Any]) -> pulumi.dynamic.ReadResult:
         namespace = str(props.get("namespace") or c.DEFAULT_NAMESPACE)
