@@ -9,7 +9,8 @@ is what `--strict` makes of the verdicts and errors.
 The scripts run as `python bench/<name>.py`, which puts `bench/` first on `sys.path`,
 where `bench/playground.py` would shadow the `playground` package; each script replaces
 that entry with the repository root before its imports (so `bench.harness` imports too),
-which no shared module can do for it.
+which no shared module can do for it. This module imports nothing but the standard library,
+so a script that needs no more (`bench/network.py`) still runs on a bare interpreter.
 """
 
 from __future__ import annotations
@@ -26,12 +27,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
-
-from playground.cluster import ClusterError
-from runtime.core import APIError
-
-#: what a failed step of a playground bench raises; the run goes on to report what it measured
-STEP_ERRORS: tuple[type[Exception], ...] = (RuntimeError, ClusterError, OSError, TimeoutError, APIError)
 
 
 def log(message: str) -> None:
@@ -82,10 +77,11 @@ class Run:
 
 
 @contextmanager
-def recording(
-    run: Run, errors: tuple[type[Exception], ...] = STEP_ERRORS, *, with_type: bool = True
-) -> Iterator[None]:
-    """Turn one of `errors` raised inside into an entry of `run.errors` (`Type: message`, or the message alone)."""
+def recording(run: Run, errors: tuple[type[Exception], ...], *, with_type: bool = True) -> Iterator[None]:
+    """Turn one of `errors` raised inside into an entry of `run.errors` (`Type: message`, or the message alone).
+
+    The run then goes on to report what it measured before the step failed.
+    """
     try:
         yield
     except errors as exc:

@@ -68,6 +68,8 @@ from runtime.forge import virtualnode as forge_vn
 from runtime.operations import peering as foreigncluster
 
 T = TypeVar("T")
+#: what a failed step on playground clusters raises (here and in the other playground benches)
+STEP_ERRORS = (RuntimeError, ClusterError, OSError, TimeoutError, APIError)
 Log = Callable[[str], None]
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
@@ -572,7 +574,10 @@ def main(argv: list[str] | None = None) -> int:
 
     run = Run()
     started = time.perf_counter()
-    with harness.scratch(args.state_dir, prefix="bench-peering-") as state_dir, harness.recording(run):
+    with (
+        harness.scratch(args.state_dir, prefix="bench-peering-") as state_dir,
+        harness.recording(run, STEP_ERRORS),
+    ):
         asyncio.run(measure(state_dir, args, run, harness.log))
     report = harness.document(
         {

@@ -49,7 +49,7 @@ if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
 from bench import harness
 from bench.harness import Target
 from bench.offloading import percentile
-from bench.peering import CLOCK_TICKS, component_of, cpu_ticks, rss_bytes
+from bench.peering import CLOCK_TICKS, STEP_ERRORS, component_of, cpu_ticks, rss_bytes
 from playground.cluster import Cluster, down, resolve, up
 from playground.liqo import install_runtime, issue_token, peer
 from runtime.api import constants as c
@@ -458,7 +458,10 @@ def main(argv: list[str] | None = None) -> int:
 
     run = Run()
     started = time.perf_counter()
-    with harness.scratch(args.state_dir, prefix="bench-reflect-") as state_dir, harness.recording(run):
+    with (
+        harness.scratch(args.state_dir, prefix="bench-reflect-") as state_dir,
+        harness.recording(run, STEP_ERRORS),
+    ):
         asyncio.run(measure(state_dir, args, run, harness.log))
     report = harness.document(
         {
