@@ -4,7 +4,8 @@ A bench script parses its options (`parser`, `add_state_dir`), measures into a `
 (`recording` turns a failed step into `run.errors`; `scratch` gives it a state dir),
 compares figures with its `Target`s, assembles its JSON document (`document`, with the
 `environment` it ran in) and prints its table and that document (`publish`); `exit_code`
-is what `--strict` makes of the verdicts and errors.
+is what `--strict` makes of the verdicts and errors. The benches on playground clusters
+do all that with two calls: `measure` and `conclude`.
 
 The scripts run as `python bench/<name>.py`, which puts `bench/` first on `sys.path`,
 where `bench/playground.py` would shadow the `playground` package; each script replaces
@@ -16,17 +17,18 @@ so a script that needs no more (`bench/network.py`) still runs on a bare interpr
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import platform
 import sys
 import tempfile
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, TypeVar
 
 
 def log(message: str) -> None:
@@ -74,6 +76,11 @@ class Run:
     figures: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    #: when the run started (perf counter): the document's `seconds` count from here
+    started: float = field(default_factory=time.perf_counter)
+
+
+RunT = TypeVar("RunT", bound=Run)
 
 
 @contextmanager
@@ -196,3 +203,47 @@ def publish(
 def exit_code(strict: bool, passed: Iterable[bool], errors: Sequence[str] = ()) -> int:
     """1 under `--strict` when a target is missed or a step failed; 0 otherwise."""
     return 1 if strict and (bool(errors) or not all(passed)) else 0
+
+
+def measure(
+    measurement: Callable[[Path, argparse.Namespace, RunT, Callable[[str], None]], Coroutine[Any, Any, None]],
+    args: argparse.Namespace,
+    run: RunT,
+    *,
+    prefix: str,
+    errors: tuple[type[Exception], ...],
+) -> None:
+    """`measurement(state_dir, args, run, log)` in `args.state_dir` or a temporary `prefix...` dir.
+
+    A step that raises one of `errors` ends the measurement and goes into `run.errors`.
+    """
+    with scratch(args.state_dir, prefix=prefix) as state_dir, recording(run, errors):
+        asyncio.run(measurement(state_dir, args, run, log))
+
+
+def conclude(
+    run: Run,
+    args: argparse.Namespace,
+    *,
+    targets: Iterable[Target],
+    table: Callable[[dict[str, Any]], str],
+    sections: Mapping[str, Any] | None = None,
+    load_key: str = "load_average",
+) -> int:
+    """Report `run`: print `table` of its document and the document (`--json`); the exit code (`--strict`).
+
+    The document: environment, figures, `sections`, targets, notes, errors and seconds.
+    """
+    report = document(
+        {
+            "figures": run.figures,
+            **(sections or {}),
+            "targets": verdicts(targets, run.figures),
+            "notes": run.notes,
+            "errors": run.errors,
+        },
+        started=run.started,
+        environment=environment(load_key=load_key),
+    )
+    publish(table(report), report, args.json)
+    return exit_code(args.strict, (verdict["pass"] for verdict in report["targets"]), run.errors)

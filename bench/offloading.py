@@ -303,26 +303,10 @@ def main(argv: list[str] | None = None) -> int:
     harness.add_state_dir(parser)
     args = parser.parse_args(argv)
 
-    run = Run()
-    started = time.perf_counter()
     sizes = [int(size) for size in args.sizes.split(",") if size]
-    with (
-        harness.scratch(args.state_dir, prefix="bench-offload-") as state_dir,
-        harness.recording(run, STEP_ERRORS),
-    ):
-        asyncio.run(measure(state_dir, args, run, harness.log))
-    report = harness.document(
-        {
-            "figures": run.figures,
-            "targets": harness.verdicts(targets(sizes, args.hold), run.figures),
-            "notes": run.notes,
-            "errors": run.errors,
-        },
-        started=started,
-        environment=harness.environment(),
-    )
-    harness.publish(table(report), report, args.json)
-    return harness.exit_code(args.strict, (verdict["pass"] for verdict in report["targets"]), run.errors)
+    run = Run()
+    harness.measure(measure, args, run, prefix="bench-offload-", errors=STEP_ERRORS)
+    return harness.conclude(run, args, targets=targets(sizes, args.hold), table=table)
 
 
 if __name__ == "__main__":

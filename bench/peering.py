@@ -573,25 +573,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     run = Run()
-    started = time.perf_counter()
-    with (
-        harness.scratch(args.state_dir, prefix="bench-peering-") as state_dir,
-        harness.recording(run, STEP_ERRORS),
-    ):
-        asyncio.run(measure(state_dir, args, run, harness.log))
-    report = harness.document(
-        {
-            "figures": run.figures,
-            "ratios": ratios(run.figures),
-            "targets": harness.verdicts(TARGETS, run.figures),
-            "notes": run.notes,
-            "errors": run.errors,
-        },
-        started=started,
-        environment=harness.environment(),
-    )
-    harness.publish(table(report), report, args.json)
-    return harness.exit_code(args.strict, (verdict["pass"] for verdict in report["targets"]), run.errors)
+    harness.measure(measure, args, run, prefix="bench-peering-", errors=STEP_ERRORS)
+    return harness.conclude(run, args, targets=TARGETS, table=table, sections={"ratios": ratios(run.figures)})
 
 
 if __name__ == "__main__":

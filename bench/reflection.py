@@ -457,25 +457,15 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     run = Run()
-    started = time.perf_counter()
-    with (
-        harness.scratch(args.state_dir, prefix="bench-reflect-") as state_dir,
-        harness.recording(run, STEP_ERRORS),
-    ):
-        asyncio.run(measure(state_dir, args, run, harness.log))
-    report = harness.document(
-        {
-            "figures": run.figures,
-            "load_averages": run.loads,
-            "targets": harness.verdicts(targets(args.burst, args.hold), run.figures),
-            "notes": run.notes,
-            "errors": run.errors,
-        },
-        started=started,
-        environment=harness.environment(load_key="load_average_at_end"),
+    harness.measure(measure, args, run, prefix="bench-reflect-", errors=STEP_ERRORS)
+    return harness.conclude(
+        run,
+        args,
+        targets=targets(args.burst, args.hold),
+        table=table,
+        sections={"load_averages": run.loads},
+        load_key="load_average_at_end",
     )
-    harness.publish(table(report), report, args.json)
-    return harness.exit_code(args.strict, (verdict["pass"] for verdict in report["targets"]), run.errors)
 
 
 if __name__ == "__main__":

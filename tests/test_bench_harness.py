@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import argparse
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -92,3 +94,32 @@ def test_scratch_is_the_given_directory_or_a_temporary_one_removed_after(tmp_pat
         assert made.name.startswith("bench-test-") and made.is_dir()
     assert tmp_path.is_dir()
     assert not made.exists()
+
+
+def test_a_playground_bench_reports_what_it_measured_before_a_step_failed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = argparse.Namespace(state_dir=tmp_path, json=tmp_path / "report.json", strict=True)
+    run = harness.Run()
+
+    async def measurement(
+        state_dir: Path, args: argparse.Namespace, run: harness.Run, log: Callable[[str], None]
+    ) -> None:
+        run.figures["start_s"] = 0.5
+        run.notes.append(f"in {state_dir.name}")
+        raise TimeoutError("no node Ready")
+
+    harness.measure(measurement, args, run, prefix="bench-test-", errors=(OSError,))
+    code = harness.conclude(
+        run, args, targets=TARGETS[:1], table=lambda report: "the table", sections={"ratios": {}}
+    )
+
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert code == 1
+    assert list(report) == ["environment", "figures", "ratios", "targets", "notes", "errors", "seconds"]
+    assert list(report["environment"]) == ["python", "cpus", "machine", "load_average"]
+    assert report["figures"] == {"start_s": 0.5}
+    assert report["targets"][0]["pass"] is True
+    assert report["notes"] == [f"in {tmp_path.name}"]
+    assert report["errors"] == ["TimeoutError: no node Ready"]
+    assert capsys.readouterr().out == f"the table\n\nJSON report: {tmp_path / 'report.json'}\n"
