@@ -38,13 +38,11 @@ import http.client
 import json
 import math
 import os
-import platform
 import random
 import signal
 import ssl
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -55,10 +53,12 @@ import aiohttp
 import yaml
 from aiohttp import web
 
-# `python bench/apiserver.py` puts bench/ first on sys.path, where bench/playground.py would shadow the package.
+# `python bench/apiserver.py` puts bench/ first on sys.path: the repository root instead (see bench.harness).
 if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
-    sys.path.pop(0)
+    sys.path[0] = str(Path(__file__).resolve().parent.parent)
 
+from bench import harness
+from bench.harness import Target
 from playground.apiserver.pki import CertificateAuthority
 
 REPO = Path(__file__).resolve().parent.parent
@@ -82,21 +82,12 @@ CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 JSON = {"Content-Type": "application/json"}
 
 
-@dataclass(frozen=True)
-class Target:
-    name: str
-    figure: str
-    limit: float
-    unit: str
-    #: "max": the figure must stay below the limit; "min": it must reach it
-    kind: str
-
-
+#: figures are paths into the results (`figure`)
 TARGETS = (
-    Target("start-up time", "startup.cold_s.median", 1.0, "s", "max"),
-    Target("creates/s (one client)", "create.concurrent.per_s", 1000.0, "creates/s", "min"),
-    Target("watch delivery p99", "watch.latency_ms.p99", 20.0, "ms", "max"),
-    Target("RSS per 10,000 ConfigMaps", "memory.mb_per_10k", 300.0, "MB", "max"),
+    Target("start-up time", "startup.cold_s.median", 1.0, "s"),
+    Target("creates/s (one client)", "create.concurrent.per_s", 1000.0, "creates/s", at_least=True),
+    Target("watch delivery p99", "watch.latency_ms.p99", 20.0, "ms"),
+    Target("RSS per 10,000 ConfigMaps", "memory.mb_per_10k", 300.0, "MB"),
 )
 
 
@@ -233,8 +224,6 @@ def serve_echo(state_dir: Path) -> None:
 
     Prints its port once it listens.
     """
-    sys.path.insert(0, str(REPO))
-
     ca = CertificateAuthority.load(state_dir / "pki")
     cert, key = ca.issue_server(hosts=["127.0.0.1"])
 
@@ -783,14 +772,13 @@ def verdicts(results: dict[str, Any]) -> list[dict[str, Any]]:
     out = []
     for target in TARGETS:
         value = figure(results, target.figure)
-        passed = value < target.limit if target.kind == "max" else value >= target.limit
         out.append(
             {
                 "name": target.name,
                 "figure": target.figure,
                 "value": value,
-                "target": f"{'<' if target.kind == 'max' else '>='} {target.limit:g} {target.unit}",
-                "pass": passed,
+                "target": f"{'>=' if target.at_least else '<'} {target.limit:g} {target.unit}",
+                "pass": target.met(value),
             }
         )
     return out
@@ -909,42 +897,23 @@ def table(results: dict[str, Any], report: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--json", type=Path, help="write the JSON report here (default: stdout)")
-    parser.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
+    parser = harness.parser(__doc__)
     parser.add_argument("--serve-echo", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.serve_echo is not None:
         serve_echo(args.serve_echo)
         return 0
 
-    def log(message: str) -> None:
-        print(message, file=sys.stderr, flush=True)
-
     started = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="apiserver-bench-") as tmp:
-        results = asyncio.run(measure(Path(tmp), log))
-    report: dict[str, Any] = {
-        "environment": {
-            "python": platform.python_version(),
-            "aiohttp": aiohttp.__version__,
-            "cpus": os.cpu_count(),
-            "machine": platform.machine(),
-            "load_average": [round(x, 2) for x in os.getloadavg()],
-        },
-        "figures": results,
-        "ratios": ratios(results),
-        "targets": verdicts(results),
-        "seconds": round(time.perf_counter() - started, 1),
-    }
-    print(table(results, report), flush=True)
-    document = json.dumps(report, indent=2)
-    if args.json is not None:
-        args.json.write_text(document + "\n")
-        print(f"\nJSON report: {args.json}")
-    else:
-        print(document)
-    return 1 if args.strict and not all(v["pass"] for v in report["targets"]) else 0
+    with harness.scratch(None, prefix="apiserver-bench-") as workdir:
+        results = asyncio.run(measure(workdir, harness.log))
+    report = harness.document(
+        {"figures": results, "ratios": ratios(results), "targets": verdicts(results)},
+        started=started,
+        environment=harness.environment(versions={"aiohttp": aiohttp.__version__}),
+    )
+    harness.publish(table(results, report), report, args.json)
+    return harness.exit_code(args.strict, (verdict["pass"] for verdict in report["targets"]))
 
 
 if __name__ == "__main__":

@@ -24,9 +24,7 @@ named after this process (`lqbn<pid>...`) and removed at the end, whatever happe
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import json
 import os
 import subprocess
 import sys
@@ -37,8 +35,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+# `python bench/network.py` puts bench/ first on sys.path: the repository root instead (see bench.harness).
+if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
+    sys.path[0] = str(Path(__file__).resolve().parent.parent)
 
+from bench import harness
 from runtime.fabric.wireguard import Device, Peer
 from runtime.forge import fabricrules, wireguard
 
@@ -256,12 +257,10 @@ async def run(megabytes: int, round_trips: int, mtu: int) -> dict[str, dict[str,
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = harness.parser(__doc__)
     parser.add_argument("--megabytes", type=int, default=256)
     parser.add_argument("--round-trips", type=int, default=2000)
     parser.add_argument("--mtu", type=int, default=1340)
-    parser.add_argument("--json", type=Path)
-    parser.add_argument("--strict", action="store_true")
     args = parser.parse_args()
     if os.geteuid() != 0:
         print("bench/network.py needs root (network namespaces)", file=sys.stderr)
@@ -274,21 +273,16 @@ def main() -> int:
         "throughput fabric / raw wireguard-go >= 0.9": ratio >= 0.9,
         "latency fabric - raw wireguard-go <= 0.2 ms": added <= 0.2,
     }
-    print(f"{'path':<18} {'Mbit/s':>10} {'RTT ms':>8}")
-    for path, values in figures.items():
-        print(f"{path:<18} {values['mbps']:>10.0f} {values['rtt_ms']:>8.3f}")
-    print(f"fabric / raw wireguard-go throughput: {ratio:.2f}x; added round trip {added:+.3f} ms")
-    print(f"raw wireguard-go / veth throughput: {raw['mbps'] / figures['veth']['mbps']:.2f}x")
-    for target, met in targets.items():
-        print(f"{'ok  ' if met else 'MISS'} {target}")
-    document = json.dumps(
-        {"figures": figures, "throughput_ratio": ratio, "added_rtt_ms": added, "targets": targets}, indent=2
-    )
-    if args.json:
-        args.json.write_text(document)
-    else:
-        print(document)
-    return 1 if args.strict and not all(targets.values()) else 0
+    lines = [f"{'path':<18} {'Mbit/s':>10} {'RTT ms':>8}"]
+    lines += [
+        f"{path:<18} {values['mbps']:>10.0f} {values['rtt_ms']:>8.3f}" for path, values in figures.items()
+    ]
+    lines.append(f"fabric / raw wireguard-go throughput: {ratio:.2f}x; added round trip {added:+.3f} ms")
+    lines.append(f"raw wireguard-go / veth throughput: {raw['mbps'] / figures['veth']['mbps']:.2f}x")
+    lines += [f"{'ok  ' if met else 'MISS'} {target}" for target, met in targets.items()]
+    report = {"figures": figures, "throughput_ratio": ratio, "added_rtt_ms": added, "targets": targets}
+    harness.publish("\n".join(lines), report, args.json, announce=False)
+    return harness.exit_code(args.strict, targets.values())
 
 
 if __name__ == "__main__":

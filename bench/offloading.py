@@ -29,30 +29,27 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import json
 import math
-import os
-import platform
 import statistics
 import sys
-import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-# `python bench/offloading.py` puts bench/ first on sys.path; the repository root makes `bench.peering` importable.
+# `python bench/offloading.py` puts bench/ first on sys.path: the repository root instead (see bench.harness).
 if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
     sys.path[0] = str(Path(__file__).resolve().parent.parent)
 
-from bench.peering import CLOCK_TICKS, Component, component_of, cpu_ticks, rss_bytes
-from playground.cluster import Cluster, ClusterError, down, resolve, up
+from bench import harness
+from bench.harness import Run, Target
+from bench.peering import CLOCK_TICKS, STEP_ERRORS, Component, component_of, cpu_ticks, rss_bytes
+from playground.cluster import Cluster, down, resolve, up
 from playground.liqo import install_runtime, issue_token, peer
 from runtime.api import constants as c
 from runtime.api.crds import NAMESPACEOFFLOADINGS, SHADOWPODS
 from runtime.api.kinds import NAMESPACES, NODES, PODS, SERVICEACCOUNTS
-from runtime.core import APIError, Client, NotFoundError
+from runtime.core import Client, NotFoundError
 from runtime.forge import conditions
 from runtime.forge import virtualnode as forge_vn
 from runtime.forge.namespaceoffloading import namespace_offloading
@@ -67,14 +64,6 @@ SECONDS_PER_POD, MIN_BATCH_SECONDS = 1.0, 120.0
 POLL = 1.0
 
 
-@dataclass(frozen=True)
-class Target:
-    name: str
-    figure: str
-    limit: float
-    unit: str
-
-
 def targets(sizes: Sequence[int], hold: int) -> list[Target]:
     found = []
     for size in sizes:
@@ -87,13 +76,6 @@ def targets(sizes: Sequence[int], hold: int) -> list[Target]:
         Target("virtual kubelet RSS, 1,000 pods", "vk_rss_1000_mb", 150.0, "MB"),
         Target(f"pods held without errors, of {hold}", f"held_missing_{hold}", 1.0, "pods"),
     ]
-
-
-@dataclass
-class Run:
-    figures: dict[str, float] = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
 
 
 def percentile(values: Sequence[float], share: float) -> float:
@@ -306,81 +288,25 @@ async def measure(state_dir: Path, args: argparse.Namespace, run: Run, log: Any)
 
 
 def table(report: dict[str, Any]) -> str:
-    lines = [f"{'target':<40} {'value':>10} {'limit':>8}  unit  result"]
-    for verdict in report["targets"]:
-        value = "-" if verdict["value"] is None else verdict["value"]
-        result = "ok" if verdict["pass"] else "MISSED"
-        lines.append(
-            f"{verdict['name']:<40} {value:>10} {verdict['limit']:>8}  {verdict['unit']:<5} {result}"
-        )
+    lines = harness.target_lines(report["targets"], width=40)
     lines += [f"  {name:<38} {value}" for name, value in sorted(report["figures"].items())]
-    lines += [f"note: {note}" for note in report["notes"]]
-    lines += [f"error: {error}" for error in report["errors"]]
-    return "\n".join(lines)
+    return "\n".join(lines + harness.footnotes(report))
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--json", type=Path, help="write the JSON report here (default: stdout)")
-    parser.add_argument(
-        "--strict", action="store_true", help="exit 1 when a target is missed or a step failed"
-    )
+    parser = harness.parser(__doc__, step_failures=True)
     parser.add_argument("--sizes", default="1,100,1000", help="pods per latency batch, comma-separated")
     parser.add_argument("--hold", type=int, default=10000, help="pods the virtual kubelet holds at the end")
     parser.add_argument(
         "--nodes", type=int, default=0, help="nodes per cluster (default: enough for the largest batch)"
     )
-    parser.add_argument(
-        "--state-dir", type=Path, help="the playground's state dir (default: a temporary one)"
-    )
+    harness.add_state_dir(parser)
     args = parser.parse_args(argv)
 
-    def log(message: str) -> None:
-        print(message, file=sys.stderr, flush=True)
-
-    run = Run()
-    started = time.perf_counter()
     sizes = [int(size) for size in args.sizes.split(",") if size]
-    with contextlib.ExitStack() as stack:
-        state_dir = args.state_dir or Path(
-            stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-offload-"))
-        )
-        try:
-            asyncio.run(measure(state_dir, args, run, log))
-        except (RuntimeError, ClusterError, OSError, TimeoutError, APIError) as exc:
-            run.errors.append(f"{type(exc).__name__}: {exc}")
-    report: dict[str, Any] = {
-        "environment": {
-            "python": platform.python_version(),
-            "cpus": os.cpu_count(),
-            "machine": platform.machine(),
-            "load_average": [round(x, 2) for x in os.getloadavg()],
-        },
-        "figures": run.figures,
-        "targets": [
-            {
-                "name": target.name,
-                "figure": target.figure,
-                "value": run.figures.get(target.figure),
-                "limit": target.limit,
-                "unit": target.unit,
-                "pass": target.figure in run.figures and run.figures[target.figure] < target.limit,
-            }
-            for target in targets(sizes, args.hold)
-        ],
-        "notes": run.notes,
-        "errors": run.errors,
-        "seconds": round(time.perf_counter() - started, 1),
-    }
-    print(table(report), flush=True)
-    document = json.dumps(report, indent=2)
-    if args.json is not None:
-        args.json.write_text(document + "\n")
-        print(f"\nJSON report: {args.json}")
-    else:
-        print(document)
-    missed = bool(run.errors) or not all(verdict["pass"] for verdict in report["targets"])
-    return 1 if args.strict and missed else 0
+    run = Run()
+    harness.measure(measure, args, run, prefix="bench-offload-", errors=STEP_ERRORS)
+    return harness.conclude(run, args, targets=targets(sizes, args.hold), table=table)
 
 
 if __name__ == "__main__":

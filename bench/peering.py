@@ -39,23 +39,22 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-# `python bench/peering.py` puts bench/ first on sys.path, where bench/playground.py would shadow the package.
+# `python bench/peering.py` puts bench/ first on sys.path: the repository root instead (see bench.harness).
 if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
-    sys.path.pop(0)
+    sys.path[0] = str(Path(__file__).resolve().parent.parent)
 
+from bench import harness
+from bench.harness import Run, Target
 from playground import processes
 from playground.cluster import Cluster, ClusterError, down, resolve, up
 from playground.liqo import NAMESPACE, Identity, install_runtime, issue_token, peer
@@ -69,6 +68,8 @@ from runtime.forge import virtualnode as forge_vn
 from runtime.operations import peering as foreigncluster
 
 T = TypeVar("T")
+#: what a failed step on playground clusters raises (here and in the other playground benches)
+STEP_ERRORS = (RuntimeError, ClusterError, OSError, TimeoutError, APIError)
 Log = Callable[[str], None]
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
@@ -87,14 +88,6 @@ VIRTUAL_KUBELET_MODULE = "runtime.virtualkubelet.main"
 
 def key(component: str) -> str:
     return component.replace("-", "_")
-
-
-@dataclass(frozen=True)
-class Target:
-    name: str
-    figure: str
-    limit: float
-    unit: str
 
 
 TARGETS = [
@@ -365,15 +358,6 @@ async def trivial_pod(api: Client) -> float:
 # the measurements
 
 
-@dataclass
-class Run:
-    """What one bench run measured so far; `errors` holds what failed."""
-
-    figures: dict[str, float] = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
-
-
 def put_usage(
     run: Run, prefix: str, measured: Mapping[str, tuple[float, float]], parts: Sequence[Component]
 ) -> None:
@@ -571,90 +555,26 @@ def ratios(figures: Mapping[str, float]) -> dict[str, float]:
     }
 
 
-def verdicts(figures: Mapping[str, float]) -> list[dict[str, Any]]:
-    return [
-        {
-            "name": target.name,
-            "figure": target.figure,
-            "value": figures.get(target.figure),
-            "limit": target.limit,
-            "unit": target.unit,
-            "pass": target.figure in figures and figures[target.figure] < target.limit,
-        }
-        for target in TARGETS
-    ]
-
-
 def table(report: Mapping[str, Any]) -> str:
-    lines = [f"{'target':<36} {'value':>10} {'limit':>8}  unit  result"]
-    for verdict in report["targets"]:
-        value = "-" if verdict["value"] is None else verdict["value"]
-        lines.append(
-            f"{verdict['name']:<36} {value:>10} {verdict['limit']:>8}  {verdict['unit']:<5} "
-            f"{'ok' if verdict['pass'] else 'MISSED'}"
-        )
-    for name, ratio in report["ratios"].items():
-        lines.append(f"  {name:<42} {ratio:>8.2f}x")
-    lines += [f"note: {note}" for note in report["notes"]]
-    lines += [f"error: {error}" for error in report["errors"]]
-    return "\n".join(lines)
+    lines = harness.target_lines(report["targets"], width=36)
+    lines += [f"  {name:<42} {ratio:>8.2f}x" for name, ratio in report["ratios"].items()]
+    return "\n".join(lines + harness.footnotes(report))
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--json", type=Path, help="write the JSON report here (default: stdout)")
-    parser.add_argument(
-        "--strict", action="store_true", help="exit 1 when a target is missed or a step failed"
-    )
+    parser = harness.parser(__doc__, step_failures=True)
     parser.add_argument(
         "--repeats", type=int, default=3, help="peerings with one provider (unpeered in between)"
     )
     parser.add_argument("--providers", type=int, default=10, help="providers the consumer peers with at once")
     parser.add_argument("--batch", type=int, default=3, help="provider clusters started together")
     parser.add_argument("--idle-seconds", type=float, default=10.0, help="length of each idle measurement")
-    parser.add_argument(
-        "--state-dir",
-        type=Path,
-        help="the playground's state dir (default: a temporary one); cleared at the end",
-    )
+    harness.add_state_dir(parser, cleared=True)
     args = parser.parse_args(argv)
 
-    def log(message: str) -> None:
-        print(message, file=sys.stderr, flush=True)
-
     run = Run()
-    started = time.perf_counter()
-    with contextlib.ExitStack() as stack:
-        state_dir = args.state_dir or Path(
-            stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-peering-"))
-        )
-        try:
-            asyncio.run(measure(state_dir, args, run, log))
-        except (RuntimeError, ClusterError, OSError, TimeoutError, APIError) as exc:
-            run.errors.append(f"{type(exc).__name__}: {exc}")
-    report: dict[str, Any] = {
-        "environment": {
-            "python": platform.python_version(),
-            "cpus": os.cpu_count(),
-            "machine": platform.machine(),
-            "load_average": [round(x, 2) for x in os.getloadavg()],
-        },
-        "figures": run.figures,
-        "ratios": ratios(run.figures),
-        "targets": verdicts(run.figures),
-        "notes": run.notes,
-        "errors": run.errors,
-        "seconds": round(time.perf_counter() - started, 1),
-    }
-    print(table(report), flush=True)
-    document = json.dumps(report, indent=2)
-    if args.json is not None:
-        args.json.write_text(document + "\n")
-        print(f"\nJSON report: {args.json}")
-    else:
-        print(document)
-    missed = bool(run.errors) or not all(verdict["pass"] for verdict in report["targets"])
-    return 1 if args.strict and missed else 0
+    harness.measure(measure, args, run, prefix="bench-peering-", errors=STEP_ERRORS)
+    return harness.conclude(run, args, targets=TARGETS, table=table, sections={"ratios": ratios(run.figures)})
 
 
 if __name__ == "__main__":

@@ -34,25 +34,22 @@ is missed).
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import json
 import os
-import platform
 import re
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-# `python bench/playground.py` puts bench/ first on sys.path, where this file would shadow the package.
+# `python bench/playground.py` puts bench/ first on sys.path: the repository root instead (see bench.harness).
 if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
-    sys.path.pop(0)
+    sys.path[0] = str(Path(__file__).resolve().parent.parent)
 
+from bench import harness
+from bench.harness import Target
 from playground import processes
 from playground.cluster import Cluster, down, resolve, up
 from playground.realbinary import ASSETS_ENV
@@ -69,14 +66,6 @@ SLEEPER = ["python", "-c", "import time; time.sleep(3600)"]
 SIMULATED_IMAGE = "registry.k8s.io/pause:3.10"
 IDLE_SECONDS = 10.0
 SETTLE_SECONDS = 3.0
-
-
-@dataclass(frozen=True)
-class Target:
-    name: str
-    figure: str
-    limit: float
-    unit: str
 
 
 TARGETS = [
@@ -335,34 +324,12 @@ def ratios(figures: dict[str, float]) -> dict[str, float]:
     }
 
 
-def verdicts(figures: dict[str, float]) -> list[dict[str, Any]]:
-    return [
-        {
-            "name": target.name,
-            "figure": target.figure,
-            "value": figures[target.figure],
-            "limit": target.limit,
-            "unit": target.unit,
-            "pass": figures[target.figure] < target.limit,
-        }
-        for target in TARGETS
-    ]
-
-
 def table(report: dict[str, Any]) -> str:
-    lines = [f"{'target':<32} {'value':>10} {'limit':>8}  unit          result"]
-    for verdict in report["targets"]:
-        lines.append(
-            f"{verdict['name']:<32} {verdict['value']:>10} {verdict['limit']:>8}  {verdict['unit']:<13} "
-            f"{'ok' if verdict['pass'] else 'MISSED'}"
-        )
-    return "\n".join(lines)
+    return "\n".join(harness.target_lines(report["targets"], width=32, unit_width=13))
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--json", type=Path, help="write the JSON report here (default: stdout)")
-    parser.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
+    parser = harness.parser(__doc__)
     parser.add_argument("--starts", type=int, default=3, help="cold starts to measure (the best counts)")
     parser.add_argument(
         "--real",
@@ -373,32 +340,16 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
 
-    def log(message: str) -> None:
-        print(message, file=sys.stderr, flush=True)
-
     started = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="playground-bench-") as tmp:
-        figures = measure(Path(tmp), args.starts, log, assets=args.real)
-    report: dict[str, Any] = {
-        "environment": {
-            "python": platform.python_version(),
-            "cpus": os.cpu_count(),
-            "machine": platform.machine(),
-            "load_average": [round(x, 2) for x in os.getloadavg()],
-        },
-        "figures": figures,
-        "ratios": ratios(figures),
-        "targets": verdicts(figures),
-        "seconds": round(time.perf_counter() - started, 1),
-    }
-    print(table(report), flush=True)
-    document = json.dumps(report, indent=2)
-    if args.json is not None:
-        args.json.write_text(document + "\n")
-        print(f"\nJSON report: {args.json}")
-    else:
-        print(document)
-    return 1 if args.strict and not all(v["pass"] for v in report["targets"]) else 0
+    with harness.scratch(None, prefix="playground-bench-") as root:
+        figures = measure(root, args.starts, harness.log, assets=args.real)
+    report = harness.document(
+        {"figures": figures, "ratios": ratios(figures), "targets": harness.verdicts(TARGETS, figures)},
+        started=started,
+        environment=harness.environment(),
+    )
+    harness.publish(table(report), report, args.json)
+    return harness.exit_code(args.strict, (verdict["pass"] for verdict in report["targets"]))
 
 
 if __name__ == "__main__":

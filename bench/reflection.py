@@ -32,31 +32,30 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import json
 import os
-import platform
 import signal
 import statistics
 import sys
-import tempfile
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-# `python bench/reflection.py` puts bench/ first on sys.path; the repository root makes `bench.*` importable.
+# `python bench/reflection.py` puts bench/ first on sys.path: the repository root instead (see bench.harness).
 if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
     sys.path[0] = str(Path(__file__).resolve().parent.parent)
 
+from bench import harness
+from bench.harness import Target
 from bench.offloading import percentile
-from bench.peering import CLOCK_TICKS, component_of, cpu_ticks, rss_bytes
-from playground.cluster import Cluster, ClusterError, down, resolve, up
+from bench.peering import CLOCK_TICKS, STEP_ERRORS, component_of, cpu_ticks, rss_bytes
+from playground.cluster import Cluster, down, resolve, up
 from playground.liqo import install_runtime, issue_token, peer
 from runtime.api import constants as c
 from runtime.api.crds import NAMESPACEOFFLOADINGS
 from runtime.api.kinds import CONFIGMAPS, NAMESPACES, NODES, PODS
-from runtime.core import APIError, Client, NotFoundError
+from runtime.core import Client, NotFoundError
 from runtime.forge import conditions
 from runtime.forge import virtualnode as forge_vn
 from runtime.forge.namespaceoffloading import namespace_offloading
@@ -76,14 +75,6 @@ def twin(namespace: str) -> str:
     return f"{namespace}-{CONSUMER}"
 
 
-@dataclass(frozen=True)
-class Target:
-    name: str
-    figure: str
-    limit: float
-    unit: str
-
-
 def targets(burst: int, hold: int) -> list[Target]:
     return [
         Target("p99 single edit -> copy", "reflect_single_p99_s", 0.2, "s"),
@@ -96,11 +87,10 @@ def targets(burst: int, hold: int) -> list[Target]:
 
 
 @dataclass
-class Run:
-    figures: dict[str, float] = field(default_factory=dict)
+class Run(harness.Run):
+    """A bench run that also keeps the load average (1 min) when each figure was taken."""
+
     loads: dict[str, float] = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
 
     def put(self, name: str, value: float) -> None:
         self.figures[name] = value
@@ -450,83 +440,32 @@ async def measure(state_dir: Path, args: argparse.Namespace, run: Run, log: Call
 
 
 def table(report: Mapping[str, Any]) -> str:
-    lines = [f"{'target':<44} {'value':>10} {'limit':>8}  unit  load  result"]
-    for verdict in report["targets"]:
-        value = "-" if verdict["value"] is None else verdict["value"]
-        load = report["load_averages"].get(verdict["figure"], "-")
-        result = "ok" if verdict["pass"] else "MISSED"
-        lines.append(
-            f"{verdict['name']:<44} {value:>10} {verdict['limit']:>8}  {verdict['unit']:<5} {load:>5} {result}"
-        )
+    lines = harness.target_lines(report["targets"], width=44, loads=report["load_averages"])
     lines += [
         f"  {name:<42} {value:>10}  (load {report['load_averages'].get(name, '-')})"
         for name, value in sorted(report["figures"].items())
     ]
-    lines += [f"note: {note}" for note in report["notes"]]
-    lines += [f"error: {error}" for error in report["errors"]]
-    return "\n".join(lines)
+    return "\n".join(lines + harness.footnotes(report))
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--json", type=Path, help="write the JSON report here (default: stdout)")
-    parser.add_argument(
-        "--strict", action="store_true", help="exit 1 when a target is missed or a step failed"
-    )
+    parser = harness.parser(__doc__, step_failures=True)
     parser.add_argument("--singles", type=int, default=100, help="single edits, one after the other")
     parser.add_argument("--burst", type=int, default=1000, help="ConfigMaps edited at once")
     parser.add_argument("--hold", type=int, default=10000, help="ConfigMaps reflected for the memory figure")
-    parser.add_argument(
-        "--state-dir", type=Path, help="the playground's state dir (default: a temporary one)"
-    )
+    harness.add_state_dir(parser)
     args = parser.parse_args(argv)
 
-    def log(message: str) -> None:
-        print(message, file=sys.stderr, flush=True)
-
     run = Run()
-    started = time.perf_counter()
-    with contextlib.ExitStack() as stack:
-        state_dir = args.state_dir or Path(
-            stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-reflect-"))
-        )
-        try:
-            asyncio.run(measure(state_dir, args, run, log))
-        except (RuntimeError, ClusterError, OSError, TimeoutError, APIError) as exc:
-            run.errors.append(f"{type(exc).__name__}: {exc}")
-    report: dict[str, Any] = {
-        "environment": {
-            "python": platform.python_version(),
-            "cpus": os.cpu_count(),
-            "machine": platform.machine(),
-            "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
-        },
-        "figures": run.figures,
-        "load_averages": run.loads,
-        "targets": [
-            {
-                "name": target.name,
-                "figure": target.figure,
-                "value": run.figures.get(target.figure),
-                "limit": target.limit,
-                "unit": target.unit,
-                "pass": target.figure in run.figures and run.figures[target.figure] < target.limit,
-            }
-            for target in targets(args.burst, args.hold)
-        ],
-        "notes": run.notes,
-        "errors": run.errors,
-        "seconds": round(time.perf_counter() - started, 1),
-    }
-    print(table(report), flush=True)
-    document = json.dumps(report, indent=2)
-    if args.json is not None:
-        args.json.write_text(document + "\n")
-        print(f"\nJSON report: {args.json}")
-    else:
-        print(document)
-    missed = bool(run.errors) or not all(verdict["pass"] for verdict in report["targets"])
-    return 1 if args.strict and missed else 0
+    harness.measure(measure, args, run, prefix="bench-reflect-", errors=STEP_ERRORS)
+    return harness.conclude(
+        run,
+        args,
+        targets=targets(args.burst, args.hold),
+        table=table,
+        sections={"load_averages": run.loads},
+        load_key="load_average_at_end",
+    )
 
 
 if __name__ == "__main__":

@@ -20,7 +20,6 @@ is missed, or when a command fails).
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import platform
@@ -28,12 +27,16 @@ import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+# `python bench/terraform.py` puts bench/ first on sys.path: the repository root instead (see bench.harness).
+if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
+    sys.path[0] = str(Path(__file__).resolve().parent.parent)
+
+from bench import harness
+from bench.harness import Run, Target
 from provider import mirror
 from provider.server import MAGIC_COOKIE_KEY, MAGIC_COOKIE_VALUE
 
@@ -45,17 +48,10 @@ LAUNCHES = 7
 COMMAND_TIMEOUT = 600.0
 
 
-@dataclass(frozen=True)
-class Target:
-    figure: str
-    limit: float
-    unit: str = "s"
-
-
 TARGETS = (
-    Target("launch_s", 0.3),
-    Target("noop_plan_s", 3.0),
-    Target("apply_s", 30.0),
+    Target("provider launch", "launch_s", 0.3, "s"),
+    Target("no-op plan", "noop_plan_s", 3.0, "s"),
+    Target("apply of the example", "apply_s", 30.0, "s"),
 )
 
 
@@ -122,8 +118,13 @@ class Terraform:
         return elapsed
 
 
-def run(work: Path, figures: dict[str, float], errors: list[str]) -> None:
-    """Measure into `figures`; a command that fails adds to `errors` (and destroy still runs after apply)."""
+#: what a failed command raises; its message (the command and its output) goes into the run's errors
+COMMAND_ERRORS = (RuntimeError, subprocess.TimeoutExpired)
+
+
+def measure(work: Path, run: Run) -> None:
+    """Measure into `run.figures`; a command that fails adds to `run.errors` (and destroy still runs after apply)."""
+    figures = run.figures
     cli_config = mirror.build(work / "mirror")
     plugin = mirror.plugin_path(work / "mirror")
     launches = launch_times(plugin, count=LAUNCHES)
@@ -141,8 +142,7 @@ def run(work: Path, figures: dict[str, float], errors: list[str]) -> None:
     figures["terraform_version_s"] = statistics.median(terraform.timed("version") for _ in range(3))
 
     state_dir = work / "playground"
-    # the CLI, as a user runs it (`python bench/terraform.py` puts bench/ first on sys.path, where
-    # bench/playground.py would shadow the package)
+    # the CLI, as a user runs it
     playground = [sys.executable, "-m", "playground"]
     subprocess.run(
         [*playground, "up", "milan", "rome", "--pod-cidr", POD_CIDR, "--state-dir", str(state_dir)],
@@ -160,17 +160,13 @@ def run(work: Path, figures: dict[str, float], errors: list[str]) -> None:
         }
         (workdir / "terraform.tfvars.json").write_text(json.dumps(variables))
         figures["init_s"] = terraform.timed("init", "-input=false", "-no-color")
-        try:
+        with harness.recording(run, COMMAND_ERRORS, with_type=False):
             figures["apply_s"] = terraform.timed("apply", "-auto-approve", "-input=false", "-no-color")
             figures["noop_plan_s"] = terraform.timed(
                 "plan", "-detailed-exitcode", "-input=false", "-no-color"
             )
-        except (RuntimeError, subprocess.TimeoutExpired) as exc:
-            errors.append(str(exc))
-        try:
+        with harness.recording(run, COMMAND_ERRORS, with_type=False):
             figures["destroy_s"] = terraform.timed("destroy", "-auto-approve", "-input=false", "-no-color")
-        except (RuntimeError, subprocess.TimeoutExpired) as exc:
-            errors.append(str(exc))
     finally:
         subprocess.run(
             [*playground, "down", "--state-dir", str(state_dir)],
@@ -196,7 +192,7 @@ def report(figures: dict[str, float], *, errors: list[str]) -> dict[str, Any]:
             "value": figures.get(target.figure),
             "limit": target.limit,
             "unit": target.unit,
-            "met": target.figure in figures and figures[target.figure] < target.limit,
+            "met": target.met(figures.get(target.figure)),
         }
         for target in TARGETS
     ]
@@ -213,37 +209,33 @@ def report(figures: dict[str, float], *, errors: list[str]) -> dict[str, Any]:
     }
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--json", type=Path, help="write the JSON document here instead of stdout")
-    parser.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
-    args = parser.parse_args(argv)
-    figures: dict[str, float] = {}
-    errors: list[str] = []
-    with tempfile.TemporaryDirectory(prefix="bench-terraform-") as directory:
-        try:
-            run(Path(directory), figures, errors)
-        except (RuntimeError, subprocess.SubprocessError) as exc:
-            errors.append(str(exc))
-    for error in errors:
-        print(f"bench: {error}", file=sys.stderr)
-    document = report(figures, errors=errors)
+def table(document: dict[str, Any]) -> str:
+    lines = []
     for target in document["targets"]:
         mark = "ok  " if target["met"] else "MISS"
         value = "-" if target["value"] is None else f"{target['value']:.3f}"
-        print(
-            f"{mark} {target['figure']:<14} {value:>8} {target['unit']} (target < {target['limit']})",
-            file=sys.stderr,
+        lines.append(
+            f"{mark} {target['figure']:<14} {value:>8} {target['unit']} (target < {target['limit']})"
         )
-    for name, ratio in document["ratios"].items():
-        print(f"     {name:<40} {ratio:>6.2f}x", file=sys.stderr)
-    text = json.dumps(document, indent=2)
-    if args.json:
-        args.json.write_text(text + "\n")
-    else:
-        print(text)
-    missed = bool(errors) or not all(target["met"] for target in document["targets"])
-    return 1 if args.strict and missed else 0
+    lines += [f"     {name:<40} {ratio:>6.2f}x" for name, ratio in document["ratios"].items()]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = harness.parser(__doc__, step_failures=True)
+    args = parser.parse_args(argv)
+    run = Run()
+    with (
+        harness.scratch(None, prefix="bench-terraform-") as directory,
+        harness.recording(run, (RuntimeError, subprocess.SubprocessError), with_type=False),
+    ):
+        measure(directory, run)
+    for error in run.errors:
+        print(f"bench: {error}", file=sys.stderr)
+    document = report(run.figures, errors=run.errors)
+    # stdout carries the JSON document alone: the table goes to stderr
+    harness.publish(table(document), document, args.json, table_to=sys.stderr, announce=False)
+    return harness.exit_code(args.strict, (target["met"] for target in document["targets"]), run.errors)
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bench import peering
+from bench import harness, peering
 from playground import processes
 from playground.cluster import Cluster
 from playground.nodeagent import podrun
@@ -75,7 +75,7 @@ def test_component_of_says_when_there_is_no_record(tmp_path: Path) -> None:
 
 
 def test_put_usage_keeps_the_largest_rss_and_sums_cpu_of_several_pods() -> None:
-    run = peering.Run()
+    run = harness.Run()
     record = processes.ProcessRecord(role="", pid=1, start_time=0, cmdline=(), log="")
     parts = [
         peering.Component("virtual-kubelet", "liqo-tenant-a/vk", record),
@@ -99,7 +99,7 @@ def test_put_usage_keeps_the_largest_rss_and_sums_cpu_of_several_pods() -> None:
 def test_a_missing_figure_misses_its_target_and_has_no_ratio() -> None:
     figures = {"peer_ready_p50_s": 1.5, "peer_ready_max_s": 3.5, "baseline_trivial_pod_running_s": 0.5}
 
-    verdicts = {verdict["figure"]: verdict for verdict in peering.verdicts(figures)}
+    verdicts = {verdict["figure"]: verdict for verdict in harness.verdicts(peering.TARGETS, figures)}
     ratios = peering.ratios(figures)
 
     assert verdicts["peer_ready_p50_s"]["pass"] is True
