@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import json
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,7 @@ import yaml
 from kubernetes import client
 
 from .conftest import Cluster
+from .waiting import eventually
 
 
 def _server_and_ca(cluster: Cluster) -> tuple[str, str]:
@@ -178,10 +178,10 @@ def test_subject_access_review_follows_bindings(cluster: Cluster, namespace: str
             "subjects": [{"kind": "User", "name": "alice", "apiGroup": "rbac.authorization.k8s.io"}],
         },
     )
+
     # kube-apiserver's RBAC authorizer reads bindings from its informers: a new one counts a moment later
-    deadline = time.monotonic() + 30
-    while True:
-        allowed = _access(
+    def allows() -> Any:
+        review = _access(
             cluster,
             {
                 "spec": {
@@ -190,10 +190,9 @@ def test_subject_access_review_follows_bindings(cluster: Cluster, namespace: str
                 }
             },
         )
-        if allowed.status.allowed or time.monotonic() > deadline:
-            break
-        time.sleep(0.1)
-    assert allowed.status.allowed is True
+        return review if review.status.allowed else None
+
+    eventually(allows, "alice allowed to list pods through her new RoleBinding")
     denied = _access(
         cluster,
         {

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -13,6 +12,7 @@ from kubernetes import client
 from runtime.api.crds import crds
 
 from .conftest import Cluster
+from .waiting import eventually
 
 
 def widget_crd(group: str, *, scope: str = "Namespaced") -> dict[str, Any]:
@@ -87,23 +87,16 @@ def as_json(value: object) -> dict[str, Any]:
 
 
 def wait_established(ext: client.ApiextensionsV1Api, name: str) -> dict[str, Any]:
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
+    def established() -> dict[str, Any] | None:
         crd = ext.read_custom_resource_definition(name)
         conditions = {c.type: c.status for c in (crd.status.conditions or [])}
-        if conditions.get("Established") == "True":
-            return crd.to_dict()
-        time.sleep(0.1)
-    raise AssertionError(f"CRD {name} not Established within 20 s")
+        return crd.to_dict() if conditions.get("Established") == "True" else None
+
+    return eventually(established, f"CRD {name} Established", within=20)
 
 
 def wait_served(cluster: Cluster, path: str) -> None:
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        if cluster.raw("GET", path).status == 200:
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"{path} not served within 20 s")
+    eventually(lambda: cluster.raw("GET", path).status == 200, f"{path} served", within=20)
 
 
 @pytest.fixture
@@ -244,29 +237,16 @@ def test_deleting_crd_removes_its_objects(cluster: Cluster, namespace: str) -> N
         {"apiVersion": f"{group}/v1", "kind": "Widget", "metadata": {"name": "x"}, "spec": {"size": 1}},
     )
     ext.delete_custom_resource_definition(f"widgets.{group}")
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        if cluster.raw("GET", f"/apis/{group}/v1/widgets").status == 404:
-            break
-        time.sleep(0.2)
-    else:
-        pytest.fail("the custom resource is still served 30 s after its CRD was deleted")
+    eventually(
+        lambda: cluster.raw("GET", f"/apis/{group}/v1/widgets").status == 404,
+        "the custom resource no longer served after its CRD was deleted",
+    )
     with pytest.raises(client.ApiException) as err:
         ext.read_custom_resource_definition(f"widgets.{group}")
     assert err.value.status == 404
 
 
 CLEANUP_FINALIZER = "customresourcecleanup.apiextensions.k8s.io"
-
-
-def eventually(check: Any, what: str, *, within: float = 60) -> Any:
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        result = check()
-        if result:
-            return result
-        time.sleep(0.2)
-    pytest.fail(f"{what} within {within:.0f} s")
 
 
 def test_deleting_crd_waits_for_finalizers_of_its_objects(cluster: Cluster, namespace: str) -> None:
@@ -296,7 +276,7 @@ def test_deleting_crd_waits_for_finalizers_of_its_objects(cluster: Cluster, name
             conditions = {c["type"]: c for c in crd["status"].get("conditions") or []}
             return crd if conditions.get("Terminating", {}).get("status") == "True" else None
 
-        crd = eventually(terminating, "the deleted CRD has no Terminating=True condition")
+        crd = eventually(terminating, "the deleted CRD Terminating=True", within=60)
         assert crd["metadata"]["deletionTimestamp"]
         assert crd["metadata"]["finalizers"] == [CLEANUP_FINALIZER]
 
@@ -305,7 +285,7 @@ def test_deleting_crd_waits_for_finalizers_of_its_objects(cluster: Cluster, name
             assert status == 200, f"the widget with a finalizer went ({status}) before its finalizer did"
             return widget if widget["metadata"].get("deletionTimestamp") else None
 
-        widget = eventually(deleting, "the widget of the deleted CRD got no deletionTimestamp")
+        widget = eventually(deleting, "the widget of the deleted CRD with a deletionTimestamp", within=60)
         assert widget["metadata"]["finalizers"] == ["example.com/hold"]
         fresh = {**held, "metadata": {"name": "fresh"}}
         status, reply = cluster.json("POST", widgets, fresh)
@@ -325,7 +305,9 @@ def test_deleting_crd_waits_for_finalizers_of_its_objects(cluster: Cluster, name
             {"metadata": {"finalizers": None}},
             headers={"Content-Type": "application/merge-patch+json"},
         )
-    eventually(lambda: cluster.raw("GET", crd_path).status == 404, "the CRD is not gone after its objects")
+    eventually(
+        lambda: cluster.raw("GET", crd_path).status == 404, "the CRD gone after its objects", within=60
+    )
     assert cluster.raw("GET", f"/apis/{group}/v1/widgets").status == 404
 
 

@@ -7,7 +7,6 @@ impersonation, so they run against any cluster whose API server authorizes with
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -15,6 +14,7 @@ from typing import Any
 import pytest
 
 from .conftest import Cluster
+from .waiting import eventually
 
 NODES = "/api/v1/nodes"
 MERGE = {"Content-Type": "application/merge-patch+json"}
@@ -169,10 +169,10 @@ def test_a_node_reads_the_secrets_configmaps_and_service_accounts_its_pods_use(
     assert cluster.json("POST", f"{base}/pods", _pod("q", theirs, serviceAccountName="default"))[0] == 201
     # kube-apiserver's Node authorizer relates a pod to what it uses through an informer-fed graph: a moment
     # after the pod is created (403 "no relationship found" until then; the kubelet retries its mounts so)
-    deadline = time.monotonic() + 30
-    while cluster.json("GET", f"{base}/configmaps/cfg", headers=me)[0] != 200 and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert cluster.json("GET", f"{base}/configmaps/cfg", headers=me)[0] == 200
+    eventually(
+        lambda: cluster.json("GET", f"{base}/configmaps/cfg", headers=me)[0] == 200,
+        f"node {mine} allowed to read the ConfigMap its new pod uses",
+    )
     assert cluster.json("GET", f"{base}/secrets/sec", headers=me)[0] == 200
     assert cluster.json("GET", f"{base}/secrets/missing", headers=me)[0] == 404
     assert cluster.json("GET", f"{base}/serviceaccounts/default", headers=me)[0] in (200, 404)
