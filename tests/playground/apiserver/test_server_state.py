@@ -30,7 +30,8 @@ from playground.apiserver.resources.catalog import Catalog
 from playground.apiserver.server import APIServer, Settings
 from playground.apiserver.storage import Storage
 from tests.apiserver.conftest import Cluster, api_client, start_emulator, stop_emulator
-from tests.apiserver.test_crds import eventually, wait_established, wait_served, widget_crd
+from tests.apiserver.test_crds import wait_established, wait_served, widget_crd
+from tests.apiserver.waiting import eventually
 
 NAMESPACE = "persisted"
 PROMPT_SECONDS = 5
@@ -227,7 +228,8 @@ def test_a_crd_terminating_at_shutdown_finishes_after_the_restart(tmp_path: Path
         ext.delete_custom_resource_definition(f"widgets.{group}")
         eventually(
             lambda: cluster.json("GET", held_path)[1]["metadata"].get("deletionTimestamp"),
-            "the widget of the deleted CRD got no deletionTimestamp",
+            "the widget of the deleted CRD with a deletionTimestamp",
+            within=60,
         )
     finally:
         stop_emulator(process)
@@ -243,7 +245,7 @@ def test_a_crd_terminating_at_shutdown_finishes_after_the_restart(tmp_path: Path
         )
         assert status == 200
         eventually(
-            lambda: cluster.raw("GET", crd_path).status == 404, "the CRD is not gone after its objects"
+            lambda: cluster.raw("GET", crd_path).status == 404, "the CRD gone after its objects", within=60
         )
     finally:
         stop_emulator(process)
