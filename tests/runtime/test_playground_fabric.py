@@ -50,7 +50,7 @@ from runtime.forge.namespaceoffloading import namespace_offloading
 from runtime.forge.networking import Cidrs
 from runtime.operations.peering import unpeer
 from tests.runtime.liqo_docs import MILAN_NETWORKED
-from tests.runtime.test_playground_offloading import NORTH, SOUTH, get, kubectl, region, until
+from tests.runtime.test_playground_offloading import get, kubectl, region, three_regions, until
 
 pytestmark = [pytest.mark.slow, pytest.mark.kubectl]
 
@@ -219,12 +219,8 @@ async def local_service_copy(rome: Client, milan: Client, namespace: str, addres
 
 
 async def test_pods_reach_each_other_across_clusters_with_the_same_pod_cidr(playground: Playground) -> None:
-    clusters = await playground.up("rome", "milan", "naples")
-    rome_cluster, milan_cluster, naples_cluster = clusters["rome"], clusters["milan"], clusters["naples"]
-    _, milan_identity, naples_identity = await asyncio.gather(
-        liqo.install_runtime(rome_cluster),
-        liqo.install_runtime(milan_cluster, cluster_labels=NORTH),
-        liqo.install_runtime(naples_cluster, cluster_labels=SOUTH),
+    rome_cluster, milan_cluster, naples_cluster, milan_identity, naples_identity = await three_regions(
+        playground
     )
     kubeconfig = rome_cluster.kubeconfig
     async with (

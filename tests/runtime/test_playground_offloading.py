@@ -182,13 +182,24 @@ async def virtual_node_ready(rome: Client, name: str) -> bool:
     )
 
 
-async def test_offloading_on_real_processes(playground: Playground) -> None:
+async def three_regions(
+    playground: Playground,
+) -> tuple[Cluster, Cluster, Cluster, liqo.Identity, liqo.Identity]:
+    """rome, milan (region north) and naples (region south) up, the runtime installed in each; the clusters and
+    the providers' identities."""
     clusters = await playground.up("rome", "milan", "naples")
     rome_cluster, milan_cluster, naples_cluster = clusters["rome"], clusters["milan"], clusters["naples"]
     _, milan_identity, naples_identity = await asyncio.gather(
         liqo.install_runtime(rome_cluster),
         liqo.install_runtime(milan_cluster, cluster_labels=NORTH),
         liqo.install_runtime(naples_cluster, cluster_labels=SOUTH),
+    )
+    return rome_cluster, milan_cluster, naples_cluster, milan_identity, naples_identity
+
+
+async def test_offloading_on_real_processes(playground: Playground) -> None:
+    rome_cluster, milan_cluster, naples_cluster, milan_identity, naples_identity = await three_regions(
+        playground
     )
     async with (
         rome_cluster.client() as rome,
