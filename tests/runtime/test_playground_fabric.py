@@ -57,6 +57,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.kubectl]
 JSON = dict[str, Any]
 POD_CIDR = "10.244.0.0/16"
 GATEWAYS = f"{c.LABEL_COMPONENT}=gateway"
+#: curl pods run for one fetch before it counts as failed
+FETCH_ATTEMPTS = 5
 #: what a peering's networking leaves on each side, all gone after an unpeer
 NETWORKING_KINDS = (CONFIGURATIONS, NETWORKS, PUBLICKEYS, CONNECTIONS, GATEWAYSERVERS, GATEWAYCLIENTS)
 
@@ -96,19 +98,30 @@ async def fetch(
     *,
     node_selector: dict[str, str] | None = None,
 ) -> str:
-    """Run a curl pod fetching `url` to its end; its log, or AssertionError when curl failed."""
-    body = pod(name, image="curlimages/curl", url=url, node_selector=node_selector)
-    await api.create(PODS, body, namespace=namespace)
+    """Run a curl pod fetching `url` to its end; its log, or AssertionError when curl failed every time.
 
-    async def ended() -> str:
-        found = await get(api, PODS, name, namespace=namespace)
-        phase = str(((found or {}).get("status") or {}).get("phase") or "")
-        return phase if phase in ("Succeeded", "Failed") else ""
+    A client tries again, as on any cluster: kube-proxy programs a Service a moment after its
+    endpoints are listed (a connection refused until then), so up to FETCH_ATTEMPTS pods are run,
+    a second apart, `name`, `name-2`, ...
+    """
+    logs = []
+    for attempt in range(1, FETCH_ATTEMPTS + 1):
+        pod_name = name if attempt == 1 else f"{name}-{attempt}"
+        body = pod(pod_name, image="curlimages/curl", url=url, node_selector=node_selector)
+        await api.create(PODS, body, namespace=namespace)
 
-    phase = await until(ended, f"{namespace}/{name} ended")
-    log = await kubectl(kubeconfig, "logs", "-n", namespace, name)
-    assert phase == "Succeeded", f"{namespace}/{name} fetching {url}: {log}"
-    return log
+        async def ended(pod_name: str = pod_name) -> str:
+            found = await get(api, PODS, pod_name, namespace=namespace)
+            phase = str(((found or {}).get("status") or {}).get("phase") or "")
+            return phase if phase in ("Succeeded", "Failed") else ""
+
+        phase = await until(ended, f"{namespace}/{pod_name} ended")
+        log = await kubectl(kubeconfig, "logs", "-n", namespace, pod_name)
+        if phase == "Succeeded":
+            return log
+        logs.append(log)
+        await asyncio.sleep(1)
+    raise AssertionError(f"{namespace}/{name} fetching {url} failed {FETCH_ATTEMPTS} times: {logs}")
 
 
 async def offload(api: Client, namespace: str, terms: list[JSON]) -> None:
