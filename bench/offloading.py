@@ -33,7 +33,7 @@ import math
 import statistics
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -162,12 +162,18 @@ async def delete_all(api: Client, namespace: str, *, seconds: float) -> None:
         await asyncio.sleep(POLL)
 
 
-async def wait_for(check: Any, *, seconds: float, what: str) -> None:
+async def wait_for(
+    check: Callable[[], Awaitable[Any]], *, seconds: float, what: str, every: float = POLL
+) -> Any:
+    """The first truthy value of `check`, polled every `every` s; RuntimeError naming `what` after `seconds`."""
     deadline = time.perf_counter() + seconds
-    while not await check():
+    while True:
+        value = await check()
+        if value:
+            return value
         if time.perf_counter() > deadline:
             raise RuntimeError(f"{what}: not after {seconds:g} s")
-        await asyncio.sleep(POLL)
+        await asyncio.sleep(every)
 
 
 async def virtual_kubelet(cluster: Cluster, api: Client) -> Component:
@@ -184,7 +190,11 @@ async def virtual_kubelet(cluster: Cluster, api: Client) -> Component:
     return component_of(cluster, running[0])
 
 
-async def prepare(rome_cluster: Cluster, milan_cluster: Cluster, rome: Client, milan: Client) -> None:
+async def peer_and_offload(
+    rome_cluster: Cluster, milan_cluster: Cluster, rome: Client, milan: Client, namespaces: Sequence[str]
+) -> None:
+    """The runtime in both clusters, rome peered with milan (its virtual node Ready), and `namespaces` made on
+    rome and offloaded (Ready): what every bench on a peering measures on."""
     _, identity = await asyncio.gather(install_runtime(rome_cluster), install_runtime(milan_cluster))
     await peer(rome, identity, await issue_token(milan))
 
@@ -196,8 +206,7 @@ async def prepare(rome_cluster: Cluster, milan_cluster: Cluster, rome: Client, m
         return conditions.is_true((node.get("status") or {}).get("conditions"), "Ready")
 
     await wait_for(node_ready, seconds=300, what=f"{VIRTUAL_NODE} Ready")
-    await rome.create(NAMESPACES, {"metadata": {"name": LOCAL_NAMESPACE}})
-    for namespace in (OFFLOADED_NAMESPACE, HELD_NAMESPACE):
+    for namespace in namespaces:
         await rome.create(NAMESPACES, {"metadata": {"name": namespace}})
         await rome.create(NAMESPACEOFFLOADINGS, namespace_offloading(namespace))
 
@@ -206,6 +215,11 @@ async def prepare(rome_cluster: Cluster, milan_cluster: Cluster, rome: Client, m
             return (found.get("status") or {}).get("offloadingPhase") == c.PHASE_READY
 
         await wait_for(offloaded, seconds=120, what=f"{namespace} offloaded")
+
+
+async def prepare(rome_cluster: Cluster, milan_cluster: Cluster, rome: Client, milan: Client) -> None:
+    await peer_and_offload(rome_cluster, milan_cluster, rome, milan, (OFFLOADED_NAMESPACE, HELD_NAMESPACE))
+    await rome.create(NAMESPACES, {"metadata": {"name": LOCAL_NAMESPACE}})
     for namespace in (LOCAL_NAMESPACE, OFFLOADED_NAMESPACE, HELD_NAMESPACE):
 
         async def account(namespace: str = namespace) -> bool:

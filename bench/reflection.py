@@ -46,19 +46,15 @@ from typing import Any
 if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
     sys.path[0] = str(Path(__file__).resolve().parent.parent)
 
-from bench import harness
+from bench import harness, offloading
 from bench.harness import Target
 from bench.offloading import percentile
 from bench.peering import CLOCK_TICKS, STEP_ERRORS, component_of, cpu_ticks, rss_bytes
 from playground.cluster import Cluster, down, resolve, up
-from playground.liqo import install_runtime, issue_token, peer
 from runtime.api import constants as c
-from runtime.api.crds import NAMESPACEOFFLOADINGS
-from runtime.api.kinds import CONFIGMAPS, NAMESPACES, NODES, PODS
-from runtime.core import Client, NotFoundError
-from runtime.forge import conditions
+from runtime.api.kinds import CONFIGMAPS, NAMESPACES, PODS
+from runtime.core import Client
 from runtime.forge import virtualnode as forge_vn
-from runtime.forge.namespaceoffloading import namespace_offloading
 
 CONSUMER, PROVIDER = "rome", "milan"
 VIRTUAL_NODE = forge_vn.node_name_for(PROVIDER)
@@ -98,14 +94,7 @@ class Run(harness.Run):
 
 
 async def wait_for(check: Callable[[], Awaitable[Any]], *, seconds: float, what: str) -> Any:
-    deadline = time.perf_counter() + seconds
-    while True:
-        value = await check()
-        if value:
-            return value
-        if time.perf_counter() > deadline:
-            raise RuntimeError(f"{what}: not after {seconds:g} s")
-        await asyncio.sleep(POLL)
+    return await offloading.wait_for(check, seconds=seconds, what=what, every=POLL)
 
 
 class Copies:
@@ -285,26 +274,7 @@ def reflected(scraped: str, namespace: str) -> float:
 
 
 async def prepare(rome_cluster: Cluster, milan_cluster: Cluster, rome: Client, milan: Client) -> None:
-    _, identity = await asyncio.gather(install_runtime(rome_cluster), install_runtime(milan_cluster))
-    await peer(rome, identity, await issue_token(milan))
-
-    async def node_ready() -> bool:
-        try:
-            node = await rome.get(NODES, VIRTUAL_NODE)
-        except NotFoundError:
-            return False
-        return conditions.is_true((node.get("status") or {}).get("conditions"), "Ready")
-
-    await wait_for(node_ready, seconds=300, what=f"{VIRTUAL_NODE} Ready")
-    for namespace in (REFLECTED, HELD):
-        await rome.create(NAMESPACES, {"metadata": {"name": namespace}})
-        await rome.create(NAMESPACEOFFLOADINGS, namespace_offloading(namespace))
-
-        async def offloaded(namespace: str = namespace) -> bool:
-            found = await rome.get(NAMESPACEOFFLOADINGS, "offloading", namespace=namespace)
-            return (found.get("status") or {}).get("offloadingPhase") == c.PHASE_READY
-
-        await wait_for(offloaded, seconds=120, what=f"{namespace} offloaded")
+    await offloading.peer_and_offload(rome_cluster, milan_cluster, rome, milan, (REFLECTED, HELD))
     await milan.create(NAMESPACES, {"metadata": {"name": DIRECT}})
 
 
