@@ -4,7 +4,9 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 # program:Debian package, for what the playground network runs (playground/network/requirements.py)
-HOST_TOOLS := ip:iproute2 nft:nftables nsenter:util-linux wireguard-go:wireguard-go wg:wireguard-tools conntrack:conntrack
+# and what real nodes run (playground/realnode: containerd, runc, the CNI plugins)
+HOST_TOOLS := ip:iproute2 nft:nftables nsenter:util-linux wireguard-go:wireguard-go wg:wireguard-tools conntrack:conntrack \
+  containerd:containerd runc:runc /usr/lib/cni/bridge:containernetworking-plugins
 
 .PHONY: venv test test-emulator test-real real-k8s lint demo bench clean mirror host-tools pulumi-engine
 
@@ -15,7 +17,7 @@ host-tools:
 	@missing=$$(for tool in $(HOST_TOOLS); do \
 	  PATH="$$PATH:/usr/sbin:/sbin" command -v $${tool%%:*} >/dev/null 2>&1 || echo $${tool##*:}; done); \
 	if [ -n "$$missing" ]; then \
-	  echo "installing $$missing (the playground network needs them)"; \
+	  echo "installing $$missing (the playground network and real nodes need them)"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
 	fi
 
