@@ -16,6 +16,12 @@ supervisor's plan and state (`processes.json`: what runs now), logs, certificate
 admin kubeconfig and the API server's objects, so a stopped cluster comes back with
 what it held.
 
+Real nodes (`spec.real_nodes`: containerd, kubelet and kube-proxy per node, see
+playground/realnode/) also get a mount namespace and a cgroup each before the
+supervisor starts, and their kubelets start held until the assets' images are in their
+node's containerd; they are stopped first, with their containers, and what they made on
+the host is removed before the network.
+
 Credentials are made here before anything starts: the cluster CA (the emulator loads
 the one it finds in its state dir), an admin client certificate (`kubernetes-admin`
 in `system:masters`) in a kubeconfig whose context, cluster and user are all

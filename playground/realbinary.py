@@ -29,6 +29,12 @@ with admin rights, as kubeadm does). The components get the identities the boots
 policy binds: `system:kube-controller-manager`, `system:kube-scheduler`, and
 `system:kube-proxy` for each node's kube-proxy (`playground.kubeproxy`, with
 `system:node-proxier`'s rights). The emulator's clusters use the same identities.
+
+The folder may also hold what real nodes need (`make real-k8s` builds it all): kubelet,
+kube-proxy, kubectl, and the images its `versions.json` lists (the sandbox and CoreDNS
+images, OCI archives). A real node's kubelet gets a serving certificate from the cluster
+CA for its name and address, and kube-apiserver verifies it
+(`--kubelet-certificate-authority`) and reaches kubelets at their InternalIP only.
 """
 
 from __future__ import annotations
