@@ -379,8 +379,10 @@ def _fill(
             for binary in module.binaries
             if old.get(module.key) != expected[module.key] or not _take(previous, staging, [binary.name])
         ]
+        kept = [binary.name for binary in module.binaries if binary not in missing]
+        if kept:
+            _log(f"  {', '.join(kept)}: kept from {previous}")
         if not missing:
-            _log(f"  {module.key} {expected[module.key]}: kept from {previous}")
             continue
         ldflags = (
             kubernetes_ldflags(expected[module.key], module_time(module, env)) if module is KUBERNETES else []
