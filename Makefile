@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 HOST_TOOLS := ip:iproute2 nft:nftables nsenter:util-linux wireguard-go:wireguard-go wg:wireguard-tools conntrack:conntrack \
   containerd:containerd runc:runc /usr/lib/cni/bridge:containernetworking-plugins
 
-.PHONY: venv test test-emulator test-real real-k8s lint demo bench clean mirror host-tools pulumi-engine
+.PHONY: venv test test-emulator test-real real-k8s lint demo bench clean mirror host-tools pulumi-engine dist
 
 venv: $(STAMP) host-tools
 
@@ -65,6 +65,10 @@ mirror: venv
 pulumi-engine: venv
 	$(BIN)/python tools/pulumi_engine.py
 
+# The wheels of the repository's distributions (packaging/<distribution>/, built by tools/dist.py) into dist/.
+dist:
+	$(PYTHON) tools/dist.py --out dist
+
 bench: venv
 	$(BIN)/python bench/apiserver.py
 	$(BIN)/python bench/playground.py
@@ -75,4 +79,4 @@ bench: venv
 	$(BIN)/python bench/network.py
 
 clean:
-	rm -rf $(VENV) .playground .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .playground .pytest_cache .mypy_cache .ruff_cache dist

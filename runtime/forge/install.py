@@ -20,7 +20,7 @@ from typing import Any, Final, Literal, get_args
 
 from runtime.api import constants as c
 from runtime.api.crds import crds
-from runtime.api.image import package_version, runtime_image
+from runtime.api.image import component_command, package_version, runtime_image
 
 from .meta import labels, metadata
 from .rbac import cluster_roles, component_bindings
@@ -245,7 +245,7 @@ def fabric_daemonset(options: InstallOptions) -> JSON:
         "name": FABRIC,
         "image": options.image,
         "imagePullPolicy": "IfNotPresent",
-        "command": ["python", "-m", "runtime", FABRIC],
+        "command": component_command(FABRIC),
         "args": [f"--namespace={options.namespace}", f"--health-address=$(POD_IP):{FABRIC_HEALTH_PORT}"],
         "env": [
             {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
@@ -446,7 +446,7 @@ def _deployment(
         "name": component,
         "image": options.image,
         "imagePullPolicy": "IfNotPresent",
-        "command": ["python", "-m", "runtime", component],
+        "command": component_command(component),
         "args": [*args, f"--health-address=$(POD_IP):{HEALTH_PORT}"],
         "env": [
             {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},

@@ -23,6 +23,7 @@ from typing import Any, Final, Literal
 
 from runtime.api import constants as c
 from runtime.api.crds import CONFIGURATIONS, CONNECTIONS, GATEWAYCLIENTS, GATEWAYSERVERS, NETWORKS, PUBLICKEYS
+from runtime.api.image import component_command
 
 from .meta import labels, metadata
 
@@ -269,7 +270,7 @@ def gateway_deployment(
         "name": COMPONENT,
         "image": image,
         "imagePullPolicy": "IfNotPresent",
-        "command": ["python", "-m", "runtime", "gateway"],
+        "command": component_command(COMPONENT),
         "args": [
             f"--mode={mode}",
             f"--name={remote_cluster_name}",
