@@ -321,6 +321,9 @@ async def test_down_leaves_the_hosts_namespaces_links_and_rules_as_they_were(pla
         await web(client, namespace)
         await eventually(lambda: ready_endpoints(client, namespace, 2), within=30)
     assert len(_leftovers(playground.state_dir, "gone")) >= 2 + 2 + 2 + 1  # nodes, pods, node links, bridge
+    # meanwhile the host forwards nothing between the playground network and another interface
+    bridge = names.bridge_name(playground.state_dir)
+    assert f'iifname "{bridge}" oifname != "{bridge}" drop' in await asyncio.to_thread(_host_ruleset)
     await playground.close()
     assert _leftovers(playground.state_dir, "gone") == []
     assert await asyncio.to_thread(_host_ruleset) == ruleset
