@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from provider.server import MAGIC_COOKIE_KEY, MAGIC_COOKIE_VALUE
-from tools.release import executable, executable_name, mirror, target_platform, version, zip_name
+from tools.release import ROOT, executable, executable_name, mirror, target_platform, version, zip_name
 from tools.release.artifacts import TIMESTAMP, manifest, write_release, write_zip
 
 
@@ -144,7 +144,7 @@ def test_the_platform_is_terraforms_os_and_arch() -> None:
 
 def test_a_source_file_changes_the_cache_key(tmp_path: Path) -> None:
     for name in executable.SOURCES:
-        source = executable.ROOT / name
+        source = ROOT / name
         if source.is_file():
             (tmp_path / name).write_bytes(source.read_bytes())
         else:
@@ -218,7 +218,7 @@ def test_the_executable_starts_with_no_virtualenv_and_nothing_of_the_repository(
 @pytest.mark.slow
 def test_the_executable_carries_no_path_of_the_build_machine(unzipped: Path) -> None:
     paths = executable.build_machine_paths()
-    assert str(executable.ROOT) in paths and sys.prefix in paths
+    assert str(ROOT) in paths and sys.prefix in paths
 
     assert executable.leaked_paths(unzipped.parent, paths) == []
     # the check sees inside the frozen code: a bundled module's file name is found
