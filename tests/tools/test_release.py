@@ -160,6 +160,19 @@ def test_a_source_file_changes_the_cache_key(tmp_path: Path) -> None:
     assert executable.inputs_digest(tmp_path) != before
 
 
+def test_the_cache_keeps_the_newest_builds(tmp_path: Path) -> None:
+    for age, name in enumerate(["0.1.0-old", "0.1.0-middle", "0.1.0-new"]):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / executable.RECORD).write_text("{}")
+        os.utime(tmp_path / name / executable.RECORD, (1_700_000_000 + age, 1_700_000_000 + age))
+    (tmp_path / "build-env-x").mkdir()
+
+    removed = executable.prune(tmp_path, keep=2)
+
+    assert removed == [tmp_path / "0.1.0-old"]
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["0.1.0-middle", "0.1.0-new", "build-env-x"]
+
+
 @pytest.fixture(scope="module")
 def release() -> Path:
     """This checkout's release zip, from the cache (built first when missing)."""

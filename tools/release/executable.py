@@ -55,6 +55,8 @@ BUILD_PYTHON: Final = Path("/usr/bin/python3.11")
 #: what the provider's wheel is built from, relative to the repository root
 SOURCES: Final = ("pyproject.toml", "README.md", "provider", "runtime")
 RECORD: Final = "BUILD.json"
+#: how many builds the cache keeps (each about 27 MB; a build is the sources of one moment)
+KEPT_BUILDS: Final = 8
 
 
 class BuildError(Exception):
@@ -293,6 +295,18 @@ def build_machine_paths(*extra: Path) -> list[str]:
     return sorted({str(ROOT), str(cache_root()), sys.prefix, sys.base_prefix, *(str(path) for path in extra)})
 
 
+def prune(root: Path, *, keep: int) -> list[Path]:
+    """Remove all but the `keep` newest builds under `root` (the caller holds the lock); the removed folders.
+
+    A mirror made from a removed build keeps working: its zips are hard links or copies.
+    """
+    builds = sorted((path for path in root.glob("*/" + RECORD)), key=lambda path: path.stat().st_mtime)
+    removed = [path.parent for path in builds[: max(len(builds) - keep, 0)]]
+    for folder in removed:
+        shutil.rmtree(folder, ignore_errors=True)
+    return removed
+
+
 def build(*, environ: Mapping[str, str] = os.environ, python: Path = BUILD_PYTHON) -> Path:
     """The folder of this checkout's release files for this machine's platform, built first when missing."""
     done = built(environ=environ)
@@ -327,6 +341,7 @@ def build(*, environ: Mapping[str, str] = os.environ, python: Path = BUILD_PYTHO
             }
             (out / RECORD).write_text(json.dumps(record, indent=2) + "\n")
             out.rename(final)
+            prune(final.parent, keep=KEPT_BUILDS)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
         _log(f"built in {time.monotonic() - started:.0f} s")
