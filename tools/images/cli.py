@@ -2,6 +2,7 @@
 
     pause                     registry.k8s.io/pause:<kubeadm's PauseVersion>, from Kubernetes' pause.c
     coredns --binary PATH     registry.k8s.io/coredns/coredns:v<the binary's version>
+    runtime                   ghcr.io/liqo-iac/runtime:<version>, from Debian packages and pinned wheels
 
 Each archive is an OCI image layout in a tar (`ctr -n k8s.io images import ARCHIVE`
 registers it under its name; `docker load` and `podman load` read it too). Its path in
@@ -16,7 +17,8 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from tools.images import cache, coredns, oci, pause
+from tools import dist
+from tools.images import cache, coredns, oci, pause, runtimeimage
 from tools.images.errors import BuildError
 
 Builder = Callable[[argparse.Namespace, Path], list[Path]]
@@ -69,7 +71,23 @@ def build_coredns(args: argparse.Namespace, root: Path) -> list[Path]:
     return [cache.cached(root, inputs, filename, build, rebuild=args.rebuild)]
 
 
-BUILDERS: dict[str, Builder] = {"pause": build_pause, "coredns": build_coredns}
+def build_runtime(args: argparse.Namespace, root: Path) -> list[Path]:
+    architecture = oci.architecture()
+    inputs = runtimeimage.inputs(architecture)
+    filename = f"runtime-{dist.version()}.tar"
+
+    def build(folder: Path) -> None:
+        _log(f"building {inputs['image']} (a minute or so) ...")
+        runtimeimage.write_image(folder, filename, architecture=architecture)
+
+    return [cache.cached(root, inputs, filename, build, rebuild=args.rebuild)]
+
+
+BUILDERS: dict[str, Builder] = {
+    "pause": build_pause,
+    "coredns": build_coredns,
+    "runtime": build_runtime,
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
