@@ -34,7 +34,7 @@ def build_pause(args: argparse.Namespace, root: Path) -> list[Path]:
     architecture = oci.architecture()
     inputs = {
         "image": source.name,
-        "recipe": cache.recipe_digest(),
+        "recipe": cache.recipe_digest("pause"),
         "kubernetes": source.kubernetes_version,
         "pause.c": cache.key({"source": source.source.hex()}),
         "compiler": pause.compiler(),
@@ -59,7 +59,7 @@ def build_coredns(args: argparse.Namespace, root: Path) -> list[Path]:
     architecture = oci.architecture()
     inputs = {
         "image": coredns.image_name(version),
-        "recipe": cache.recipe_digest(),
+        "recipe": cache.recipe_digest("coredns"),
         "binary": cache.file_digest(binary),
         "architecture": architecture,
     }
@@ -90,7 +90,7 @@ def build_test(args: argparse.Namespace, root: Path) -> list[Path]:
     for image in testimages.IMAGES:
         inputs = {
             "images": " ".join(image.names),
-            "recipe": cache.recipe_digest(),
+            "recipe": cache.recipe_digest("testimages", "debian"),
             "packages": " ".join(image.packages),
             "dpkg": cache.file_digest(runtimeimage.DPKG_CONFIG),
             "page": cache.key({"welcome": testimages.welcome_page()}),

@@ -63,7 +63,7 @@ def inputs(architecture: str) -> dict[str, str]:
     """Everything the image is made from (the cache key): the wheel's sources, not the wheel."""
     return {
         "image": runtime_image(),
-        "recipe": cache.recipe_digest(),
+        "recipe": cache.recipe_digest("runtimeimage", "debian", "lock"),
         "debian": " ".join(bootstrap_spec().command(Path("/"))),
         "dpkg": cache.file_digest(DPKG_CONFIG),
         "requirements": cache.file_digest(REQUIREMENTS),
