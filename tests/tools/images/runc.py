@@ -88,6 +88,7 @@ CAPABILITY_NAMES = (
     "CAP_CHECKPOINT_RESTORE",
 )
 REQUIRED_TOOLS = ("umoci", "runc")
+TUN = "/dev/net/tun"
 
 
 def missing_tools() -> list[str]:
@@ -111,6 +112,9 @@ class Container:
     binds: Sequence[tuple[Path, str]] = ()
     #: container paths of empty writable tmpfs mounts (emptyDir volumes)
     scratch: Sequence[str] = ()
+    #: /proc/sys writable, nothing masked, every device allowed and /dev/net/tun there (a privileged
+    #: container sees all the host's devices; the gateway uses that one)
+    privileged: bool = False
 
     @classmethod
     def from_workload(
@@ -142,6 +146,7 @@ class Container:
             capabilities=caps,
             no_new_privileges=context.get("allowPrivilegeEscalation") is False,
             host_network=bool(pod.get("hostNetwork")) if host_network is None else host_network,
+            privileged=bool(context.get("privileged")),
             env=env or {},
             binds=binds,
             scratch=scratch,
@@ -154,6 +159,22 @@ def current_capabilities() -> list[str]:
     (line,) = [line for line in status.splitlines() if line.startswith("CapBnd:")]
     mask = int(line.split()[1], 16)
     return [name for bit, name in enumerate(CAPABILITY_NAMES) if mask & (1 << bit)]
+
+
+def _privileged(linux: JSON) -> None:
+    linux["readonlyPaths"] = []
+    linux["maskedPaths"] = []
+    linux.setdefault("resources", {})["devices"] = [{"allow": True, "access": "rwm"}]
+    tun = os.stat(TUN)
+    linux.setdefault("devices", []).append(
+        {
+            "path": TUN,
+            "type": "c",
+            "major": os.major(tun.st_rdev),
+            "minor": os.minor(tun.st_rdev),
+            "fileMode": 0o666,
+        }
+    )
 
 
 def _capabilities(context: JSON) -> list[str]:
@@ -194,6 +215,8 @@ class Bundle:
         elif not container.host_network:
             namespaces.append({"type": "network"})
         spec["linux"]["namespaces"] = namespaces
+        if container.privileged:
+            _privileged(spec["linux"])
         for source, destination in container.binds:
             spec["mounts"].append(
                 {

@@ -140,6 +140,21 @@ def test_every_program_the_fabric_runs_is_in_the_image_and_runs_as_the_fabric_ag
         assert completed.returncode == 0, f"{program} {flag}: {completed.stderr}"
 
 
+def test_the_gateway_turns_forwarding_on_and_makes_its_wireguard_go_tunnel(
+    bundle: Bundle, work: Path
+) -> None:
+    """What needs the gateway to be root and privileged: /proc/sys, /dev/net/tun, wireguard-go's socket folder."""
+    script = (
+        "set -e; echo 1 > /proc/sys/net/ipv4/ip_forward; cat /proc/sys/net/ipv4/ip_forward; "
+        "wireguard-go liqo-image-test; ip link show liqo-image-test; ls /var/run/wireguard"
+    )
+    gateway = runtime_workloads()["gateway"]
+    completed = bundle.run(Container.from_workload(gateway, ["sh", "-c", script]), work)
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    assert completed.stdout.splitlines()[0] == "1"
+    assert "liqo-image-test.sock" in completed.stdout
+
+
 IMPORT_EVERY_MODULE = """
 import importlib, pkgutil, runtime, sys
 names = [m.name for m in pkgutil.walk_packages(runtime.__path__, "runtime.") if not m.name.endswith("__main__")]
