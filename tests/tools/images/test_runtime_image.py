@@ -12,11 +12,15 @@ from __future__ import annotations
 import ast
 import asyncio
 import contextlib
+import gzip
+import io
+import json
 import re
 import shutil
 import socket
 import subprocess
 import sys
+import tarfile
 import time
 import urllib.error
 import urllib.request
@@ -42,8 +46,12 @@ NAMESPACE = "liqo"
 pytestmark = pytest.mark.slow
 
 
+#: the runtime image's size target, unpacked (as `docker images` shows it)
+TARGET_BYTES = 150_000_000
+
+
 @pytest.fixture(scope="module")
-def bundle(tmp_path_factory: pytest.TempPathFactory) -> Bundle:
+def archive(tmp_path_factory: pytest.TempPathFactory) -> Path:
     missing = [tool for tool in ("mmdebstrap", *missing_tools()) if shutil.which(tool) is None]
     if missing:
         pytest.skip(
@@ -60,8 +68,32 @@ def bundle(tmp_path_factory: pytest.TempPathFactory) -> Bundle:
         check=False,
     )
     assert completed.returncode == 0, completed.stderr
-    (archive,) = [Path(line) for line in completed.stdout.splitlines()]
-    return unpack(archive, runtime_image(), folder)
+    (built,) = [Path(line) for line in completed.stdout.splitlines()]
+    return built
+
+
+@pytest.fixture(scope="module")
+def bundle(archive: Path, tmp_path_factory: pytest.TempPathFactory) -> Bundle:
+    return unpack(archive, runtime_image(), tmp_path_factory.mktemp("runtime-bundle"))
+
+
+def _unpacked_size(archive: Path) -> int:
+    """The bytes of the image's layers uncompressed."""
+    total = 0
+    with tarfile.open(archive) as tar:
+        index = json.load(tar.extractfile("index.json") or io.BytesIO(b"{}"))
+        manifest = json.load(
+            tar.extractfile(f"blobs/sha256/{index['manifests'][0]['digest'][7:]}") or io.BytesIO()
+        )
+        for layer in manifest["layers"]:
+            with gzip.open(tar.extractfile(f"blobs/sha256/{layer['digest'][7:]}") or io.BytesIO()) as stream:
+                while chunk := stream.read(1 << 20):
+                    total += len(chunk)
+    return total
+
+
+def test_the_image_is_under_its_size_target(archive: Path) -> None:
+    assert _unpacked_size(archive) < TARGET_BYTES
 
 
 @pytest.fixture
