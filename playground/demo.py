@@ -4,7 +4,9 @@
    start (a previous demo's clusters and Terraform state are removed first);
 2. `terraform init` and `terraform apply` of `examples/terraform` (copied into
    `<state dir>/terraform`), through the `terraform` console script of this virtualenv
-   and the provider from its filesystem mirror (built here, offline): the runtime
+   and the provider installed, offline, from a filesystem mirror of its release zip (the
+   self-contained executable `make dist` ships; built once and cached by the content of
+   its sources, tools/release): the runtime
    installed in both clusters, a peering token issued on milan, rome peered with it, and
    the namespace `liqo-demo` offloaded (`liqo_offload`);
 3. on the consumer (rome), with the real kubectl: `get foreignclusters`,
@@ -171,7 +173,7 @@ def main() -> int:
     if shutil.which("kubectl") is None:
         print("make demo needs kubectl on PATH", file=sys.stderr)
         return 1
-    from provider import mirror
+    from tools.release import mirror
 
     state_dir = default_state_dir().absolute()
     kubeconfigs = {name: state_dir / name / "kubeconfig" for name in CLUSTERS}
@@ -190,7 +192,7 @@ def main() -> int:
         _playground("up", *CLUSTERS)
 
     with timings.step("The provider from its filesystem mirror, and examples/terraform with the kubeconfigs"):
-        cli_config = mirror.build(mirror.default_dir())
+        cli_config = mirror.of_checkout(mirror.default_dir())
         print(f"mirror: {display_path(cli_config.parent)} (TF_CLI_CONFIG_FILE={display_path(cli_config)})")
         _prepare_workdir(workdir, kubeconfigs)
         print(f"working directory: {display_path(workdir)}")

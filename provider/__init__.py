@@ -15,5 +15,3 @@ NAMESPACE: Final = "liqo-iac"
 TYPE: Final = "liqo"
 HOSTNAME: Final = "registry.terraform.io"
 SOURCE_ADDRESS: Final = f"{HOSTNAME}/{NAMESPACE}/{TYPE}"
-#: the distribution whose version the provider carries in the mirror
-DISTRIBUTION: Final = "liqo-iac"

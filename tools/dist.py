@@ -8,10 +8,11 @@ points, which packages it includes) and whatever else its build reads (its READM
 The repository's root pyproject.toml is the development environment (`make venv`:
 everything, editable, with the dev tools) and is never built into a wheel.
 
-A distribution is built in a staging folder: its packaging folder's files, then the
-repository paths its `[tool.liqo-iac] sources` lists (packages, without bytecode),
-with `@VERSION@` in its pyproject.toml replaced by runtime/version.py's `VERSION` (one
-version for every part of a release). `pip wheel --no-deps` builds the wheel there
+A distribution is built in a staging folder: its pyproject.toml and readme, the
+repository paths its `[tool.liqo-iac] sources` lists (packages, without bytecode), and a
+`VERSION` file holding runtime/version.py's `VERSION` (one version for every part of a
+release), which its pyproject reads (`dynamic = ["version"]`, setuptools'
+`version = { file = "VERSION" }`). `pip wheel --no-deps` builds the wheel there
 with `SOURCE_DATE_EPOCH` set, so the same sources give the same wheel. With no
 DISTRIBUTION, every folder under packaging/ with a pyproject.toml is built. The wheels'
 paths are printed on stdout, one per line.
@@ -36,7 +37,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGING = ROOT / "packaging"
 VERSION_FILE = ROOT / "runtime" / "version.py"
-PLACEHOLDER = "@VERSION@"
+#: the file a staged distribution's pyproject reads its version from
+STAGED_VERSION = "VERSION"
 #: 1980-01-01, the earliest time a zip file (a wheel) can record
 SOURCE_DATE_EPOCH = "315532800"
 _IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
@@ -104,13 +106,13 @@ def stage(name: str, staging: Path, *, root: Path = ROOT, packaging: Path = PACK
             raise DistError(
                 f"packaging/{name}/pyproject.toml lists {source!r}, which is not in the repository"
             )
-    pyproject = staging / "pyproject.toml"
-    text = pyproject.read_text()
-    if PLACEHOLDER not in text:
+    dynamic = table.get("dynamic", []) if isinstance(table, dict) else []
+    if "version" not in dynamic:
         raise DistError(
-            f"packaging/{name}/pyproject.toml: its version must be {PLACEHOLDER!r} (one version for all)"
+            f'packaging/{name}/pyproject.toml: its version must be dynamic = ["version"], read from '
+            f"{STAGED_VERSION} (one version for every distribution)"
         )
-    pyproject.write_text(text.replace(PLACEHOLDER, version(root / "runtime" / "version.py")))
+    (staging / STAGED_VERSION).write_text(version(root / "runtime" / "version.py") + "\n")
 
 
 def build(

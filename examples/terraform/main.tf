@@ -5,7 +5,8 @@
 terraform {
   required_providers {
     liqo = {
-      source = "liqo-iac/liqo"
+      source  = "liqo-iac/liqo"
+      version = "~> 0.1"
     }
   }
 }

@@ -239,7 +239,12 @@ def install_manifests(options: InstallOptions) -> list[JSON]:
 
 
 def fabric_daemonset(options: InstallOptions) -> JSON:
-    """The fabric agent on every node (host network, NET_ADMIN): routes to remote pod networks via gateways."""
+    """The fabric agent on every node (host network, NET_ADMIN): routes to remote pod networks via gateways.
+
+    It runs `ip` and `nft` on the host's network namespace, so as root (the image's user is not) with
+    NET_ADMIN and NET_RAW only; it writes no file, so its root file system is read-only. (Liqo's fabric
+    runs privileged; nothing this one does needs that.)
+    """
     name = f"liqo-{FABRIC}"
     container: JSON = {
         "name": FABRIC,
@@ -252,7 +257,13 @@ def fabric_daemonset(options: InstallOptions) -> JSON:
             {"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
         ],
         "resources": {"requests": {"cpu": "10m", "memory": "48Mi"}, "limits": {"memory": "192Mi"}},
-        "securityContext": {"capabilities": {"add": ["NET_ADMIN", "NET_RAW"], "drop": ["ALL"]}},
+        "securityContext": {
+            "runAsUser": 0,
+            "runAsNonRoot": False,
+            "allowPrivilegeEscalation": False,
+            "readOnlyRootFilesystem": True,
+            "capabilities": {"add": ["NET_ADMIN", "NET_RAW"], "drop": ["ALL"]},
+        },
     }
     return {
         "apiVersion": "apps/v1",

@@ -263,8 +263,11 @@ def gateway_deployment(
 ) -> JSON:
     """The gateway's Deployment: one replica, replaced (a second one would fight over the tunnel).
 
-    It runs as root with NET_ADMIN: it makes the tunnel interface, routes and NAT rules in its
-    own pod's network namespace, as Liqo's gateway does.
+    It runs as root (the image's user is not), privileged with NET_ADMIN, as Liqo's gateway
+    does: it makes the tunnel interface, routes and NAT rules in its own pod's network
+    namespace, turns forwarding on there (`/proc/sys`, read-only in an unprivileged
+    container), opens `/dev/net/tun` for wireguard-go (a device an unprivileged container
+    lacks) and writes wireguard-go's control socket under /var/run/wireguard.
     """
     container: JSON = {
         "name": COMPONENT,
@@ -293,8 +296,10 @@ def gateway_deployment(
         "volumeMounts": [{"name": "keys", "mountPath": "/etc/wireguard/keys", "readOnly": True}],
         "resources": {"requests": {"cpu": "50m", "memory": "64Mi"}, "limits": {"memory": "256Mi"}},
         "securityContext": {
-            "privileged": False,
-            "capabilities": {"add": ["NET_ADMIN", "NET_RAW"], "drop": ["ALL"]},
+            "privileged": True,
+            "runAsUser": 0,
+            "runAsNonRoot": False,
+            "capabilities": {"add": ["NET_ADMIN", "NET_RAW"]},
         },
     }
     return {

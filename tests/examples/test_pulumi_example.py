@@ -35,13 +35,18 @@ def program(tmp_path: Path, pulumi_loop: asyncio.AbstractEventLoop) -> Recording
     return monitor
 
 
-def test_the_project_file_names_the_program_and_the_project_venv() -> None:
+def test_the_project_has_a_virtual_environment_of_its_own_made_from_its_requirements() -> None:
     import yaml
 
     project = yaml.safe_load((EXAMPLE / "Pulumi.yaml").read_text())
     assert project["name"] == PROJECT
     assert project["runtime"]["name"] == "python"
-    assert (EXAMPLE / project["runtime"]["options"]["virtualenv"]).resolve() == EXAMPLE.parents[1] / ".venv"
+    # as `pulumi new` makes it: ./venv, from requirements.txt, not the repository's development environment
+    assert project["runtime"]["options"] == {"toolchain": "pip", "virtualenv": "venv"}
+    requirements = [
+        line for line in (EXAMPLE / "requirements.txt").read_text().splitlines() if not line.startswith("#")
+    ]
+    assert requirements == ["../.."], "the component package (this checkout's distribution)"
     assert {"romeKubeconfig", "milanKubeconfig"} <= set(project["config"])
 
 

@@ -88,10 +88,16 @@ def test_one_version_for_the_runtime_the_image_and_the_development_install() -> 
 def test_staging_copies_the_package_without_bytecode_and_stamps_the_version(tmp_path: Path) -> None:
     dist.stage("runtime", tmp_path)
     project = tomllib.loads((tmp_path / "pyproject.toml").read_text())["project"]
-    assert (project["name"], project["version"]) == (DISTRIBUTION, dist.version())
+    assert (project["name"], project["dynamic"]) == (DISTRIBUTION, ["version"])
+    assert (tmp_path / "VERSION").read_text() == f"{dist.version()}\n"
     assert (tmp_path / "runtime" / "__main__.py").is_file()
     assert not list(tmp_path.rglob("__pycache__"))
-    assert sorted(path.name for path in tmp_path.iterdir()) == ["README.md", "pyproject.toml", "runtime"]
+    assert sorted(path.name for path in tmp_path.iterdir()) == [
+        "README.md",
+        "VERSION",
+        "pyproject.toml",
+        "runtime",
+    ]
 
 
 def test_an_unknown_distribution_is_named_in_the_error() -> None:
@@ -138,3 +144,13 @@ def test_the_wheel_installs_and_imports_with_nothing_but_its_dependencies(tmp_pa
     assert run("-I", "-c", "from runtime.api.image import runtime_image; print(runtime_image())").strip() == (
         runtime_image()
     )
+
+
+def test_a_distribution_with_a_version_of_its_own_is_refused(tmp_path: Path) -> None:
+    packaging = tmp_path / "packaging"
+    (packaging / "other").mkdir(parents=True)
+    (packaging / "other" / "pyproject.toml").write_text(
+        '[project]\nname = "other"\nversion = "9.9"\n\n[tool.liqo-iac]\nsources = ["runtime"]\n'
+    )
+    with pytest.raises(dist.DistError, match=r'dynamic = \["version"\]'):
+        dist.stage("other", tmp_path / "staging", packaging=packaging)

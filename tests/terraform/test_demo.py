@@ -16,7 +16,6 @@ import pytest
 
 from playground.cluster import STATE_DIR_ENV
 from playground.demo import OFFLOADED, TWIN
-from provider.mirror import ENVIRONMENT as MIRROR_ENV
 from runtime.api import constants as c
 from runtime.api.crds import FOREIGNCLUSTERS
 from runtime.api.kinds import NODES, PODS, SERVICES
@@ -24,6 +23,8 @@ from runtime.core import Client
 from tests.runtime.liqo_docs import MILAN_NETWORKED
 from tests.runtime.test_playground_fabric import copy_endpoints, fetch, pod
 from tests.runtime.test_playground_offloading import get, until
+from tools.release.executable import cache_root
+from tools.release.mirror import ENVIRONMENT as MIRROR_ENV
 
 pytestmark = [pytest.mark.slow, pytest.mark.kubectl]
 
@@ -86,6 +87,8 @@ async def test_the_demo_peers_rome_with_milan_offloads_liqo_demo_and_leaves_the_
         STATE_DIR_ENV: str(state_dir),
         MIRROR_ENV: str(tmp_path / "mirror"),
         "HOME": str(home),
+        # the provider's executable from the cache this session uses (built once, not again under the test's HOME)
+        "XDG_CACHE_HOME": str(cache_root().parents[1]),
     }
     try:
         demo = await asyncio.to_thread(

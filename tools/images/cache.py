@@ -53,9 +53,13 @@ def tree_digest(root: Path, *, suffixes: tuple[str, ...] = ()) -> str:
     return digest.hexdigest()
 
 
-def recipe_digest() -> str:
-    """The image builder's own sources: a change to how images are made makes new keys."""
-    return tree_digest(HERE, suffixes=(".py",))
+def recipe_digest(*modules: str) -> str:
+    """The sources of the builder's modules (`tools/images/<module>.py`) that make an image, and of the OCI
+    writer every image goes through: a change to how an image is made makes a new key for it alone."""
+    digest = hashlib.sha256()
+    for module in sorted({"oci", *modules}):
+        digest.update(f"{module}\0{file_digest(HERE / f'{module}.py')}\n".encode())
+    return digest.hexdigest()
 
 
 def key(inputs: Inputs) -> str:

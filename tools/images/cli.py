@@ -2,6 +2,8 @@
 
     pause                     registry.k8s.io/pause:<kubeadm's PauseVersion>, from Kubernetes' pause.c
     coredns --binary PATH     registry.k8s.io/coredns/coredns:v<the binary's version>
+    runtime                   ghcr.io/liqo-iac/runtime:<version>, from Debian packages and pinned wheels
+    test                      docker.io/library/nginx and docker.io/curlimages/curl stand-ins, from Debian's
 
 Each archive is an OCI image layout in a tar (`ctr -n k8s.io images import ARCHIVE`
 registers it under its name; `docker load` and `podman load` read it too). Its path in
@@ -16,7 +18,8 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from tools.images import cache, coredns, oci, pause
+from tools import dist
+from tools.images import cache, coredns, oci, pause, runtimeimage, testimages
 from tools.images.errors import BuildError
 
 Builder = Callable[[argparse.Namespace, Path], list[Path]]
@@ -31,7 +34,7 @@ def build_pause(args: argparse.Namespace, root: Path) -> list[Path]:
     architecture = oci.architecture()
     inputs = {
         "image": source.name,
-        "recipe": cache.recipe_digest(),
+        "recipe": cache.recipe_digest("pause"),
         "kubernetes": source.kubernetes_version,
         "pause.c": cache.key({"source": source.source.hex()}),
         "compiler": pause.compiler(),
@@ -56,7 +59,7 @@ def build_coredns(args: argparse.Namespace, root: Path) -> list[Path]:
     architecture = oci.architecture()
     inputs = {
         "image": coredns.image_name(version),
-        "recipe": cache.recipe_digest(),
+        "recipe": cache.recipe_digest("coredns"),
         "binary": cache.file_digest(binary),
         "architecture": architecture,
     }
@@ -69,7 +72,45 @@ def build_coredns(args: argparse.Namespace, root: Path) -> list[Path]:
     return [cache.cached(root, inputs, filename, build, rebuild=args.rebuild)]
 
 
-BUILDERS: dict[str, Builder] = {"pause": build_pause, "coredns": build_coredns}
+def build_runtime(args: argparse.Namespace, root: Path) -> list[Path]:
+    architecture = oci.architecture()
+    inputs = runtimeimage.inputs(architecture)
+    filename = f"runtime-{dist.version()}.tar"
+
+    def build(folder: Path) -> None:
+        _log(f"building {inputs['image']} (a minute or so) ...")
+        runtimeimage.write_image(folder, filename, architecture=architecture)
+
+    return [cache.cached(root, inputs, filename, build, rebuild=args.rebuild)]
+
+
+def build_test(args: argparse.Namespace, root: Path) -> list[Path]:
+    architecture = oci.architecture()
+    archives = []
+    for image in testimages.IMAGES:
+        inputs = {
+            "images": " ".join(image.names),
+            "recipe": cache.recipe_digest("testimages", "debian"),
+            "packages": " ".join(image.packages),
+            "dpkg": cache.file_digest(runtimeimage.DPKG_CONFIG),
+            "page": cache.key({"welcome": testimages.welcome_page()}),
+            "architecture": architecture,
+        }
+
+        def build(folder: Path, image: testimages.TestImage = image) -> None:
+            _log(f"building {image.repository} (Debian's {' '.join(image.packages)}) ...")
+            testimages.write_image(image, folder, architecture=architecture)
+
+        archives.append(cache.cached(root, inputs, image.filename, build, rebuild=args.rebuild))
+    return archives
+
+
+BUILDERS: dict[str, Builder] = {
+    "pause": build_pause,
+    "coredns": build_coredns,
+    "runtime": build_runtime,
+    "test": build_test,
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

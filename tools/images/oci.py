@@ -44,8 +44,10 @@ MEDIA_LAYER = "application/vnd.oci.image.layer.v1.tar+gzip"
 ANNOTATION_CONTAINERD_NAME = "io.containerd.image.name"
 #: the OCI image-layout annotation podman, skopeo and Docker read
 ANNOTATION_REF_NAME = "org.opencontainers.image.ref.name"
-#: every mtime in a layer and in the archive (the epoch: the inputs decide the bytes, not the clock)
-FIXED_MTIME = 0
+#: every mtime in a layer and in the archive, and the config's creation time: 1980-01-01, the
+#: earliest a zip (a wheel) records; the inputs decide the bytes, not the clock
+FIXED_MTIME = 315532800
+CREATED = "1980-01-01T00:00:00Z"
 _ARCHITECTURES = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64"}
 
 JSON = dict[str, Any]
@@ -311,6 +313,7 @@ def _info(name: str, kind: bytes, *, mode: int, uid: int = 0, gid: int = 0, size
     info.mode = mode
     info.uid, info.gid = uid, gid
     info.size = size
+    info.mtime = FIXED_MTIME
     return info
 
 
@@ -406,10 +409,10 @@ def image_config(
     return {
         "architecture": architecture,
         "os": "linux",
-        "created": "1970-01-01T00:00:00Z",
+        "created": CREATED,
         "config": config.document(),
         "rootfs": {"type": "layers", "diff_ids": [layer.diff_id for layer in layers]},
-        "history": [{"created": "1970-01-01T00:00:00Z", "created_by": step} for step in history],
+        "history": [{"created": CREATED, "created_by": step} for step in history],
     }
 
 

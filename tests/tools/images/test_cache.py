@@ -54,3 +54,9 @@ def test_deliver_puts_the_archive_in_the_folder_and_is_idempotent(tmp_path: Path
     assert cache.deliver(archive, out) == out / "image.tar"
     assert sorted(path.name for path in out.iterdir()) == ["image.tar"]
     assert (out / "image.tar").read_bytes() == b"archive"
+
+
+def test_a_recipe_is_the_sources_of_its_modules_and_the_oci_writer() -> None:
+    assert cache.recipe_digest("pause") == cache.recipe_digest("pause", "oci")
+    assert cache.recipe_digest("pause") != cache.recipe_digest("coredns")
+    assert cache.recipe_digest("runtimeimage", "debian") == cache.recipe_digest("debian", "runtimeimage")

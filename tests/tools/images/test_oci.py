@@ -90,7 +90,7 @@ def test_layer_entries_are_sorted_with_fixed_times_and_root_owners(tmp_path: Pat
         "z-original",
     ]
     assert {(member.mtime, member.uid, member.gid, member.uname, member.gname) for member in members} == {
-        (0, 0, 0, "", "")
+        (oci.FIXED_MTIME, 0, 0, "", "")
     }
     by_name = {member.name: member for member in members}
     assert by_name["usr/bin/tool"].mode == 0o755
