@@ -180,10 +180,25 @@ async def test_a_pod_runs_and_kubectl_reaches_it_through_its_kubelet(
         await forward.wait()
     log = await asyncio.to_thread(kubectl, pair, assets, "logs", "-n", namespace, "web")
     assert "forwarded" in log
-    hostname = await asyncio.to_thread(
-        kubectl, pair, assets, "exec", "-n", namespace, "web", "--", "hostname"
+    # exec runs in the pod: its network namespace has the pod's address (the image has `ip`, no shell)
+    inside = await asyncio.to_thread(
+        kubectl,
+        pair,
+        assets,
+        "exec",
+        "-n",
+        namespace,
+        "web",
+        "--",
+        "ip",
+        "-o",
+        "-4",
+        "addr",
+        "show",
+        "dev",
+        "eth0",
     )
-    assert hostname.strip() == "web"
+    assert f"inet {pod['status']['podIP']}/24" in inside
 
 
 async def test_a_cluster_ip_service_and_names_work_through_kube_proxy_and_coredns(
