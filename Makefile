@@ -4,20 +4,34 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 # program:Debian package, for what the playground network runs (playground/network/requirements.py)
-HOST_TOOLS := ip:iproute2 nft:nftables nsenter:util-linux wireguard-go:wireguard-go wg:wireguard-tools conntrack:conntrack
+# and what real nodes run (playground/realnode: containerd, runc, the CNI plugins)
+HOST_TOOLS := ip:iproute2 nft:nftables nsenter:util-linux wireguard-go:wireguard-go wg:wireguard-tools conntrack:conntrack \
+  containerd:containerd runc:runc /usr/lib/cni/bridge:containernetworking-plugins
+# program:Debian package, for what builds and runs container images without Docker (tools/images, its tests)
+IMAGE_TOOLS := mmdebstrap:mmdebstrap umoci:umoci runc:runc ctr:containerd
 
-.PHONY: venv test test-emulator test-real real-k8s opentofu lint demo bench clean mirror dist host-tools pulumi-engine
+.PHONY: venv test test-emulator test-real real-k8s opentofu lint demo bench clean mirror dist image host-tools image-tools pulumi-engine
 
-venv: $(STAMP) host-tools
+venv: $(STAMP) host-tools image-tools
 
-# The Debian tools playground clusters need, installed when missing (as root, through apt-get).
+# The Debian packages of the program:package pairs $(1) whose program is missing, installed (as root, through
+# apt-get); $(2) says what needs them.
+define install-missing
+@missing=$$(for tool in $(1); do \
+  PATH="$$PATH:/usr/sbin:/sbin" command -v $${tool%%:*} >/dev/null 2>&1 || echo $${tool##*:}; done); \
+if [ -n "$$missing" ]; then \
+  echo "installing $$missing ($(2))"; \
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+fi
+endef
+
+# The Debian tools playground clusters need.
 host-tools:
-	@missing=$$(for tool in $(HOST_TOOLS); do \
-	  PATH="$$PATH:/usr/sbin:/sbin" command -v $${tool%%:*} >/dev/null 2>&1 || echo $${tool##*:}; done); \
-	if [ -n "$$missing" ]; then \
-	  echo "installing $$missing (the playground network needs them)"; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
-	fi
+	$(call install-missing,$(HOST_TOOLS),the playground network and real nodes need them)
+
+# The Debian tools container images are built and tried with: mmdebstrap, umoci, runc, containerd.
+image-tools:
+	$(call install-missing,$(IMAGE_TOOLS),container images are built and run with them)
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -60,11 +74,18 @@ lint: venv
 demo: venv
 	$(BIN)/python -m playground.demo
 
-# The release artifacts into dist/: the Terraform provider as a self-contained executable (PyInstaller, cached in
+# The release artifacts into dist/: the wheels of the repository's distributions (packaging/<distribution>/, built
+# by tools/dist.py), then the Terraform provider as a self-contained executable (PyInstaller, cached in
 # ~/.cache/liqo-iac/terraform-provider/ by the content of what goes in), zipped for linux_amd64, with its
 # SHA256SUMS and registry manifest (tools/release).
 dist: venv
+	$(PYTHON) tools/dist.py --out dist
 	$(BIN)/python -m tools.release dist --out dist
+
+# The runtime image, ghcr.io/liqo-iac/runtime:<version>, as an OCI archive in dist/images/: Debian bookworm packages
+# (mmdebstrap) and the pinned wheels of packaging/runtime/, no Docker or registry (tools/images, docs/images.md).
+image: image-tools
+	$(PYTHON) tools/images/build.py runtime --out dist/images
 
 # The filesystem mirror Terraform and OpenTofu install `liqo-iac/liqo` from: the release zip, for both registries'
 # addresses, and its CLI configuration (MIRROR=dir to choose where; default build/terraform-mirror).
@@ -86,4 +107,4 @@ bench: venv
 	$(BIN)/python bench/network.py
 
 clean:
-	rm -rf $(VENV) .playground .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .playground .pytest_cache .mypy_cache .ruff_cache dist

@@ -17,9 +17,17 @@ Measures, each in a fresh temporary state dir:
 - idle: CPU (% of one core) and memory (RSS) of the two-cluster playground over 10 s,
   summed over every process it started and their children, from /proc;
 - real-binary mode, when `--real DIR` (default `$KUBEBUILDER_ASSETS`) names the real
-  binaries (`make real-k8s`): `playground up rome` and `playground up rome milan` in both
-  modes, their ratios, `playground down` of the two real clusters, and how long the
-  supervisor took to stop each process (from its log).
+  binaries (`make real-k8s`): `playground up rome` and `playground up rome milan` on the
+  emulator, on the real control plane with agent nodes, and (when DIR has kubelet and
+  its images) on real nodes, their ratios, `playground down` of the two real clusters,
+  and how long the supervisor took to stop each process (from its log);
+- real nodes, when DIR has kubelet: a node Ready after its kubelet starts (a worker's
+  kubelet stopped, its Node deleted, the kubelet started again: until the new Node is
+  Ready, polled every 20 ms), a pod Running after its create (the sandbox image, one at
+  a time, the median of `POD_STARTS`), and the memory (RSS) of each node's kubelet,
+  containerd, kube-proxy and containerd shims on an idle two-node cluster.
+
+`--real-only` measures only the last two (and the baseline for the ratios).
 
 Wall-clock figures on a shared two-core machine are noisy, so the run also measures
 baselines in the same conditions and prints ratios against them: the start-up of a
@@ -51,11 +59,13 @@ if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
 from bench import harness
 from bench.harness import Target
 from playground import processes
-from playground.cluster import Cluster, down, resolve, up
-from playground.realbinary import ASSETS_ENV
+from playground.cluster import AGENT_NODES_ENV, Cluster, down, resolve, up
+from playground.realbinary import ASSETS_ENV, SANDBOX_IMAGE, find_assets
+from playground.realnode import mountns
+from playground.spec import CONTAINERD_ROLE_PREFIX, KUBE_PROXY_ROLE_PREFIX, NODE_ROLE_PREFIX, node_netns_name
 from runtime.api.image import runtime_image
-from runtime.api.kinds import DEPLOYMENTS, PODS
-from runtime.core import Client
+from runtime.api.kinds import DEPLOYMENTS, NODES, PODS
+from runtime.core import Client, NotFoundError
 
 PYTHON = sys.executable
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
@@ -110,9 +120,14 @@ def cold_start(
     *,
     network: str = NETNS,
     assets: Path | None = None,
+    agent_nodes: bool = False,
 ) -> float:
-    """`playground up NAMES` from an empty state dir (real binaries from `assets`), then `playground down`."""
+    """`playground up NAMES` from an empty state dir (real binaries from `assets`; with `agent_nodes`, node
+    agents even when they could run real nodes), then `playground down`."""
     env = {**os.environ, "PLAYGROUND_STATE_DIR": str(directory), ASSETS_ENV: str(assets or "")}
+    env.pop(AGENT_NODES_ENV, None)
+    if agent_nodes:
+        env[AGENT_NODES_ENV] = "1"
     try:
         return timed(
             [PYTHON, "-m", "playground", "up", *names, "--network", network, "--wait", "180"], env=env
@@ -126,12 +141,20 @@ _STOPPED = re.compile(r" INFO playground\.supervisor: (\S+) stopped in ([0-9.]+)
 
 
 def real_binary(root: Path, assets: Path, log: Any) -> dict[str, float]:
-    """`playground up rome` and `up rome milan` in both modes, and the real clusters' stop."""
+    """`playground up rome` and `up rome milan` in each mode, and the real clusters' stop."""
     figures: dict[str, float] = {}
+    found = find_assets({ASSETS_ENV: str(assets)})
+    real_nodes = found is not None and found.runs_real_nodes
     for label, names in (("one", ("rome",)), ("two", ("rome", "milan"))):
-        log(f"playground up {' '.join(names)}: emulator, then real binaries")
+        log(f"playground up {' '.join(names)}: emulator, real control plane{', real nodes' * real_nodes}")
         figures[f"up_{label}_emulator_s"] = round(cold_start(root / f"emulator-{label}", names), 3)
-        figures[f"up_{label}_real_s"] = round(cold_start(root / f"real-{label}", names, assets=assets), 3)
+        figures[f"up_{label}_real_s"] = round(
+            cold_start(root / f"real-{label}", names, assets=assets, agent_nodes=True), 3
+        )
+        if real_nodes:
+            figures[f"up_{label}_real_nodes_s"] = round(
+                cold_start(root / f"nodes-{label}", names, assets=assets), 3
+            )
     directory = root / "real-down"
     env = {**os.environ, "PLAYGROUND_STATE_DIR": str(directory), ASSETS_ENV: str(assets)}
     subprocess.run(
@@ -259,6 +282,70 @@ async def idle(directory: Path) -> dict[str, float]:
         await down(["a", "b"], state_dir=directory)
 
 
+async def _first_ready(api: Client, node: str) -> float:
+    """When (perf_counter) the Node `node` is first seen Ready, polling every 20 ms."""
+    while True:
+        try:
+            conditions = ((await api.get(NODES, node)).get("status") or {}).get("conditions") or []
+        except NotFoundError:
+            conditions = []
+        if any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions):
+            return time.perf_counter()
+        await asyncio.sleep(0.02)
+
+
+def _node_memory(cluster: Cluster) -> dict[str, list[int]]:
+    """RSS of each node's kubelet, containerd, kube-proxy, and of each containerd shim, by what they are."""
+    records = cluster.records()
+    found: dict[str, list[int]] = {}
+    for node in cluster.node_names:
+        for label, prefix in (
+            ("kubelet", NODE_ROLE_PREFIX),
+            ("containerd", CONTAINERD_ROLE_PREFIX),
+            ("kube_proxy", KUBE_PROXY_ROLE_PREFIX),
+        ):
+            found.setdefault(label, []).append(_rss_bytes(records[prefix + node].pid))
+        for pid in mountns.processes(node_netns_name(cluster.spec, cluster.paths, node)):
+            if "containerd-shim" in (Path("/proc") / str(pid) / "cmdline").read_text(errors="replace"):
+                found.setdefault("shim", []).append(_rss_bytes(pid))
+    return found
+
+
+async def real_nodes(directory: Path, assets: Path) -> dict[str, float]:
+    """A node Ready after its kubelet starts, pods Running after their create, memory per node."""
+    specs = resolve(["nodes"], state_dir=directory, environ={ASSETS_ENV: str(assets)}, nodes=2)
+    (cluster,) = await up(specs, state_dir=directory, wait=180)
+    found = cluster.assets()
+    assert found is not None
+    figures: dict[str, float] = {}
+    try:
+        async with cluster.client() as api:
+            worker = cluster.node_names[1]
+            readies = []
+            for _ in range(3):
+                await cluster.stop_node(worker)
+                await api.delete(NODES, worker)
+                poll = asyncio.create_task(_first_ready(api, worker))
+                started = time.perf_counter()
+                await cluster.start_node(worker, wait=120)
+                readies.append(await poll - started)
+            figures["real_node_ready_after_kubelet_start_s"] = round(statistics.median(readies), 3)
+            sandbox = {"name": "c", "image": found.image(SANDBOX_IMAGE).name, "imagePullPolicy": "Never"}
+            starts = [await _start_pod(api, f"pause-{i}", sandbox) for i in range(POD_STARTS)]
+            figures["real_node_pod_running_after_create_s"] = round(statistics.median(starts), 3)
+        await asyncio.sleep(SETTLE_SECONDS)
+        memory = _node_memory(cluster)
+        for label, values in memory.items():
+            figures[f"real_node_{label}_rss_mb"] = round(statistics.mean(values) / 2**20, 1)
+        figures["real_node_shims_per_node"] = len(memory.get("shim", [])) / len(cluster.node_names)
+        figures["real_node_rss_mb"] = round(
+            sum(sum(values) for values in memory.values()) / len(cluster.node_names) / 2**20, 1
+        )
+    finally:
+        await down(["nodes"], state_dir=directory)
+    return figures
+
+
 def measure(root: Path, starts: int, log: Any, *, assets: Path | None) -> dict[str, float]:
     figures: dict[str, float] = {}
     log("baselines: python -c pass, import runtime.core, a bare emulator")
@@ -291,18 +378,31 @@ def measure(root: Path, starts: int, log: Any, *, assets: Path | None) -> dict[s
     log(f"idle two-cluster playground over {IDLE_SECONDS:g} s")
     figures |= asyncio.run(idle(root / "idle"))
     if assets is not None:
-        figures |= real_binary(root / "real", assets, log)
+        figures |= measure_real(root, assets, log)
+    return figures
+
+
+def measure_real(root: Path, assets: Path, log: Any) -> dict[str, float]:
+    """Real-binary mode's figures, and real nodes' when the assets have kubelet."""
+    figures = real_binary(root / "real", assets, log)
+    found = find_assets({ASSETS_ENV: str(assets)})
+    if found is not None and found.runs_real_nodes:
+        log("real nodes: node Ready after kubelet start, pod Running after create, memory per node")
+        figures |= asyncio.run(real_nodes(root / "nodes", assets))
     return figures
 
 
 def ratios(figures: dict[str, float]) -> dict[str, float]:
     real = {
-        f"up_{label}_real / up_{label}_emulator": round(
-            figures[f"up_{label}_real_s"] / figures[f"up_{label}_emulator_s"], 2
+        f"up_{label}_{mode} / up_{label}_{base}": round(
+            figures[f"up_{label}_{mode}_s"] / figures[f"up_{label}_{base}_s"], 2
         )
         for label in ("one", "two")
-        if f"up_{label}_real_s" in figures
+        for mode, base in (("real", "emulator"), ("real_nodes", "real"))
+        if f"up_{label}_{mode}_s" in figures
     }
+    if "up_two_clusters_s" not in figures:
+        return real
     return real | {
         "up_two_clusters / loopback model": round(
             figures["up_two_clusters_s"] / figures["up_two_clusters_loopback_s"], 2
@@ -338,13 +438,29 @@ def main(argv: list[str] | None = None) -> int:
         metavar="DIR",
         help="also measure real-binary mode with the binaries in DIR (default $KUBEBUILDER_ASSETS)",
     )
+    parser.add_argument(
+        "--real-only", action="store_true", help="measure real-binary mode and real nodes only (needs --real)"
+    )
     args = parser.parse_args(argv)
+    if args.real_only and args.real is None:
+        parser.error("--real-only needs --real DIR or $KUBEBUILDER_ASSETS")
 
     started = time.perf_counter()
     with harness.scratch(None, prefix="playground-bench-") as root:
-        figures = measure(root, args.starts, harness.log, assets=args.real)
+        figures = (
+            measure_real(root, args.real, harness.log)
+            if args.real_only
+            else measure(root, args.starts, harness.log, assets=args.real)
+        )
     report = harness.document(
-        {"figures": figures, "ratios": ratios(figures), "targets": harness.verdicts(TARGETS, figures)},
+        {
+            "figures": figures,
+            "ratios": ratios(figures),
+            # --real-only measures none of the targets' figures
+            "targets": harness.verdicts(
+                [t for t in TARGETS if t.figure in figures or not args.real_only], figures
+            ),
+        },
         started=started,
         environment=harness.environment(),
     )

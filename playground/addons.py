@@ -1,14 +1,22 @@
 """The system workloads a fresh kind cluster has, so `kubectl get pods -A` reads like kind's.
 
-kind's `kube-system` runs CoreDNS (a Deployment behind the `kube-dns` Service at the
-tenth Service IP), and on every node kindnet (the CNI) and kube-proxy (DaemonSets that
-tolerate every taint, on the host network); kubeadm leaves its ClusterConfiguration in
-the `kubeadm-config` ConfigMap, where tools (liqoctl, our `liqo_install`) read the pod and
-Service subnets. The playground creates the same objects
-with the same names, labels, images, tolerations and priorities when a cluster is
-first created. Their pods run like any other non-runtime pod (marked Running by the
-node agents): nothing here serves DNS, routes pod traffic or programs Services, which
-docs/playground.md lists among the differences from kind. They do exercise the
+kind's `kube-system` runs CoreDNS (the cluster DNS addon as kubeadm installs it: its
+ServiceAccount, the `system:coredns` ClusterRole and binding, the `coredns` ConfigMap
+with the Corefile, a Deployment, and the `kube-dns` Service at the tenth Service IP),
+and on every node kindnet (the CNI) and kube-proxy (DaemonSets that tolerate every
+taint, on the host network); kubeadm leaves its ClusterConfiguration in the
+`kubeadm-config` ConfigMap, where tools (liqoctl, our `liqo_install`) read the pod and
+Service subnets. The playground creates the same objects with the same names, labels,
+images, tolerations and priorities when a cluster is first created.
+
+On real nodes CoreDNS runs, from the image of the assets folder, and answers for
+`cluster.local`; its Corefile is kubeadm's without the `forward` to the node's
+resolv.conf (pod traffic never leaves the machine: a name outside the cluster fails at
+once instead of timing out). kindnet's and kube-proxy's work is done by the playground
+network and the supervised kube-proxy of each node, so their DaemonSets are not
+created (their images could not be run). On agent nodes every one of these pods is
+simulated (marked Running by the node agents): nothing serves DNS, which
+docs/playground.md lists among the differences from kind; they still exercise the
 Deployment, DaemonSet, scheduler and node agent paths from the very first second.
 
 Pure builders; `cluster.py` creates them through the API.
@@ -22,12 +30,44 @@ from typing import Any
 import yaml
 
 from playground.apiserver.openapi import KUBERNETES_VERSION
-from runtime.api.kinds import CONFIGMAPS, DAEMONSETS, DEPLOYMENTS, SERVICEACCOUNTS, SERVICES
+from runtime.api.kinds import (
+    CLUSTERROLEBINDINGS,
+    CLUSTERROLES,
+    CONFIGMAPS,
+    DAEMONSETS,
+    DEPLOYMENTS,
+    SERVICEACCOUNTS,
+    SERVICES,
+)
 from runtime.api.resource import Resource
 
 JSON = dict[str, Any]
 NAMESPACE = "kube-system"
-COREDNS_IMAGE = "registry.k8s.io/coredns/coredns:v1.11.3"
+#: the CoreDNS `make real-k8s` builds (tools/realk8s/coredns) and its image's name
+COREDNS_IMAGE = "registry.k8s.io/coredns/coredns:v1.15.0"
+CLUSTER_DOMAIN = "cluster.local"
+#: kubeadm's Corefile (cmd/kubeadm/app/phases/addons/dns/manifests.go, v1.36) without its `forward`
+COREFILE = f""".:53 {{
+    errors
+    health {{
+       lameduck 5s
+    }}
+    ready
+    kubernetes {CLUSTER_DOMAIN} in-addr.arpa ip6.arpa {{
+       pods insecure
+       fallthrough in-addr.arpa ip6.arpa
+       ttl 30
+    }}
+    prometheus :9153
+    cache 30 {{
+       disable success {CLUSTER_DOMAIN}
+       disable denial {CLUSTER_DOMAIN}
+    }}
+    loop
+    reload
+    loadbalance
+}}
+"""
 KINDNET_IMAGE = "docker.io/kindest/kindnetd:v20241108-5c6d2daf"
 KUBE_PROXY_IMAGE = f"registry.k8s.io/kube-proxy:{KUBERNETES_VERSION}"
 #: tolerate every taint, as kind's DaemonSets do
@@ -47,7 +87,8 @@ def _service_account(name: str) -> JSON:
     return {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name, "namespace": NAMESPACE}}
 
 
-def coredns() -> JSON:
+def coredns(image: str = COREDNS_IMAGE) -> JSON:
+    """kubeadm's CoreDNS Deployment."""
     labels = {"k8s-app": "kube-dns"}
     return {
         "apiVersion": "apps/v1",
@@ -62,24 +103,72 @@ def coredns() -> JSON:
                 "spec": {
                     "serviceAccountName": "coredns",
                     "priorityClassName": "system-cluster-critical",
+                    "affinity": {
+                        "podAntiAffinity": {
+                            "preferredDuringSchedulingIgnoredDuringExecution": [
+                                {
+                                    "weight": 100,
+                                    "podAffinityTerm": {
+                                        "labelSelector": {
+                                            "matchExpressions": [
+                                                {"key": "k8s-app", "operator": "In", "values": ["kube-dns"]}
+                                            ]
+                                        },
+                                        "topologyKey": "kubernetes.io/hostname",
+                                    },
+                                }
+                            ]
+                        }
+                    },
                     "nodeSelector": {"kubernetes.io/os": "linux"},
                     "tolerations": [
                         {"key": "CriticalAddonsOnly", "operator": "Exists"},
                         {"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"},
                     ],
+                    "dnsPolicy": "Default",
                     "containers": [
                         {
                             "name": "coredns",
-                            "image": COREDNS_IMAGE,
+                            "image": image,
+                            "imagePullPolicy": "IfNotPresent",
                             "args": ["-conf", "/etc/coredns/Corefile"],
+                            "volumeMounts": [
+                                {"name": "config-volume", "mountPath": "/etc/coredns", "readOnly": True}
+                            ],
                             "ports": [
                                 {"name": "dns", "containerPort": 53, "protocol": "UDP"},
                                 {"name": "dns-tcp", "containerPort": 53, "protocol": "TCP"},
                                 {"name": "metrics", "containerPort": 9153, "protocol": "TCP"},
+                                {"name": "liveness-probe", "containerPort": 8080, "protocol": "TCP"},
+                                {"name": "readiness-probe", "containerPort": 8181, "protocol": "TCP"},
                             ],
+                            "livenessProbe": {
+                                "httpGet": {"path": "/health", "port": "liveness-probe", "scheme": "HTTP"},
+                                "initialDelaySeconds": 60,
+                                "timeoutSeconds": 5,
+                                "successThreshold": 1,
+                                "failureThreshold": 5,
+                            },
+                            "readinessProbe": {
+                                "httpGet": {"path": "/ready", "port": "readiness-probe", "scheme": "HTTP"}
+                            },
+                            "securityContext": {
+                                "allowPrivilegeEscalation": False,
+                                "capabilities": {"add": ["NET_BIND_SERVICE"], "drop": ["ALL"]},
+                                "readOnlyRootFilesystem": True,
+                            },
                             "resources": {
                                 "requests": {"cpu": "100m", "memory": "70Mi"},
                                 "limits": {"memory": "170Mi"},
+                            },
+                        }
+                    ],
+                    "volumes": [
+                        {
+                            "name": "config-volume",
+                            "configMap": {
+                                "name": "coredns",
+                                "items": [{"key": "Corefile", "path": "Corefile"}],
                             },
                         }
                     ],
@@ -89,11 +178,52 @@ def coredns() -> JSON:
     }
 
 
+def coredns_config() -> JSON:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "coredns", "namespace": NAMESPACE},
+        "data": {"Corefile": COREFILE},
+    }
+
+
+def coredns_cluster_role() -> JSON:
+    """What CoreDNS's kubernetes plugin reads (kubeadm's `system:coredns`)."""
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": {"name": "system:coredns"},
+        "rules": [
+            {
+                "apiGroups": [""],
+                "resources": ["endpoints", "services", "pods", "namespaces"],
+                "verbs": ["list", "watch"],
+            },
+            {"apiGroups": ["discovery.k8s.io"], "resources": ["endpointslices"], "verbs": ["list", "watch"]},
+        ],
+    }
+
+
+def coredns_cluster_role_binding() -> JSON:
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": "system:coredns"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "system:coredns"},
+        "subjects": [{"kind": "ServiceAccount", "name": "coredns", "namespace": NAMESPACE}],
+    }
+
+
 def kube_dns(service_cidr: str) -> JSON:
+    metadata = _meta(
+        "kube-dns",
+        {"k8s-app": "kube-dns", "kubernetes.io/cluster-service": "true", "kubernetes.io/name": "CoreDNS"},
+    )
+    metadata["annotations"] = {"prometheus.io/port": "9153", "prometheus.io/scrape": "true"}
     return {
         "apiVersion": "v1",
         "kind": "Service",
-        "metadata": _meta("kube-dns", {"k8s-app": "kube-dns", "kubernetes.io/name": "CoreDNS"}),
+        "metadata": metadata,
         "spec": {
             "selector": {"k8s-app": "kube-dns"},
             "clusterIP": dns_service_ip(service_cidr),
@@ -171,15 +301,30 @@ def kubeadm_config(*, cluster_name: str, pod_cidr: str, service_cidr: str) -> JS
     }
 
 
-def addons(*, cluster_name: str, pod_cidr: str, service_cidr: str) -> list[tuple[Resource, JSON]]:
-    """Every object, in creation order (ServiceAccounts before the pods that use them)."""
-    return [
+def addons(
+    *,
+    cluster_name: str,
+    pod_cidr: str,
+    service_cidr: str,
+    real_nodes: bool = False,
+    dns_image: str = COREDNS_IMAGE,
+) -> list[tuple[Resource, JSON]]:
+    """Every object, in creation order (ServiceAccounts and RBAC before the pods that use them); on real
+    nodes, without the kindnet and kube-proxy DaemonSets (see the module docstring)."""
+    objects: list[tuple[Resource, JSON]] = [
         (CONFIGMAPS, kubeadm_config(cluster_name=cluster_name, pod_cidr=pod_cidr, service_cidr=service_cidr)),
         (SERVICEACCOUNTS, _service_account("coredns")),
-        (SERVICEACCOUNTS, _service_account("kindnet")),
-        (SERVICEACCOUNTS, _service_account("kube-proxy")),
+        (CLUSTERROLES, coredns_cluster_role()),
+        (CLUSTERROLEBINDINGS, coredns_cluster_role_binding()),
+        (CONFIGMAPS, coredns_config()),
         (SERVICES, kube_dns(service_cidr)),
-        (DEPLOYMENTS, coredns()),
-        (DAEMONSETS, kindnet()),
-        (DAEMONSETS, kube_proxy()),
+        (DEPLOYMENTS, coredns(dns_image)),
     ]
+    if not real_nodes:
+        objects += [
+            (SERVICEACCOUNTS, _service_account("kindnet")),
+            (SERVICEACCOUNTS, _service_account("kube-proxy")),
+            (DAEMONSETS, kindnet()),
+            (DAEMONSETS, kube_proxy()),
+        ]
+    return objects

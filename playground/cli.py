@@ -1,9 +1,11 @@
 """The `playground` command: local Kubernetes clusters, as `kind` makes them, for this project.
 
     playground up NAME [NAME...] [--nodes N] [--pod-cidr CIDR] [--service-cidr CIDR] [--network loopback]
+                   [--agent-nodes]
     playground status [-o json]
     playground down [NAME...] [--keep]
     playground kubeconfig NAME [--raw] [--internal]
+    playground load-image NAME ARCHIVE
 
 Every command takes `--state-dir` (default `$PLAYGROUND_STATE_DIR`, else `.playground`).
 `up` prints one kubeconfig path per cluster on stdout once every cluster is ready;
@@ -24,6 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from playground.cluster import (
+    AGENT_NODES_ENV,
     READY_TIMEOUT,
     STATE_DIR_ENV,
     Cluster,
@@ -37,7 +40,7 @@ from playground.cluster import (
 )
 from playground.spec import DEFAULT_POD_CIDR, DEFAULT_SERVICE_CIDR, NETWORKS, SpecError
 
-STATUS_COLUMNS = ("NAME", "STATE", "API SERVER", "NODES", "KUBECONFIG")
+STATUS_COLUMNS = ("NAME", "STATE", "MODE", "API SERVER", "NODES", "KUBECONFIG")
 
 
 def display_path(path: Path) -> str:
@@ -88,6 +91,14 @@ def argument_parser() -> argparse.ArgumentParser:
         "fallback without CAP_NET_ADMIN (no Services; see docs/playground.md)",
     )
     start.add_argument(
+        "--agent-nodes",
+        dest="real_nodes",
+        action="store_const",
+        const=False,
+        help="with real binaries that could run real nodes (kubelet, containerd), run node agents instead "
+        f"(as ${AGENT_NODES_ENV} does)",
+    )
+    start.add_argument(
         "--wait",
         type=_positive_seconds,
         default=READY_TIMEOUT,
@@ -116,6 +127,13 @@ def argument_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="the one at the control-plane node's address, for the cluster's nodes and pods (kind's --internal)",
     )
+    load = commands.add_parser(
+        "load-image",
+        parents=[common],
+        help="import an image archive into every node of a cluster (real nodes; kind load image-archive)",
+    )
+    load.add_argument("name", metavar="NAME")
+    load.add_argument("archive", metavar="ARCHIVE", type=Path, help="an OCI or docker-save archive")
     return parser
 
 
@@ -134,12 +152,12 @@ def _up(args: argparse.Namespace, state_dir: Path) -> int:
         service_cidr=args.service_cidr,
         api_server_port=args.api_server_port,
         network=args.network,
+        real_nodes=args.real_nodes,
     )
     for spec in specs:
         existing = Cluster(spec, state_dir=state_dir).exists
         verb = "Restarting" if existing else "Creating"
-        mode = "real binaries" if spec.assets else "emulator"
-        _info(f"{verb} cluster {spec.name!r} ({spec.nodes} node{'s' * (spec.nodes > 1)}, {mode}) ...")
+        _info(f"{verb} cluster {spec.name!r} ({spec.nodes} node{'s' * (spec.nodes > 1)}, {spec.mode}) ...")
     started = time.monotonic()
     ready = asyncio.run(up(specs, state_dir=state_dir, wait=args.wait))
     _info(f"Ready in {time.monotonic() - started:.1f} s. Reach a cluster with:")
@@ -152,7 +170,7 @@ def _up(args: argparse.Namespace, state_dir: Path) -> int:
 
 def status_table(statuses: Sequence[ClusterStatus]) -> str:
     rows = [STATUS_COLUMNS] + [
-        (s.name, s.state, s.api_server, s.nodes, display_path(Path(s.kubeconfig))) for s in statuses
+        (s.name, s.state, s.mode, s.api_server, s.nodes, display_path(Path(s.kubeconfig))) for s in statuses
     ]
     widths = [max(len(row[i]) for row in rows) for i in range(len(STATUS_COLUMNS))]
     return "\n".join(
@@ -197,6 +215,17 @@ def _kubeconfig(args: argparse.Namespace, state_dir: Path) -> int:
     return 0
 
 
+def _load_image(args: argparse.Namespace, state_dir: Path) -> int:
+    cluster = Cluster.load(args.name, state_dir=state_dir)
+    started = time.monotonic()
+    asyncio.run(cluster.load_image(args.archive.absolute()))
+    _info(
+        f"Loaded {display_path(args.archive)} into {', '.join(cluster.node_names)} "
+        f"in {time.monotonic() - started:.1f} s"
+    )
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = argument_parser().parse_args(argv)
     logging.basicConfig(
@@ -205,7 +234,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         stream=sys.stderr,
     )
     state_dir = args.state_dir if args.state_dir is not None else default_state_dir(os.environ)
-    handlers = {"up": _up, "status": _status, "down": _down, "kubeconfig": _kubeconfig}
+    handlers = {
+        "up": _up,
+        "status": _status,
+        "down": _down,
+        "kubeconfig": _kubeconfig,
+        "load-image": _load_image,
+    }
     try:
         return handlers[args.command](args, state_dir)
     except (ClusterError, SpecError) as exc:

@@ -16,6 +16,12 @@ supervisor's plan and state (`processes.json`: what runs now), logs, certificate
 admin kubeconfig and the API server's objects, so a stopped cluster comes back with
 what it held.
 
+Real nodes (`spec.real_nodes`: containerd, kubelet and kube-proxy per node, see
+playground/realnode/) also get a mount namespace and a cgroup each before the
+supervisor starts, and their kubelets start held until the assets' images are in their
+node's containerd; they are stopped first, with their containers, and what they made on
+the host is removed before the network.
+
 Credentials are made here before anything starts: the cluster CA (the emulator loads
 the one it finds in its state dir), an admin client certificate (`kubernetes-admin`
 in `system:masters`) in a kubeconfig whose context, cluster and user are all
@@ -53,7 +59,7 @@ import socket
 import ssl
 import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -61,7 +67,7 @@ from typing import Any
 import aiohttp
 
 from playground import processes
-from playground.addons import addons
+from playground.addons import COREDNS_IMAGE, addons
 from playground.apiserver.kubeconfig import write_kubeconfig
 from playground.apiserver.pki import CA_CERT_FILE, CertificateAuthority
 from playground.controlplane.__main__ import HEALTH_PORT_FILE
@@ -72,19 +78,24 @@ from playground.processes import ProcessRecord
 from playground.realbinary import (
     ADMIN,
     ASSETS_ENV,
+    DNS_IMAGE,
     Assets,
     AssetsError,
     ClientIdentity,
     find_assets,
     generate_pki,
 )
+from playground.realnode import nodes as realnodes
+from playground.realnode.images import ImageError
 from playground.spec import (
     APISERVER,
+    CONTAINERD_ROLE_PREFIX,
     CONTROLLER_MANAGER_PORT,
     CONTROLPLANE,
     KUBE_CONTROLLER_MANAGER,
     KUBE_SCHEDULER,
     NETNS,
+    NODE_PROCESS_PREFIXES,
     NODE_ROLE_PREFIX,
     SCHEDULER_PORT,
     ClusterPaths,
@@ -119,6 +130,8 @@ from runtime.core.kubeconfig import load_kubeconfig, ssl_context
 logger = logging.getLogger(__name__)
 
 STATE_DIR_ENV = "PLAYGROUND_STATE_DIR"
+#: set (to anything) to run node agents, not real nodes, with real binaries that could run real nodes
+AGENT_NODES_ENV = "PLAYGROUND_AGENT_NODES"
 DEFAULT_STATE_DIR = Path(".playground")
 READY_TIMEOUT = 60.0
 #: what kubeadm's mark-control-plane phase puts on the control-plane node
@@ -433,7 +446,7 @@ class Cluster:
             api_server=self.spec.api_server_url,
             nodes=f"{agents}/{self.spec.nodes}",
             kubeconfig=str(self.kubeconfig),
-            mode="real binaries" if self.spec.assets else "emulator",
+            mode=self.spec.mode,
             processes=state.roles if supervised and state else (),
         )
 
@@ -451,9 +464,11 @@ class Cluster:
         self.paths.logs.mkdir(parents=True, exist_ok=True)
         self.paths.spec.write_text(json.dumps(self.spec.as_json(), indent=2) + "\n")
         self.paths.supervisor.mkdir(exist_ok=True)
-        plan = supervisor_plan(self.spec, self.paths, assets=self.assets(), all_components=list(COMPONENTS))
+        assets = self.assets()
+        plan = supervisor_plan(self.spec, self.paths, assets=assets, all_components=list(COMPONENTS))
         self.paths.plan.write_text(json.dumps(plan.as_json(), indent=2) + "\n")
-        write_held(self.paths.held, [])
+        # real nodes' kubelets wait until their node's containerd has the images (`_load_node_images`)
+        write_held(self.paths.held, self._kubelet_roles())
         self.paths.processes.unlink(missing_ok=True)
         (self.paths.controlplane / HEALTH_PORT_FILE).unlink(missing_ok=True)
         internal = self.spec.internal_api_server_url
@@ -465,7 +480,10 @@ class Cluster:
                 service_cidr=self.spec.service_cidr,
                 identities=client_identities(self.spec),
                 hosts=api_server_cert_hosts(self.spec),
+                kubelets=self._real_node_addresses(),
             )
+        if self.spec.real_nodes and assets is not None:
+            realnodes.write_files(self.spec, self.paths, assets)
         for identity in client_identities(self.spec):
             if identity != ADMIN:
                 self._write_kubeconfig(
@@ -475,6 +493,14 @@ class Cluster:
         self._write_kubeconfig(
             self.paths.internal_kubeconfig, ca, ADMIN, user=self.spec.context, server=internal
         )
+
+    def _kubelet_roles(self) -> list[str]:
+        return [NODE_ROLE_PREFIX + name for name in self.node_names] if self.spec.real_nodes else []
+
+    def _real_node_addresses(self) -> dict[str, str]:
+        if not self.spec.real_nodes:
+            return {}
+        return dict(zip(self.node_names, self.spec.node_addresses, strict=True))
 
     def _emulator_ca(self) -> CertificateAuthority:
         """The emulator's CA, made here first so the admin kubeconfig exists before the emulator runs."""
@@ -537,7 +563,11 @@ class Cluster:
         try:
             if self.uses_netns:
                 await asyncio.to_thread(fabric.create, cluster_network(self.spec, self.paths))
+            if self.spec.real_nodes:
+                await asyncio.to_thread(realnodes.prepare_host, self.spec, self.paths)
             await asyncio.to_thread(self._start_supervisor)
+            if self.spec.real_nodes:
+                await self._load_node_images(wait=wait)
             if created:
                 await self._wait(_nothing_pending, wait=wait, what="the API server")
                 await self._create_addons()
@@ -547,6 +577,39 @@ class Cluster:
             raise
         logger.info("%s: ready at %s", self.name, self.spec.api_server_url)
 
+    async def _load_node_images(self, *, wait: float) -> None:
+        """Import the assets' images (the sandbox and CoreDNS images) into every node, then start the kubelets."""
+        assets = self.assets()
+        archives = [image.archive for image in assets.images.values()] if assets else []
+        try:
+            await asyncio.to_thread(realnodes.load_images, self.spec, self.paths, archives, timeout=wait)
+        except ImageError as exc:
+            raise ClusterError(f"cluster {self.name}: {exc} ({self.paths.logs})") from None
+        await self._release(*self._kubelet_roles())
+
+    async def load_image(self, archive: Path) -> None:
+        """Import the image archive into every node, as `kind load image-archive` does (real nodes only)."""
+        if not self.spec.real_nodes:
+            raise ClusterError(
+                f"cluster {self.name} has no container runtime ({self.spec.mode}): images load into real "
+                "nodes only (KUBEBUILDER_ASSETS with kubelet, from make real-k8s)"
+            )
+        if not await asyncio.to_thread(archive.is_file):
+            raise ClusterError(
+                f"{archive} is not a file: give the path of an image archive (docker save, OCI)"
+            )
+        running = await asyncio.to_thread(self.running)
+        stopped = [name for name in self.node_names if not running.get(CONTAINERD_ROLE_PREFIX + name)]
+        if stopped:
+            raise ClusterError(
+                f"cluster {self.name}: containerd is not running on {', '.join(stopped)}: start the cluster "
+                f"with `playground up {self.name}`"
+            )
+        try:
+            await asyncio.to_thread(realnodes.load_images, self.spec, self.paths, [archive], timeout=10.0)
+        except ImageError as exc:
+            raise ClusterError(f"cluster {self.name}: {exc}") from None
+
     async def _remove_network(self) -> None:
         """Remove the cluster's namespaces and links (whatever a run or a crash left), after its processes."""
         if self.uses_netns:
@@ -555,10 +618,19 @@ class Cluster:
     async def _create_addons(self) -> None:
         async with self.client() as api:
             for resource, body in addons(
-                cluster_name=self.name, pod_cidr=self.spec.pod_cidr, service_cidr=self.spec.service_cidr
+                cluster_name=self.name,
+                pod_cidr=self.spec.pod_cidr,
+                service_cidr=self.spec.service_cidr,
+                real_nodes=self.spec.real_nodes,
+                dns_image=self._dns_image(),
             ):
                 with contextlib.suppress(AlreadyExistsError):
-                    await api.create(resource, body, namespace=body["metadata"]["namespace"])
+                    await api.create(resource, body, namespace=body["metadata"].get("namespace"))
+
+    def _dns_image(self) -> str:
+        """CoreDNS's image: the assets' on real nodes (what the nodes have), else kind's name for it."""
+        assets = self.assets() if self.spec.real_nodes else None
+        return assets.image(DNS_IMAGE).name if assets is not None else COREDNS_IMAGE
 
     def _start_supervisor(self) -> None:
         log = self.paths.log(SUPERVISOR)
@@ -583,11 +655,30 @@ class Cluster:
 
     async def stop(self, *, remove: bool = False, grace: float = processes.STOP_TIMEOUT) -> None:
         """Stop every process, last started first (never one whose pid was recycled), then remove the
-        cluster's network; with `remove`, delete the state."""
+        cluster's network; with `remove`, delete the state.
+
+        Real nodes go first, with their containers, as `kind delete cluster` removes its node
+        containers: a pod left running would keep its watches open, and kube-apiserver waits
+        for those before it exits."""
+        if self.spec.real_nodes:
+            await _uncancellable(self._stop_real_nodes())
         await _uncancellable(asyncio.to_thread(self._stop_all, grace))
+        if self.spec.real_nodes:
+            await _uncancellable(asyncio.to_thread(realnodes.remove_host, self.spec, self.paths))
         await self._remove_network()
         if remove:
             await asyncio.to_thread(shutil.rmtree, self.paths.root, True)
+
+    async def _stop_real_nodes(self) -> None:
+        """Have the supervisor stop every node's processes, then stop their containers and remove what the
+        nodes made on the host (nothing to do here when the supervisor is gone: `_stop_all` stops what it left)."""
+        state = await asyncio.to_thread(self.supervisor_state)
+        if state is None or not processes.is_running(state.supervisor):
+            return
+        roles = [role.role for role in state.roles if role.role.startswith(NODE_PROCESS_PREFIXES)]
+        with contextlib.suppress(ClusterError):
+            await self._hold(*roles)
+        await asyncio.to_thread(realnodes.remove_host, self.spec, self.paths)
 
     def _stop_all(self, grace: float) -> None:
         """Ask the supervisor to stop everything; stop by hand, in reverse start order, what it left."""
@@ -607,11 +698,12 @@ class Cluster:
     # operations tests need
 
     async def stop_node(self, name: str) -> None:
-        """Stop the node agent of `name` (SIGTERM): its Lease stops renewing, its pods' processes stop."""
+        """Stop the kubelet of `name` (SIGTERM): its Lease stops renewing; the node agent stops its pods'
+        processes, a real node's containers keep running (as a kubelet's do when it stops)."""
         await self._hold(self._node_role(name))
 
     async def start_node(self, name: str, *, wait: float = READY_TIMEOUT) -> None:
-        """Start the node agent of `name` again and wait until its Node is Ready with a fresh Lease."""
+        """Start the kubelet of `name` again and wait until its Node is Ready with a fresh Lease."""
         role = self._node_role(name)
         since = dt.datetime.now(dt.UTC)
         await self._release(role)
@@ -636,26 +728,26 @@ class Cluster:
             )
         return NODE_ROLE_PREFIX + name
 
-    async def _hold(self, role: str) -> None:
-        """Have the supervisor stop `role` and keep it stopped; return once it is."""
-        await asyncio.to_thread(self._change_held, role, held=True)
-        deadline = time.monotonic() + processes.STOP_TIMEOUT + 5
+    async def _hold(self, *roles: str) -> None:
+        """Have the supervisor stop `roles` and keep them stopped; return once they are."""
+        await asyncio.to_thread(self._change_held, roles, held=True)
+        deadline = time.monotonic() + (processes.STOP_TIMEOUT + 5) * len(roles)
         while True:
             state = await asyncio.to_thread(self.supervisor_state)
-            current = state.role(role) if state else None
-            if current is not None and current.state == HELD:
+            running = [role for role in roles if not (state and (c := state.role(role)) and c.state == HELD)]
+            if not running:
                 return
             if time.monotonic() > deadline:
                 raise ClusterError(
-                    f"cluster {self.name}: {role} did not stop; see {self.paths.log(SUPERVISOR)}"
+                    f"cluster {self.name}: {', '.join(running)} did not stop; see {self.paths.log(SUPERVISOR)}"
                 )
             await asyncio.sleep(_POLL)
 
-    async def _release(self, role: str) -> None:
-        """Have the supervisor start `role` again (the caller waits for what that should bring)."""
-        await asyncio.to_thread(self._change_held, role, held=False)
+    async def _release(self, *roles: str) -> None:
+        """Have the supervisor start `roles` again (the caller waits for what that should bring)."""
+        await asyncio.to_thread(self._change_held, roles, held=False)
 
-    def _change_held(self, role: str, *, held: bool) -> None:
+    def _change_held(self, roles: Collection[str], *, held: bool) -> None:
         state = self.supervisor_state()
         if state is None or not processes.is_running(state.supervisor):
             raise ClusterError(
@@ -663,8 +755,8 @@ class Cluster:
             )
         with (self.paths.supervisor / ".held.lock").open("a") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
-            roles = read_held(self.paths.held)
-            write_held(self.paths.held, roles | {role} if held else roles - {role})
+            current = read_held(self.paths.held)
+            write_held(self.paths.held, current | set(roles) if held else current - set(roles))
         os.kill(state.supervisor.pid, signal.SIGHUP)
 
     @contextlib.asynccontextmanager
@@ -679,7 +771,7 @@ class Cluster:
         """Wait until the whole cluster is ready (see the module docstring); ClusterError after `wait` seconds."""
 
         async def pending(api: Client) -> list[str]:
-            waiting = await self._mark_control_plane(api)
+            waiting = await self._mark_nodes(api)
             waiting += await self._nodes_pending(api, self.node_names, since)
             try:
                 await api.get(SERVICEACCOUNTS, "default", namespace="default")
@@ -751,11 +843,13 @@ class Cluster:
             if not (_is_ready(nodes.get(name, {})) and _renewed_since(leases.get(name, {}), since))
         ]
 
-    async def _mark_control_plane(self, api: Client) -> list[str]:
-        """Label the control-plane node as kubeadm does, once it has registered; what is still missing."""
+    async def _mark_nodes(self, api: Client) -> list[str]:
+        """Label the control-plane node as kubeadm does, and give each real node its pod CIDR (kind's
+        nodeipam would; the playground's plan is node i, the i-th /24), once they have registered; what
+        is still missing."""
         waiting = []
         for node in node_plans(self.spec):
-            if node.role != "control-plane":
+            if node.role != "control-plane" and not self.spec.real_nodes:
                 continue
             try:
                 current = await api.get(NODES, node.name)
@@ -763,8 +857,15 @@ class Cluster:
                 waiting.append(f"node {node.name} to register")
                 continue
             labels = (current.get("metadata") or {}).get("labels") or {}
-            if any(labels.get(key) != value for key, value in CONTROL_PLANE_LABELS.items()):
-                await api.patch(NODES, node.name, {"metadata": {"labels": dict(CONTROL_PLANE_LABELS)}})
+            patch: dict[str, Any] = {}
+            if node.role == "control-plane" and any(
+                labels.get(key) != value for key, value in CONTROL_PLANE_LABELS.items()
+            ):
+                patch["metadata"] = {"labels": dict(CONTROL_PLANE_LABELS)}
+            if self.spec.real_nodes and not (current.get("spec") or {}).get("podCIDR"):
+                patch["spec"] = {"podCIDR": node.pod_cidr, "podCIDRs": [node.pod_cidr]}
+            if patch:
+                await api.patch(NODES, node.name, patch)
         return waiting
 
     async def _control_plane_pending(self) -> list[str]:
@@ -860,7 +961,9 @@ def resolve(
 
     `asked` holds `ClusterSpec` fields given explicitly (None: not given). A stored
     cluster keeps its spec; asking it for something else is an error that says how to
-    recreate it. New clusters use real binaries when `KUBEBUILDER_ASSETS` names them.
+    recreate it. New clusters use real binaries when `KUBEBUILDER_ASSETS` names them, and
+    real nodes when the folder has what they need (kubelet, kube-proxy, their images),
+    unless `real_nodes=False` is asked or `PLAYGROUND_AGENT_NODES` is set.
     """
     environ = os.environ if environ is None else environ
     given = {key: value for key, value in asked.items() if value is not None}
@@ -868,8 +971,16 @@ def resolve(
         assets = find_assets(environ)
     except AssetsError as exc:
         raise ClusterError(str(exc)) from None
+    can_run_real_nodes = assets is not None and assets.runs_real_nodes
+    if given.get("real_nodes") and not can_run_real_nodes:
+        raise ClusterError(
+            "real nodes need kubelet, kube-proxy and the sandbox and CoreDNS images: build them with "
+            f"`make real-k8s` and set {ASSETS_ENV} to its folder"
+        )
+    defaults = {"real_nodes": can_run_real_nodes and not environ.get(AGENT_NODES_ENV)}
     new_specs = [
-        ClusterSpec(name=name, assets=str(assets.directory) if assets else None, **given) for name in names
+        ClusterSpec(name=name, assets=str(assets.directory) if assets else None, **{**defaults, **given})
+        for name in names
     ]
     check_specs(new_specs)
     specs = []
@@ -915,7 +1026,8 @@ async def up(specs: Sequence[ClusterSpec], *, state_dir: Path, wait: float = REA
     """
     check_specs(specs)
     if any(spec.network == NETNS for spec in specs):
-        missing = await asyncio.to_thread(requirements.problems)
+        real_nodes = any(spec.real_nodes for spec in specs)
+        missing = await asyncio.to_thread(requirements.problems, real_nodes=real_nodes)
         if missing:
             raise ClusterError("cannot start the playground network: " + "; ".join(missing))
     async with _locked_all(state_dir, [spec.name for spec in specs]):

@@ -142,14 +142,16 @@ def spawn(
     env: Mapping[str, str] | None = None,
     cwd: Path | None = None,
     netns: Path | None = None,
+    mntns: Path | None = None,
 ) -> ProcessRecord:
     """Start `argv` detached (own session, stdin closed, stdout and stderr appended to `log`) and record it.
 
     With `netns` (a namespace file, `/run/netns/<name>`) the process runs in that network
-    namespace: `nsenter` enters it and execs `argv`, so the record is `argv`'s.
-    RuntimeError when it exits at once (before it could be recorded).
+    namespace, with `mntns` in that mount namespace: `nsenter` enters them and execs
+    `argv`, so the record is `argv`'s. RuntimeError when it exits at once (before it could
+    be recorded).
     """
-    process, record = launch(role, argv, log=log, env=env, cwd=cwd, netns=netns)
+    process, record = launch(role, argv, log=log, env=env, cwd=cwd, netns=netns, mntns=mntns)
     if record is None:
         process.wait()
         raise RuntimeError(f"{role}: exited at once with {process.returncode}; see {log}")
@@ -164,11 +166,14 @@ def launch(
     env: Mapping[str, str] | None = None,
     cwd: Path | None = None,
     netns: Path | None = None,
+    mntns: Path | None = None,
 ) -> tuple[subprocess.Popen[bytes], ProcessRecord | None]:
     """`spawn`'s work, for a parent that keeps the child: the `Popen` (to wait for it) and its record
     (None when it already exited; the caller collects its status)."""
     log.parent.mkdir(parents=True, exist_ok=True)
-    command = list(argv) if netns is None else ["nsenter", f"--net={netns}", "--", *argv]
+    entered = [f"--net={netns}"] if netns is not None else []
+    entered += [f"--mount={mntns}"] if mntns is not None else []
+    command = ["nsenter", *entered, "--", *argv] if entered else list(argv)
     with log.open("ab") as out:
         process = subprocess.Popen(
             command,

@@ -29,12 +29,20 @@ with admin rights, as kubeadm does). The components get the identities the boots
 policy binds: `system:kube-controller-manager`, `system:kube-scheduler`, and
 `system:kube-proxy` for each node's kube-proxy (`playground.kubeproxy`, with
 `system:node-proxier`'s rights). The emulator's clusters use the same identities.
+
+The folder may also hold what real nodes need (`make real-k8s` builds it all): kubelet,
+kube-proxy, kubectl, and the images its `versions.json` lists (the sandbox and CoreDNS
+images, OCI archives). A real node's kubelet gets a serving certificate from the cluster
+CA for its name and address, and kube-apiserver verifies it
+(`--kubelet-certificate-authority`) and reaches kubelets at their InternalIP only.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import ipaddress
+import json
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -68,6 +76,21 @@ class AssetsError(ValueError):
     """`KUBEBUILDER_ASSETS` is set but does not name a usable folder."""
 
 
+#: what `make real-k8s` writes beside the binaries (tools/realk8s/build.py): versions and images
+MANIFEST = "versions.json"
+#: the images real nodes import into their containerd, by the manifest's key
+SANDBOX_IMAGE = "pause"
+DNS_IMAGE = "coredns"
+
+
+@dataclass(frozen=True)
+class ImageArchive:
+    """An OCI archive of the assets folder and the name `ctr images import` gives its image."""
+
+    name: str
+    archive: Path
+
+
 @dataclass(frozen=True)
 class Assets:
     """The binaries of one `KUBEBUILDER_ASSETS` folder; the optional ones are None when absent."""
@@ -77,10 +100,50 @@ class Assets:
     kube_apiserver: Path
     kube_controller_manager: Path | None = None
     kube_scheduler: Path | None = None
+    kubelet: Path | None = None
+    kube_proxy: Path | None = None
+    kubectl: Path | None = None
+    #: the images real nodes need (the sandbox image, CoreDNS's), by the manifest's key
+    images: Mapping[str, ImageArchive] = dataclasses.field(default_factory=dict)
+
+    @property
+    def runs_real_nodes(self) -> bool:
+        """Whether the folder has what real nodes need: kubelet, kube-proxy, the sandbox and DNS images."""
+        return (
+            self.kubelet is not None
+            and self.kube_proxy is not None
+            and SANDBOX_IMAGE in self.images
+            and DNS_IMAGE in self.images
+        )
+
+    def image(self, key: str) -> ImageArchive:
+        try:
+            return self.images[key]
+        except KeyError:
+            raise AssetsError(
+                f"{self.directory} has no {key} image: build the folder again with `make real-k8s`"
+            ) from None
 
 
 def _executable(path: Path) -> bool:
     return path.is_file() and os.access(path, os.X_OK)
+
+
+def _images(directory: Path) -> dict[str, ImageArchive]:
+    """The images the folder's manifest lists whose archive is there (none without a manifest)."""
+    try:
+        listed = json.loads((directory / MANIFEST).read_text()).get("images") or {}
+    except (OSError, ValueError, AttributeError):
+        return {}
+    found = {}
+    for key, entry in listed.items() if isinstance(listed, dict) else ():
+        if (
+            isinstance(entry, dict)
+            and entry.get("name")
+            and (directory / str(entry.get("archive"))).is_file()
+        ):
+            found[str(key)] = ImageArchive(name=str(entry["name"]), archive=directory / str(entry["archive"]))
+    return found
 
 
 def find_assets(environ: Mapping[str, str]) -> Assets | None:
@@ -95,15 +158,20 @@ def find_assets(environ: Mapping[str, str]) -> Assets | None:
             f"{ASSETS_ENV}={value} has no executable {' or '.join(missing)}: point it at a folder "
             "with etcd and kube-apiserver (setup-envtest use -p path), or unset it to use the emulator"
         )
-    optional = {name: directory / name for name in ("kube-controller-manager", "kube-scheduler")}
+
+    def optional(name: str) -> Path | None:
+        return directory / name if _executable(directory / name) else None
+
     return Assets(
         directory=directory,
         etcd=directory / "etcd",
         kube_apiserver=directory / "kube-apiserver",
-        kube_controller_manager=optional["kube-controller-manager"]
-        if _executable(optional["kube-controller-manager"])
-        else None,
-        kube_scheduler=optional["kube-scheduler"] if _executable(optional["kube-scheduler"]) else None,
+        kube_controller_manager=optional("kube-controller-manager"),
+        kube_scheduler=optional("kube-scheduler"),
+        kubelet=optional("kubelet"),
+        kube_proxy=optional("kube-proxy"),
+        kubectl=optional("kubectl"),
+        images=_images(directory),
     )
 
 
@@ -179,6 +247,13 @@ class Pki:
     def client_cert(self, user: str) -> Path:
         return self._file(f"{_file_name(user)}.crt")
 
+    def kubelet_serving_cert(self, node: str) -> Path:
+        """A real node's kubelet serving certificate (kube-apiserver verifies it with the cluster CA)."""
+        return self._file(f"kubelet-{node}.crt")
+
+    def kubelet_serving_key(self, node: str) -> Path:
+        return self._file(f"kubelet-{node}.key")
+
     def client_key(self, user: str) -> Path:
         return self._file(f"{_file_name(user)}.key")
 
@@ -211,12 +286,18 @@ FRONT_PROXY_CA = "front-proxy-ca"
 
 
 def generate_pki(
-    pki: Pki, *, service_cidr: str, identities: Sequence[ClientIdentity], hosts: Sequence[str] = ()
+    pki: Pki,
+    *,
+    service_cidr: str,
+    identities: Sequence[ClientIdentity],
+    hosts: Sequence[str] = (),
+    kubelets: Mapping[str, str] | None = None,
 ) -> CertificateAuthority:
     """Create what is missing under `pki.directory` (a restart keeps the CA, keys and certificates).
 
     `hosts` are more names and addresses for the serving certificate (kubeadm's certSANs:
-    the control-plane node's name and address).
+    the control-plane node's name and address). `kubelets` are real nodes (name: address),
+    each of which gets a serving certificate for its kubelet API, for its name and address.
     """
     if pki.ca_cert.exists():
         ca = CertificateAuthority.load(pki.directory)
@@ -242,6 +323,11 @@ def generate_pki(
         cert, key = front_proxy_ca.issue_client(FRONT_PROXY_CLIENT.user, days=CERT_DAYS)
         write_file_atomically(pki.front_proxy_client_key, key)
         write_file_atomically(pki.front_proxy_client_cert, cert, mode=0o644)
+    for node, address in (kubelets or {}).items():
+        if not pki.kubelet_serving_cert(node).exists():
+            cert, key = ca.issue_server(hosts=[node, address], days=CERT_DAYS)
+            write_file_atomically(pki.kubelet_serving_key(node), key)
+            write_file_atomically(pki.kubelet_serving_cert(node), cert, mode=0o644)
     for identity in identities:
         if not pki.client_cert(identity.user).exists():
             cert, key = ca.issue_client(identity.user, organizations=identity.groups, days=CERT_DAYS)
@@ -296,7 +382,15 @@ def apiserver_command(
     service_cidr: str,
     advertise_address: str = "127.0.0.1",
     bind_address: str = "127.0.0.1",
+    real_nodes: bool = False,
 ) -> list[str]:
+    """kube-apiserver's command line; with `real_nodes` it reaches kubelets at their InternalIP only and
+    verifies their serving certificates with the cluster CA (which issued them)."""
+    kubelets = (
+        ["--kubelet-preferred-address-types=InternalIP", f"--kubelet-certificate-authority={pki.ca_cert}"]
+        if real_nodes
+        else ["--kubelet-preferred-address-types=InternalIP,ExternalIP,Hostname"]
+    )
     return [
         str(assets.kube_apiserver),
         f"--advertise-address={advertise_address}",
@@ -315,7 +409,7 @@ def apiserver_command(
         "--enable-bootstrap-token-auth=true",
         f"--kubelet-client-certificate={pki.kubelet_client_cert}",
         f"--kubelet-client-key={pki.kubelet_client_key}",
-        "--kubelet-preferred-address-types=InternalIP,ExternalIP,Hostname",
+        *kubelets,
         "--allow-privileged=true",
         # the front proxy (kubeadm's values): who may assert a user in X-Remote-* headers
         "--requestheader-username-headers=X-Remote-User",

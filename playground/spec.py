@@ -18,9 +18,14 @@ server port> on the host to the API server (kind's port mapping). `loopback` is 
 model, kept as an emulator-only fallback for hosts without CAP_NET_ADMIN: every process
 on the host's loopback addresses, no Services (kube refuses loopback endpoints).
 
-The cluster's supervisor runs every process (`supervisor_plan`): each in its namespace
-(`role_netns`), in kubeadm's order, gated on and probed at the control-plane node's
-address and kind's ports.
+Nodes (`real_nodes`): with real binaries and assets that have kubelet, kube-proxy and
+their images, each node runs containerd, kubelet and kube-proxy (`playground.realnode`),
+each in its node's network and mount namespaces (`role_mntns`); otherwise each node
+runs our node agent and kube-proxy (`playground.nodeagent`, `playground.kubeproxy`).
+
+The cluster's supervisor runs every process (`supervisor_plan`): each in its namespaces
+(`role_netns`, `role_mntns`), in kubeadm's order, gated on and probed at the
+control-plane node's address and kind's ports.
 """
 
 from __future__ import annotations
@@ -43,6 +48,7 @@ from playground.realbinary import (
     KUBE_PROXY,
     SCHEDULER,
     Assets,
+    AssetsError,
     ClientIdentity,
     Pki,
     apiserver_command,
@@ -52,6 +58,8 @@ from playground.realbinary import (
     replaced_components,
     scheduler_command,
 )
+from playground.realnode import cgroups, mountns
+from playground.realnode import config as realnode
 from playground.supervisor import Plan, ProcessPlan
 
 NETNS = "netns"
@@ -86,8 +94,17 @@ KUBE_CONTROLLER_MANAGER = "kube-controller-manager"
 KUBE_SCHEDULER = "kube-scheduler"
 #: the host's port forwarded to the API server (kind's port mapping), in the netns network
 HOSTPORT = "hostport"
+#: a node's kubelet: the node agent, or on real nodes kubelet itself
 NODE_ROLE_PREFIX = "node/"
 KUBE_PROXY_ROLE_PREFIX = "kube-proxy/"
+#: a real node's containerd
+CONTAINERD_ROLE_PREFIX = "containerd/"
+#: the roles of a node's processes, which run in its namespaces
+NODE_PROCESS_PREFIXES = (CONTAINERD_ROLE_PREFIX, NODE_ROLE_PREFIX, KUBE_PROXY_ROLE_PREFIX)
+#: what `playground up` and `status` call each mode
+EMULATOR_MODE = "emulator"
+AGENT_NODES_MODE = "real control plane, agent nodes"
+REAL_NODES_MODE = "real nodes"
 
 
 class SpecError(ValueError):
@@ -117,6 +134,8 @@ class ClusterSpec:
     assets: str | None = None
     #: `netns` (kind's network) or `loopback` (the emulator-only fallback)
     network: str = NETNS
+    #: real-binary mode: nodes run containerd, kubelet and kube-proxy (else our node agent and kube-proxy)
+    real_nodes: bool = False
     #: the netns network: the state dir's /24 and each node's address on it ("" and (): assigned when created)
     node_network: str = ""
     node_addresses: tuple[str, ...] = ()
@@ -130,6 +149,13 @@ class ClusterSpec:
     def api_server_url(self) -> str:
         """Where the user's kubeconfig reaches the API server: a port of the host's 127.0.0.1 (kind's)."""
         return f"https://127.0.0.1:{self.api_server_port}"
+
+    @property
+    def mode(self) -> str:
+        """What runs the cluster: the emulator, the real control plane with agent nodes, or real nodes."""
+        if self.assets is None:
+            return EMULATOR_MODE
+        return REAL_NODES_MODE if self.real_nodes else AGENT_NODES_MODE
 
     @property
     def control_plane_address(self) -> str:
@@ -257,6 +283,8 @@ def cidr_problems(spec: ClusterSpec) -> list[str]:
 def network_problems(spec: ClusterSpec) -> list[str]:
     if spec.network not in NETWORKS:
         return [f"--network {spec.network!r}: use {' or '.join(NETWORKS)}"]
+    if spec.real_nodes and spec.assets is None:
+        return ["real nodes run the real kubelet: set KUBEBUILDER_ASSETS to a folder with it (make real-k8s)"]
     if spec.network == LOOPBACK and spec.assets is not None:
         return [
             "--network loopback cannot run real binaries: kube-apiserver refuses loopback endpoint addresses "
@@ -437,10 +465,53 @@ def role_netns(spec: ClusterSpec, paths: ClusterPaths, role: str) -> str | None:
     """
     if spec.network != NETNS or role == HOSTPORT:
         return None
-    for prefix in (NODE_ROLE_PREFIX, KUBE_PROXY_ROLE_PREFIX):
-        if role.startswith(prefix):
-            return node_netns_name(spec, paths, role.removeprefix(prefix))
+    node = _node_of_role(role)
+    if node is not None:
+        return node_netns_name(spec, paths, node)
     return node_netns_name(spec, paths, node_names(spec.name, 1)[0])
+
+
+def _node_of_role(role: str) -> str | None:
+    """The node whose process `role` is (containerd, kubelet or node agent, kube-proxy), else None."""
+    for prefix in NODE_PROCESS_PREFIXES:
+        if role.startswith(prefix):
+            return role.removeprefix(prefix)
+    return None
+
+
+def role_mntns(spec: ClusterSpec, paths: ClusterPaths, role: str) -> Path | None:
+    """The mount namespace the process of `role` runs in (None: the host's): a real node's own, for
+    its containerd, kubelet and kube-proxy."""
+    node = _node_of_role(role)
+    if not spec.real_nodes or node is None:
+        return None
+    return mountns.path(node_netns_name(spec, paths, node))
+
+
+def real_node(spec: ClusterSpec, paths: ClusterPaths, plan: NodePlan) -> realnode.RealNode:
+    """`plan`'s node as a real node: its address, pod /24, taints and cgroup."""
+    index = node_names(spec.name, spec.nodes).index(plan.name)
+    return realnode.RealNode(
+        name=plan.name,
+        address=spec.node_addresses[index],
+        pod_cidr=plan.pod_cidr,
+        cgroup=cgroups.node_cgroup(node_netns_name(spec, paths, plan.name)),
+        taints=plan.taints,
+    )
+
+
+def node_files(paths: ClusterPaths, node: str) -> realnode.NodeFiles:
+    return realnode.NodeFiles(paths.node(node))
+
+
+def kubelet_credentials(paths: ClusterPaths, node: str) -> realnode.Credentials:
+    """A real node's kubelet credentials: `system:node:<name>`, and its serving certificate from the cluster CA."""
+    return realnode.Credentials(
+        kubeconfig=node_kubeconfig(paths, node),
+        client_ca=paths.pki.ca_cert,
+        serving_cert=paths.pki.kubelet_serving_cert(node),
+        serving_key=paths.pki.kubelet_serving_key(node),
+    )
 
 
 def cluster_network(spec: ClusterSpec, paths: ClusterPaths) -> ClusterNetwork:
@@ -508,6 +579,7 @@ def commands(
             service_cidr=spec.service_cidr,
             advertise_address=control_plane,
             bind_address="0.0.0.0",
+            real_nodes=spec.real_nodes,
         )
         if assets.kube_controller_manager is not None:
             result[KUBE_CONTROLLER_MANAGER] = controller_manager_command(
@@ -565,11 +637,30 @@ def commands(
         if spec.node_monitor_period is not None:
             controlplane += ["--node-monitor-period", f"{spec.node_monitor_period:g}"]
         result[CONTROLPLANE] = controlplane
+    if spec.real_nodes and assets is not None:
+        result.update(real_node_commands(spec, paths, assets))
+        return result
     for index, node in enumerate(node_plans(spec)):
         result[NODE_ROLE_PREFIX + node.name] = node_agent_command(spec, paths, node, index=index)
     if in_netns:
         for node in node_plans(spec):
             result[KUBE_PROXY_ROLE_PREFIX + node.name] = kube_proxy_command(spec, paths, node)
+    return result
+
+
+def real_node_commands(spec: ClusterSpec, paths: ClusterPaths, assets: Assets) -> dict[str, list[str]]:
+    """Each real node's containerd, kubelet and kube-proxy, by role."""
+    if assets.kubelet is None or assets.kube_proxy is None:
+        raise AssetsError(f"{assets.directory} has no kubelet or kube-proxy: real nodes need both")
+    result: dict[str, list[str]] = {}
+    for plan in node_plans(spec):
+        node = real_node(spec, paths, plan)
+        files = node_files(paths, plan.name)
+        result[CONTAINERD_ROLE_PREFIX + plan.name] = realnode.containerd_command(files)
+        result[NODE_ROLE_PREFIX + plan.name] = realnode.kubelet_command(
+            assets.kubelet, node, files, kubelet_credentials(paths, plan.name)
+        )
+        result[KUBE_PROXY_ROLE_PREFIX + plan.name] = realnode.kube_proxy_command(assets.kube_proxy, files)
     return result
 
 
@@ -604,6 +695,7 @@ def supervisor_plan(
         elif role in _AFTER_API_SERVER:
             after = (APISERVER,)
         namespace = role_netns(spec, paths, role)
+        mounts = role_mntns(spec, paths, role)
         plans.append(
             ProcessPlan(
                 role=role,
@@ -612,6 +704,7 @@ def supervisor_plan(
                 after=after,
                 ready=ready.get(role),
                 netns=None if namespace is None else str(netns.path(namespace)),
+                mntns=None if mounts is None else str(mounts),
             )
         )
     return Plan(processes=tuple(plans))

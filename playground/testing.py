@@ -9,8 +9,10 @@ Clusters start in parallel in a state dir (a temporary one unless given) and are
 stopped and removed when the block ends, however it ends: an exception, a failed
 assertion, KeyboardInterrupt, or cancellation (teardown itself cannot be cancelled
 half-way). The mode comes from the environment as for `playground up`: real binaries
-when `KUBEBUILDER_ASSETS` names them, else the emulator. `tests/conftest.py` wraps
-`Playground` in the `playground` pytest fixture.
+when `KUBEBUILDER_ASSETS` names them (real nodes when the folder has kubelet, unless
+`PLAYGROUND_AGENT_NODES` is set), else the emulator; `real_nodes=True` asks for real
+nodes whatever that variable says (and fails without the binaries). `tests/conftest.py`
+wraps `Playground` in the `playground` pytest fixture.
 """
 
 from __future__ import annotations
@@ -71,6 +73,7 @@ class Playground:
         node_monitor_period: float | None = None,
         node_lease_duration: int | None = None,
         node_heartbeat: float | None = None,
+        real_nodes: bool | None = None,
         wait: float = READY_TIMEOUT,
     ) -> Clusters:
         """Start clusters `names` (in parallel) and wait until they are ready.
@@ -89,6 +92,7 @@ class Playground:
             node_monitor_period=node_monitor_period,
             node_lease_duration=node_lease_duration,
             node_heartbeat=node_heartbeat,
+            real_nodes=real_nodes,
         )
         self._names += [name for name in names if name not in self._names]
         return Clusters(await up(specs, state_dir=self.state_dir, wait=wait))

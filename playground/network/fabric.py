@@ -16,6 +16,12 @@ For every node `create` makes what Docker and kindnet make for a kind node:
 
 Pod CIDRs are routed only inside the cluster's node namespaces, so two clusters with
 the same CIDRs never meet; the host reaches the nodes' addresses over the bridge.
+
+Nothing of the playground leaves the machine: the host forwards nothing between the
+bridge and any other interface (`table inet <bridge>` on the host, made with the bridge
+and removed with it), even when something turns the host's `ip_forward` on; traffic
+that has no business outside (a pod asking a name server of the internet, say) is
+dropped at the host rather than sent out of the uplink with a playground address.
 `remove` deletes every namespace of the cluster's nodes and pods (found by name, see
 `names.py`), the host ends of the nodes' links, and the bridge once no node is left on
 it. Everything inside a node's namespace (its links, routes, pods' links, nftables
@@ -97,6 +103,22 @@ class ClusterNetwork:
         return node_link_name(self.state_dir, self.cluster, node.index)
 
 
+def isolation_rules(bridge: str) -> str:
+    """The host's rule keeping the playground network on the machine, as an nftables script (replaces
+    the table when applied again): no forwarding between the bridge and any other interface."""
+    return (
+        f"table inet {bridge}\n"
+        f"delete table inet {bridge}\n"
+        f"table inet {bridge} {{\n"
+        "  chain forward {\n"
+        "    type filter hook forward priority filter - 10; policy accept;\n"
+        f'    iifname "{bridge}" oifname != "{bridge}" drop\n'
+        f'    oifname "{bridge}" iifname != "{bridge}" drop\n'
+        "  }\n"
+        "}\n"
+    )
+
+
 def masquerade_rules(pod_cidr: str) -> str:
     """kindnet's masquerade, as an nftables script (replaces the table when applied again)."""
     return (
@@ -123,6 +145,7 @@ def create(network: ClusterNetwork) -> None:
 
 
 def _ensure_bridge(network: ClusterNetwork) -> None:
+    nft(isolation_rules(network.bridge))
     with Netlink() as link:
         try:
             link.add_bridge(network.bridge)
@@ -203,9 +226,17 @@ def remove(state_dir: Path, cluster: str) -> list[str]:
             link.delete_link(bridge)
             subnets.release(state_dir)
             removed.append(f"link {bridge}")
+        if not _exists(bridge) and _delete_table(f"inet {bridge}"):
+            removed.append(f"table inet {bridge}")
     if removed:
         logger.info("cluster %s: removed %s", cluster, ", ".join(removed))
     return removed
+
+
+def _delete_table(table: str) -> bool:
+    """Delete an nftables table of the calling thread's namespace; False when there was none."""
+    result = subprocess.run(["nft", "delete", "table", *table.split()], capture_output=True, check=False)
+    return result.returncode == 0
 
 
 def _host_links() -> Sequence[str]:

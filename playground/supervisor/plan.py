@@ -6,8 +6,9 @@ controller manager and the scheduler once the API server's `/readyz` is ok (they
 once against an API server still bootstrapping its RBAC). A probe is what the kubelet does
 for a static pod's `httpGet` probe: a GET without credentials, TLS not verified, ready on 200.
 A process may run in a network namespace of its own (its node's, as a kind node's static
-pods and DaemonSet pods run in the node container's): the supervisor enters it with
-`nsenter` before the process execs.
+pods and DaemonSet pods run in the node container's), and a real node's processes in the
+node's mount namespace too: the supervisor enters them with `nsenter` before the process
+execs.
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ class ProcessPlan:
     ready: str | None = None
     #: the network namespace it runs in (a namespace file, `/run/netns/<name>`; None: the supervisor's)
     netns: str | None = None
+    #: the mount namespace it runs in (a namespace file; None: the supervisor's)
+    mntns: str | None = None
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -39,6 +42,7 @@ class ProcessPlan:
             "after": list(self.after),
             "ready": self.ready,
             "netns": self.netns,
+            "mntns": self.mntns,
         }
 
     @classmethod
@@ -50,6 +54,7 @@ class ProcessPlan:
             after=tuple(str(role) for role in data.get("after") or ()),
             ready=str(data["ready"]) if data.get("ready") else None,
             netns=str(data["netns"]) if data.get("netns") else None,
+            mntns=str(data["mntns"]) if data.get("mntns") else None,
         )
 
 

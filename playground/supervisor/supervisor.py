@@ -189,7 +189,8 @@ class Supervisor:
             with log.open("a") as out:
                 out.write(f"--- started {dt.datetime.now(dt.UTC).isoformat()}\n")
             netns = Path(plan.netns) if plan.netns is not None else None
-            return processes.launch(plan.role, plan.argv, log=log, env=self._env, netns=netns)
+            mntns = Path(plan.mntns) if plan.mntns is not None else None
+            return processes.launch(plan.role, plan.argv, log=log, env=self._env, netns=netns, mntns=mntns)
 
         role.exited = asyncio.get_running_loop().create_future()
         try:

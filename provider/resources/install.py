@@ -81,7 +81,7 @@ def _defaults() -> dict[str, Any]:
 
 
 def _version() -> str:
-    """The runtime version this provider installs (its own: `runtime.api.image` reads package metadata)."""
+    """The runtime version this provider installs (its own: runtime/version.py, through `runtime.api.image`)."""
     from runtime.api.image import package_version
 
     return package_version()

@@ -22,12 +22,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from runtime.api.image import DISTRIBUTION
-
 JSON = dict[str, Any]
 
-#: what `GET /v1/cluster` answers in `runtime`, so a consumer knows it talks to this runtime
-RUNTIME = DISTRIBUTION
+#: what `GET /v1/cluster` answers in `runtime`, so a consumer knows it talks to this runtime (the
+#: product's name on the wire, whichever distribution carries it)
+RUNTIME = "liqo-iac"
 
 CLUSTER_PATH = "/v1/cluster"
 IDENTITY_PATH = "/v1/identity"

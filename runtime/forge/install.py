@@ -20,7 +20,7 @@ from typing import Any, Final, Literal, get_args
 
 from runtime.api import constants as c
 from runtime.api.crds import crds
-from runtime.api.image import package_version, runtime_image
+from runtime.api.image import component_command, package_version, runtime_image
 
 from .meta import labels, metadata
 from .rbac import cluster_roles, component_bindings
@@ -239,20 +239,31 @@ def install_manifests(options: InstallOptions) -> list[JSON]:
 
 
 def fabric_daemonset(options: InstallOptions) -> JSON:
-    """The fabric agent on every node (host network, NET_ADMIN): routes to remote pod networks via gateways."""
+    """The fabric agent on every node (host network, NET_ADMIN): routes to remote pod networks via gateways.
+
+    It runs `ip` and `nft` on the host's network namespace, so as root (the image's user is not) with
+    NET_ADMIN and NET_RAW only; it writes no file, so its root file system is read-only. (Liqo's fabric
+    runs privileged; nothing this one does needs that.)
+    """
     name = f"liqo-{FABRIC}"
     container: JSON = {
         "name": FABRIC,
         "image": options.image,
         "imagePullPolicy": "IfNotPresent",
-        "command": ["python", "-m", "runtime", FABRIC],
+        "command": component_command(FABRIC),
         "args": [f"--namespace={options.namespace}", f"--health-address=$(POD_IP):{FABRIC_HEALTH_PORT}"],
         "env": [
             {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
             {"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
         ],
         "resources": {"requests": {"cpu": "10m", "memory": "48Mi"}, "limits": {"memory": "192Mi"}},
-        "securityContext": {"capabilities": {"add": ["NET_ADMIN", "NET_RAW"], "drop": ["ALL"]}},
+        "securityContext": {
+            "runAsUser": 0,
+            "runAsNonRoot": False,
+            "allowPrivilegeEscalation": False,
+            "readOnlyRootFilesystem": True,
+            "capabilities": {"add": ["NET_ADMIN", "NET_RAW"], "drop": ["ALL"]},
+        },
     }
     return {
         "apiVersion": "apps/v1",
@@ -446,7 +457,7 @@ def _deployment(
         "name": component,
         "image": options.image,
         "imagePullPolicy": "IfNotPresent",
-        "command": ["python", "-m", "runtime", component],
+        "command": component_command(component),
         "args": [*args, f"--health-address=$(POD_IP):{HEALTH_PORT}"],
         "env": [
             {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},

@@ -23,6 +23,7 @@ from typing import Any, Final, Literal
 
 from runtime.api import constants as c
 from runtime.api.crds import CONFIGURATIONS, CONNECTIONS, GATEWAYCLIENTS, GATEWAYSERVERS, NETWORKS, PUBLICKEYS
+from runtime.api.image import component_command
 
 from .meta import labels, metadata
 
@@ -262,14 +263,17 @@ def gateway_deployment(
 ) -> JSON:
     """The gateway's Deployment: one replica, replaced (a second one would fight over the tunnel).
 
-    It runs as root with NET_ADMIN: it makes the tunnel interface, routes and NAT rules in its
-    own pod's network namespace, as Liqo's gateway does.
+    It runs as root (the image's user is not), privileged with NET_ADMIN, as Liqo's gateway
+    does: it makes the tunnel interface, routes and NAT rules in its own pod's network
+    namespace, turns forwarding on there (`/proc/sys`, read-only in an unprivileged
+    container), opens `/dev/net/tun` for wireguard-go (a device an unprivileged container
+    lacks) and writes wireguard-go's control socket under /var/run/wireguard.
     """
     container: JSON = {
         "name": COMPONENT,
         "image": image,
         "imagePullPolicy": "IfNotPresent",
-        "command": ["python", "-m", "runtime", "gateway"],
+        "command": component_command(COMPONENT),
         "args": [
             f"--mode={mode}",
             f"--name={remote_cluster_name}",
@@ -292,8 +296,10 @@ def gateway_deployment(
         "volumeMounts": [{"name": "keys", "mountPath": "/etc/wireguard/keys", "readOnly": True}],
         "resources": {"requests": {"cpu": "50m", "memory": "64Mi"}, "limits": {"memory": "256Mi"}},
         "securityContext": {
-            "privileged": False,
-            "capabilities": {"add": ["NET_ADMIN", "NET_RAW"], "drop": ["ALL"]},
+            "privileged": True,
+            "runAsUser": 0,
+            "runAsNonRoot": False,
+            "capabilities": {"add": ["NET_ADMIN", "NET_RAW"]},
         },
     }
     return {

@@ -12,7 +12,7 @@ objects of its virtual kubelet (`virtual_kubelet()`), all named `liqo-vk-<provid
 - in each namespace offloaded to the provider, a RoleBinding to `liqo-virtual-kubelet-reflection`
   (`reflection_role_binding`): it reads what it reflects (ConfigMaps, Secrets, Services,
   EndpointSlices, Ingresses) there and nowhere else;
-- the Deployment running `python -m runtime virtual-kubelet` from the runtime image.
+- the Deployment running `python3 -m runtime virtual-kubelet` from the runtime image.
 
 Namespaced objects are owned by the VirtualNode; the ClusterRoleBinding cannot be (a
 cluster-scoped object cannot have a namespaced owner), so the controller deletes it itself.
@@ -25,7 +25,7 @@ from typing import Any
 
 from runtime.api import constants as c
 from runtime.api.crds import VIRTUALNODES
-from runtime.api.image import runtime_image
+from runtime.api.image import component_command, runtime_image
 
 from .install import HEALTH_PORT
 from .meta import labels
@@ -249,7 +249,7 @@ def deployment(
         "name": CONTAINER,
         "image": image,
         "imagePullPolicy": "IfNotPresent",
-        "command": ["python", "-m", "runtime", "virtual-kubelet"],
+        "command": component_command(COMPONENT),
         "args": [
             f"--virtual-node={meta['namespace']}/{meta['name']}",
             f"--health-address=$(POD_IP):{HEALTH_PORT}",

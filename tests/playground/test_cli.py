@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +14,7 @@ import yaml
 
 from playground import processes
 from playground.cli import main
+from playground.spec import AGENT_NODES_MODE, EMULATOR_MODE, REAL_NODES_MODE
 from playground.supervisor import read_state
 
 PLAYGROUND = [sys.executable, "-m", "playground"]
@@ -39,10 +41,13 @@ def test_up_status_kubeconfig_down(tmp_path: Path) -> None:
     assert supervised is not None
     owned = [info.pid for record in supervised.records() for info in processes.owned_processes(record)]
 
-    table = run("status", cwd=tmp_path).stdout.splitlines()
-    assert table[0].split() == ["NAME", "STATE", "API", "SERVER", "NODES", "KUBECONFIG"]
-    name, state, server, nodes, kubeconfig = table[1].split()
+    table = [re.split(r"\s{2,}", line) for line in run("status", cwd=tmp_path).stdout.splitlines()]
+    assert table[0] == ["NAME", "STATE", "MODE", "API SERVER", "NODES", "KUBECONFIG"]
+    name, state, mode, server, nodes, kubeconfig = table[1]
     assert (name, state, nodes, kubeconfig) == ("cli", "running", "1/1", ".playground/cli/kubeconfig")
+    # the mode `up` chose from the environment, as it said when it started the cluster
+    assert mode in (EMULATOR_MODE, AGENT_NODES_MODE, REAL_NODES_MODE)
+    assert f"(1 node, {mode})" in started.stderr
     assert server.startswith("https://127.0.0.1:")
 
     # PLAYGROUND_STATE_DIR names the same place from anywhere
@@ -80,6 +85,7 @@ def test_up_status_kubeconfig_down(tmp_path: Path) -> None:
         (["up", "a", "b", "--api-server-port", "7443"], "one cluster name only"),
         (["kubeconfig", "nowhere"], "no cluster 'nowhere'"),
         (["down", "nowhere"], "no cluster 'nowhere'"),
+        (["load-image", "nowhere", "image.tar"], "no cluster 'nowhere'"),
     ],
     ids=[
         "bad-name",
@@ -89,6 +95,7 @@ def test_up_status_kubeconfig_down(tmp_path: Path) -> None:
         "port-for-two",
         "kubeconfig-unknown",
         "down-unknown",
+        "load-image-unknown",
     ],
 )
 def test_bad_requests_fail_with_a_clear_error_and_start_nothing(
@@ -109,6 +116,31 @@ def test_up_of_an_existing_cluster_refuses_other_settings(
     )
     assert main(["up", "rome", "--nodes", "3", "--state-dir", str(tmp_path)]) == 1
     assert "cluster rome exists with nodes 2" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("stored", "message"),
+    [
+        (
+            {"network": "netns"},
+            "cluster rome has no container runtime (emulator): images load into real nodes only",
+        ),
+        (
+            {"network": "netns", "assets": "/k8s", "real_nodes": True},
+            "cluster rome: containerd is not running on rome-control-plane: start the cluster",
+        ),
+    ],
+    ids=["agent-nodes", "stopped"],
+)
+def test_load_image_needs_running_real_nodes(
+    tmp_path: Path, stored: dict[str, object], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "rome").mkdir()
+    (tmp_path / "rome" / "cluster.json").write_text(json.dumps({"name": "rome", **stored}))
+    archive = tmp_path / "image.tar"
+    archive.write_bytes(b"")
+    assert main(["load-image", "rome", str(archive), "--state-dir", str(tmp_path)]) == 1
+    assert message in capsys.readouterr().err
 
 
 def test_the_control_plane_names_unknown_components(tmp_path: Path) -> None:

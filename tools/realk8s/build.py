@@ -1,18 +1,26 @@
-"""Build the real control plane the playground's real-binary mode runs (`make real-k8s`).
+"""Build the real Kubernetes the playground's real-binary mode runs (`make real-k8s`).
 
     python3 tools/realk8s/build.py [--cache-dir DIR] [--skip-without-go]
 
-Builds etcd and kube-apiserver, kube-controller-manager and kube-scheduler from the Go
-modules pinned next to this script (`kubernetes/go.mod`, `etcd/go.mod`; two modules so
-that each binary is built with exactly the dependencies its release pins) into
-`<cache>/kubernetes/<kubernetes version>/`, the envtest layout `KUBEBUILDER_ASSETS` names,
-and prints that folder on stdout. The cache is `$XDG_CACHE_HOME/liqo-iac` (default
-`~/.cache/liqo-iac`); nothing there is ever committed.
+Builds, from the Go modules pinned next to this script (`kubernetes/go.mod`, `etcd/go.mod`,
+`coredns/go.mod`; one module each, so that every binary is built with exactly the
+dependencies its release pins), everything a real cluster needs into
+`<cache>/kubernetes/<kubernetes version>/`, the envtest layout `KUBEBUILDER_ASSETS` names:
+etcd; kube-apiserver, kube-controller-manager and kube-scheduler (the control plane);
+kubelet and kube-proxy (real nodes) and kubectl of the same release; CoreDNS (the cluster
+DNS addon). Then `images/` there: the sandbox (pause) image and the CoreDNS image, OCI
+archives made by tools/images without any registry, which real nodes import into their
+containerd. It prints that folder on stdout. The cache is `$XDG_CACHE_HOME/liqo-iac`
+(default `~/.cache/liqo-iac`); nothing there is ever committed.
 
 A folder that holds the pinned versions is used as it is (the build runs once per
-version). A build goes into a temporary folder beside it and is renamed into place when
-every binary is built and reports its version, so an interrupted build never leaves a
-folder that looks complete; builds of the same version wait for each other (a lock file).
+version). A folder that lacks something (one built before kubelet was added, or before
+an image recipe changed) is completed: a new folder is made with what the old one has
+and the rest built. A build goes into a temporary folder beside it and is swapped into
+place when every binary is built and reports its version and every image is there, so
+an interrupted build never leaves a folder that looks complete, and a program starting
+a binary of the folder meanwhile always finds one; builds of the same version wait for
+each other (a lock file).
 
 The binaries are built as Kubernetes' release builds them (`CGO_ENABLED=0`, `-trimpath`,
 stripped), with the version fields `hack/lib/version.sh` sets: `gitVersion` (so the API
@@ -28,24 +36,38 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import ctypes
+import errno
 import fcntl
+import hashlib
 import json
 import os
 import re
 import shutil
 import subprocess
 import sys
+import tarfile
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
+REPO = HERE.parent.parent
 KUBERNETES_MODULE = "k8s.io/kubernetes"
 ETCD_MODULE = "go.etcd.io/etcd/server/v3"
+COREDNS_MODULE = "github.com/coredns/coredns"
 #: the packages `hack/lib/version.sh` sets the version of, and the fields it sets
 VERSION_PACKAGES = ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version")
 MANIFEST = "versions.json"
+#: the image builder (tools/images/build.py IMAGE --out DIR prints the archive it made)
+IMAGES_TOOL = REPO / "tools" / "images" / "build.py"
+IMAGES_DIR = "images"
+#: the manifest's digest of the image recipes (tools/images): a change rebuilds the images
+IMAGE_RECIPES = "image-recipes"
+#: the OCI index annotations that name an image (containerd's, then the OCI one)
+IMAGE_NAME_ANNOTATIONS = ("io.containerd.image.name", "org.opencontainers.image.ref.name")
 
 
 class BuildError(Exception):
@@ -61,12 +83,16 @@ class Binary:
     name: str
     #: the Go package of its command
     package: str
+    #: the arguments that make it print its version, and the line it prints
+    version_args: tuple[str, ...] = ("--version",)
 
 
 @dataclass(frozen=True)
 class GoModule:
     """One module of ours under tools/realk8s and the commands it builds."""
 
+    #: its key in the manifest
+    key: str
     directory: Path
     #: the module whose version the binaries carry
     pinned: str
@@ -77,15 +103,46 @@ class GoModule:
 
 
 KUBERNETES = GoModule(
+    "kubernetes",
     HERE / "kubernetes",
     KUBERNETES_MODULE,
-    tuple(
-        Binary(name, f"{KUBERNETES_MODULE}/cmd/{name}")
-        for name in ("kube-apiserver", "kube-controller-manager", "kube-scheduler")
+    (
+        *(
+            Binary(name, f"{KUBERNETES_MODULE}/cmd/{name}")
+            for name in (
+                "kube-apiserver",
+                "kube-controller-manager",
+                "kube-scheduler",
+                "kubelet",
+                "kube-proxy",
+            )
+        ),
+        Binary("kubectl", f"{KUBERNETES_MODULE}/cmd/kubectl", ("version", "--client")),
     ),
 )
-ETCD = GoModule(HERE / "etcd", ETCD_MODULE, (Binary("etcd", ETCD_MODULE),))
-BINARIES = tuple(binary.name for module in (ETCD, KUBERNETES) for binary in module.binaries)
+ETCD = GoModule("etcd", HERE / "etcd", ETCD_MODULE, (Binary("etcd", ETCD_MODULE),))
+COREDNS = GoModule(
+    "coredns", HERE / "coredns", COREDNS_MODULE, (Binary("coredns", COREDNS_MODULE, ("-version",)),)
+)
+MODULES = (ETCD, KUBERNETES, COREDNS)
+BINARIES = tuple(binary.name for module in MODULES for binary in module.binaries)
+
+
+@dataclass(frozen=True)
+class Image:
+    """An image real nodes need, made by tools/images from what is built here."""
+
+    name: str
+    #: tools/images/build.py's arguments besides `--out`, given the folder being built
+    arguments: tuple[str, ...]
+
+
+def images_to_build(folder: Path) -> tuple[Image, ...]:
+    """The sandbox image every pod needs, and the cluster DNS addon's image from the coredns just built."""
+    return (Image("pause", ("pause",)), Image("coredns", ("coredns", "--binary", str(folder / "coredns"))))
+
+
+IMAGES = tuple(image.name for image in images_to_build(Path()))
 
 
 def pinned_version(go_mod: Path, module: str) -> str:
@@ -116,19 +173,46 @@ def cache_root(environ: Mapping[str, str]) -> Path:
     return Path(base) / "liqo-iac" / "kubernetes"
 
 
+def recipes_digest() -> str:
+    """A digest of every file of the image recipes (so a changed recipe makes new images)."""
+    directory = IMAGES_TOOL.parent
+    if not directory.is_dir():
+        raise BuildError(f"{directory} is missing: the images real nodes need are built by tools/images")
+    digest = hashlib.sha256()
+    for path in sorted(directory.rglob("*")):
+        if path.is_file() and "__pycache__" not in path.parts:
+            digest.update(str(path.relative_to(directory)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
+
+
 def expected_manifest() -> dict[str, str]:
-    return {"kubernetes": KUBERNETES.version(), "etcd": ETCD.version()}
+    return {**{module.key: module.version() for module in MODULES}, IMAGE_RECIPES: recipes_digest()}
 
 
-def is_complete(folder: Path, expected: Mapping[str, str]) -> bool:
-    """Whether `folder` holds every binary, built from the versions `expected` pins."""
+def _read_manifest(folder: Path) -> dict[str, Any]:
     try:
         manifest = json.loads((folder / MANIFEST).read_text())
     except (FileNotFoundError, ValueError):
+        return {}
+    return manifest if isinstance(manifest, dict) else {}
+
+
+def _images_present(folder: Path, manifest: Mapping[str, Any]) -> bool:
+    images = manifest.get("images")
+    if not isinstance(images, dict):
         return False
-    if any(manifest.get(key) != value for key, value in expected.items()):
+    return all(
+        isinstance(images.get(name), dict) and (folder / str(images[name].get("archive", ""))).is_file()
+        for name in IMAGES
+    )
+
+
+def is_complete(folder: Path, expected: Mapping[str, str]) -> bool:
+    """Whether `folder` holds every binary, built from the versions `expected` pins, and every image."""
+    manifest = _read_manifest(folder)
+    if not manifest or any(manifest.get(key) != value for key, value in expected.items()):
         return False
-    return all(os.access(folder / name, os.X_OK) for name in BINARIES)
+    return all(os.access(folder / name, os.X_OK) for name in BINARIES) and _images_present(folder, manifest)
 
 
 def _log(message: str) -> None:
@@ -157,40 +241,117 @@ def module_time(module: GoModule, env: Mapping[str, str]) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", released)
 
 
-def build_module(module: GoModule, output: Path, *, ldflags: Sequence[str], env: Mapping[str, str]) -> None:
+def build_binary(
+    module: GoModule, binary: Binary, output: Path, *, ldflags: Sequence[str], env: Mapping[str, str]
+) -> None:
     flags = " ".join(["-s", "-w", *ldflags])
-    for binary in module.binaries:
-        started = time.monotonic()
-        _run(
-            [
-                "go",
-                "build",
-                "-trimpath",
-                f"-ldflags={flags}",
-                "-o",
-                str(output / binary.name),
-                binary.package,
-            ],
-            cwd=module.directory,
-            env=env,
-        )
-        _log(f"  {binary.name}: built in {time.monotonic() - started:.0f} s")
+    started = time.monotonic()
+    _run(
+        ["go", "build", "-trimpath", f"-ldflags={flags}", "-o", str(output / binary.name), binary.package],
+        cwd=module.directory,
+        env=env,
+    )
+    _log(f"  {binary.name}: built in {time.monotonic() - started:.0f} s")
+
+
+def reported_version(module: GoModule, version: str) -> str:
+    """The line each binary of `module` prints when asked its version."""
+    if module is KUBERNETES:
+        return f"Kubernetes {version}"
+    if module is ETCD:
+        return f"etcd Version: {version.removeprefix('v')}"
+    return f"CoreDNS-{version.removeprefix('v')}"
 
 
 def check_versions(folder: Path, expected: Mapping[str, str]) -> None:
     """Every binary reports the version it was built from (a wrong ldflag fails here, not in a test)."""
-    wanted = {
-        "kube-apiserver": f"Kubernetes {expected['kubernetes']}",
-        "kube-controller-manager": f"Kubernetes {expected['kubernetes']}",
-        "kube-scheduler": f"Kubernetes {expected['kubernetes']}",
-        "etcd": f"etcd Version: {expected['etcd'].removeprefix('v')}",
-    }
-    for name, text in wanted.items():
-        reported = subprocess.run(
-            [str(folder / name), "--version"], capture_output=True, text=True, check=False
-        ).stdout
-        if text not in reported.splitlines():
-            raise BuildError(f"{folder / name} --version says {reported.strip()!r}, not {text!r}")
+    for module in MODULES:
+        for binary in module.binaries:
+            text = reported_version(module, expected[module.key])
+            if binary.name == "kubectl":
+                text = f"Client Version: {expected[module.key]}"
+            reported = subprocess.run(
+                [str(folder / binary.name), *binary.version_args], capture_output=True, text=True, check=False
+            ).stdout
+            if text not in reported.splitlines():
+                raise BuildError(f"{folder / binary.name} says {reported.strip()!r}, not {text!r}")
+
+
+def archive_image_name(archive: Path) -> str:
+    """The name an OCI archive's index gives its image (what `ctr images import` names it)."""
+    try:
+        with tarfile.open(archive) as tar:
+            member = tar.extractfile("index.json")
+            index = json.load(member) if member is not None else {}
+    except (tarfile.TarError, KeyError, ValueError, OSError) as exc:
+        raise BuildError(f"{archive} is not an OCI archive with an index.json: {exc}") from None
+    for manifest in index.get("manifests") or []:
+        annotations = manifest.get("annotations") or {}
+        for key in IMAGE_NAME_ANNOTATIONS:
+            if annotations.get(key):
+                return str(annotations[key])
+    raise BuildError(f"{archive}: its index.json names no image ({' or '.join(IMAGE_NAME_ANNOTATIONS)})")
+
+
+def build_images(folder: Path, environ: Mapping[str, str]) -> dict[str, dict[str, str]]:
+    """Make the images under `folder`/images with tools/images; each one's archive (relative) and name."""
+    output = folder / IMAGES_DIR
+    made: dict[str, dict[str, str]] = {}
+    for image in images_to_build(folder):
+        started = time.monotonic()
+        printed = _run(
+            [sys.executable, str(IMAGES_TOOL), *image.arguments, "--out", str(output)], cwd=REPO, env=environ
+        )
+        archives = [Path(line.strip()).resolve() for line in printed.splitlines() if line.strip()]
+        if (
+            len(archives) != 1
+            or not archives[0].is_relative_to(output.resolve())
+            or not archives[0].is_file()
+        ):
+            raise BuildError(
+                f"{IMAGES_TOOL} {image.name} printed {printed!r}, not one archive under {output}"
+            )
+        made[image.name] = {
+            "archive": str(archives[0].relative_to(folder.resolve())),
+            "name": archive_image_name(archives[0]),
+        }
+        _log(f"  {image.name} image: {made[image.name]['name']} in {time.monotonic() - started:.0f} s")
+    return made
+
+
+def _take(previous: Path, staging: Path, names: Sequence[str]) -> bool:
+    """Link `names` of the previous folder into the new one (False, taking nothing, when one is missing)."""
+    if not all((previous / name).is_file() for name in names):
+        return False
+    for name in names:
+        (staging / name).parent.mkdir(parents=True, exist_ok=True)
+        os.link(previous / name, staging / name)
+    return True
+
+
+_RENAME_EXCHANGE = 2
+_AT_FDCWD = -100
+
+
+def swap_into_place(staging: Path, target: Path) -> None:
+    """Put `staging` at `target` in one step (the old folder is exchanged out, then removed)."""
+    if not target.exists():
+        staging.rename(target)
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    renameat2 = getattr(libc, "renameat2", None)
+    if renameat2 is not None and not renameat2(
+        _AT_FDCWD, os.fsencode(staging), _AT_FDCWD, os.fsencode(target), _RENAME_EXCHANGE
+    ):
+        shutil.rmtree(staging, ignore_errors=True)
+        return
+    code = ctypes.get_errno() if renameat2 is not None else errno.ENOSYS
+    if code not in (errno.ENOSYS, errno.EINVAL):
+        raise BuildError(f"cannot swap {staging} into {target}: {os.strerror(code)}")
+    retired = target.with_name(f"{staging.name}-retired")
+    target.rename(retired)
+    staging.rename(target)
+    shutil.rmtree(retired, ignore_errors=True)
 
 
 @contextlib.contextmanager
@@ -206,8 +367,42 @@ def locked(path: Path) -> Iterator[None]:
         yield
 
 
+def _fill(
+    staging: Path, previous: Path, expected: Mapping[str, str], environ: Mapping[str, str]
+) -> dict[str, Any]:
+    """Build into `staging` what the previous folder lacks (taking what it has); the new manifest."""
+    old = _read_manifest(previous)
+    env = _go_environment(environ)
+    for module in MODULES:
+        missing = [
+            binary
+            for binary in module.binaries
+            if old.get(module.key) != expected[module.key] or not _take(previous, staging, [binary.name])
+        ]
+        kept = [binary.name for binary in module.binaries if binary not in missing]
+        if kept:
+            _log(f"  {', '.join(kept)}: kept from {previous}")
+        if not missing:
+            continue
+        ldflags = (
+            kubernetes_ldflags(expected[module.key], module_time(module, env)) if module is KUBERNETES else []
+        )
+        for binary in missing:
+            build_binary(module, binary, staging, ldflags=ldflags, env=env)
+    check_versions(staging, expected)
+    images = old.get("images") if old.get(IMAGE_RECIPES) == expected[IMAGE_RECIPES] else None
+    if not (
+        isinstance(images, dict)
+        and _images_present(previous, old)
+        and _take(previous, staging, [images[name]["archive"] for name in IMAGES])
+    ):
+        images = build_images(staging, environ)
+    return {**expected, "images": images}
+
+
 def build(root: Path, environ: Mapping[str, str]) -> Path:
-    """The folder of the pinned binaries under `root`, built first when it is missing or stale."""
+    """The folder of the pinned binaries and images under `root`, built first when it is missing, stale
+    or incomplete."""
     expected = expected_manifest()
     target = root / expected["kubernetes"]
     if is_complete(target, expected):
@@ -225,26 +420,14 @@ def build(root: Path, environ: Mapping[str, str]) -> Path:
         staging = root / f".{target.name}.tmp-{os.getpid()}"
         staging.mkdir(parents=True)
         try:
-            env = _go_environment(environ)
             started = time.monotonic()
             _log(
-                f"building etcd {expected['etcd']} and Kubernetes {expected['kubernetes']} into {target} "
-                "(a few minutes the first time) ..."
+                f"building etcd {expected['etcd']}, Kubernetes {expected['kubernetes']}, CoreDNS "
+                f"{expected['coredns']} and their images into {target} (minutes the first time) ..."
             )
-            build_module(ETCD, staging, ldflags=[], env=env)
-            build_module(
-                KUBERNETES,
-                staging,
-                ldflags=kubernetes_ldflags(expected["kubernetes"], module_time(KUBERNETES, env)),
-                env=env,
-            )
-            check_versions(staging, expected)
-            (staging / MANIFEST).write_text(json.dumps(expected, indent=2) + "\n")
-            if target.exists():
-                retired = root / f".{target.name}.tmp-retired-{os.getpid()}"
-                target.rename(retired)
-                shutil.rmtree(retired, ignore_errors=True)
-            staging.rename(target)
+            manifest = _fill(staging, target, expected, environ)
+            (staging / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+            swap_into_place(staging, target)
             _log(f"built in {time.monotonic() - started:.0f} s")
         finally:
             shutil.rmtree(staging, ignore_errors=True)

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import platform
 import sys
-import tomllib
 from pathlib import Path
 from typing import Final
 
 from provider import HOSTNAME, TYPE
+from tools import dist
 
 ROOT: Final = Path(__file__).resolve().parents[2]
 #: the registry hosts whose address of the provider the mirror serves: Terraform's and OpenTofu's
@@ -30,9 +30,9 @@ _ARCHITECTURES: Final = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64"
 
 
 def version() -> str:
-    """The project's version (pyproject.toml), which the provider and the runtime image carry."""
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    return str(project["version"])
+    """The project's version (runtime/version.py, as tools/dist.py reads it), which the provider and the
+    runtime image carry."""
+    return dist.version()
 
 
 def target_platform() -> str:

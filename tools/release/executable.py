@@ -42,7 +42,6 @@ from pathlib import Path
 from typing import Final
 
 from provider.server import NOT_A_PLUGIN
-from runtime.api.image import DISTRIBUTION
 
 from . import ROOT, executable_name, target_platform, version, zip_name
 from .artifacts import write_release, write_zip
@@ -52,6 +51,8 @@ REQUIREMENTS: Final = HERE / "requirements.txt"
 ENTRY: Final = HERE / "entry.py"
 #: the interpreter frozen into the executable (Debian's python3.11, with its shared libpython)
 BUILD_PYTHON: Final = Path("/usr/bin/python3.11")
+#: the distribution the provider's wheel is: the repository's root project (pyproject.toml)
+PROJECT: Final = "liqo-iac"
 #: what the provider's wheel is built from, relative to the repository root
 SOURCES: Final = ("pyproject.toml", "README.md", "provider", "runtime")
 RECORD: Final = "BUILD.json"
@@ -209,12 +210,12 @@ def _freeze(env: Path, staging: Path, release: str) -> Path:
     _run([*pip_wheel, "--wheel-dir", str(wheels), str(staging / "src")], cwd=staging)
     pip_install = _pip(python, "install", "--quiet", "--no-deps", "--no-index", "--no-compile")
     _run(
-        [*pip_install, "--find-links", str(wheels), "--target", str(site), f"{DISTRIBUTION}=={release}"],
+        [*pip_install, "--find-links", str(wheels), "--target", str(site), f"{PROJECT}=={release}"],
         cwd=staging,
     )
-    # The runtime reads its version (the runtime image's tag) from its distribution's METADATA: that file
-    # alone is bundled (RECORD lists the console scripts, whose first line names the build environment).
-    metadata = _metadata_dir(site, DISTRIBUTION, release)
+    # The distribution's METADATA alone is bundled, so importlib.metadata knows the provider's version (RECORD
+    # lists the console scripts, whose first line names the build environment).
+    metadata = _metadata_dir(site, PROJECT, release)
     name = executable_name(release)
     env_vars = {
         **os.environ,

@@ -47,7 +47,7 @@ def test_the_gateway_runs_the_runtime_with_its_key_as_a_file_and_the_server_is_a
     )
     pod = deployment["spec"]["template"]["spec"]
     container = pod["containers"][0]
-    assert container["command"] == ["python", "-m", "runtime", "gateway"]
+    assert container["command"] == ["python3", "-m", "runtime", "gateway"]
     assert "--key-file=/etc/wireguard/keys/privateKey" in container["args"]
     assert not any("privateKey=" in arg for arg in container["args"])
     assert pod["volumes"] == [{"name": "keys", "secret": {"secretName": "gw-milan", "defaultMode": 0o400}}]

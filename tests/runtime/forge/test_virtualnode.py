@@ -102,7 +102,7 @@ def test_the_deployment_runs_the_virtual_kubelet_from_the_runtime_image() -> Non
     assert pod["spec"]["serviceAccountName"] == "liqo-vk-milan"
     container = pod["spec"]["containers"][0]
     assert container["image"] == runtime_image()
-    assert container["command"] == ["python", "-m", "runtime", "virtual-kubelet"]
+    assert container["command"] == ["python3", "-m", "runtime", "virtual-kubelet"]
     assert container["args"] == [
         "--virtual-node=liqo-tenant-milan/milan",
         "--health-address=$(POD_IP):8080",
