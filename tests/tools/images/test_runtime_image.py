@@ -175,7 +175,8 @@ def test_every_program_the_fabric_runs_is_in_the_image_and_runs_as_the_fabric_ag
 def test_the_gateway_turns_forwarding_on_and_makes_its_wireguard_go_tunnel(
     bundle: Bundle, work: Path
 ) -> None:
-    """What needs the gateway to be root and privileged: /proc/sys, /dev/net/tun, wireguard-go's socket folder."""
+    """What needs the gateway to be root and privileged (/proc/sys, /dev/net/tun), on its read-only root with
+    wireguard-go's socket in the emptyDir the manifest mounts."""
     script = (
         "set -e; echo 1 > /proc/sys/net/ipv4/ip_forward; cat /proc/sys/net/ipv4/ip_forward; "
         "wireguard-go liqo-image-test; ip link show liqo-image-test; ls /var/run/wireguard"
