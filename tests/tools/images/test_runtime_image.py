@@ -33,6 +33,7 @@ from runtime.api.image import ENTRYPOINT, runtime_image
 from tests.apiserver.conftest import start_emulator, stop_emulator
 from tests.runtime.forge.workloads import container, install_options, runtime_workloads
 from tests.runtime.webhook.conftest import apply_manifests
+from tests.tools.images.conftest import Containerd
 from tests.tools.images.runc import Bundle, Container, is_root, missing_tools, unpack
 from tools.images import runtimeimage
 
@@ -94,6 +95,14 @@ def _unpacked_size(archive: Path) -> int:
 
 def test_the_image_is_under_its_size_target(archive: Path) -> None:
     assert _unpacked_size(archive) < TARGET_BYTES
+
+
+def test_the_archive_imports_into_containerd_under_the_name_the_manifests_use(
+    archive: Path, containerd: Containerd
+) -> None:
+    containerd.ctr("images", "import", str(archive))
+    assert containerd.image_names() == {runtime_image()}
+    assert runtime_image() == install_options().image
 
 
 @pytest.fixture
