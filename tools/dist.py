@@ -12,7 +12,10 @@ A distribution is built in a staging folder: its pyproject.toml and readme, the
 repository paths its `[tool.liqo-iac] sources` lists (packages, without bytecode), and a
 `VERSION` file holding runtime/version.py's `VERSION` (one version for every part of a
 release), which its pyproject reads (`dynamic = ["version"]`, setuptools'
-`version = { file = "VERSION" }`). `pip wheel --no-deps` builds the wheel there
+`version = { file = "VERSION" }`). A dependency on another distribution of the
+repository is written bare (`"liqo-iac-runtime"`) and staged pinned to that same
+version (`"liqo-iac-runtime==0.1.0"`): the parts of a release install together.
+`pip wheel --no-deps` builds the wheel there
 with `SOURCE_DATE_EPOCH` set, so the same sources give the same wheel. With no
 DISTRIBUTION, every folder under packaging/ with a pyproject.toml is built. The wheels'
 paths are printed on stdout, one per line.
@@ -26,6 +29,7 @@ from __future__ import annotations
 import argparse
 import ast
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -75,6 +79,48 @@ def project(name: str, packaging: Path = PACKAGING) -> dict[str, object]:
     return tomllib.loads(path.read_text())
 
 
+def _normalised(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _project_table(document: dict[str, object]) -> dict[str, object]:
+    table = document.get("project")
+    return table if isinstance(table, dict) else {}
+
+
+def pin_siblings(name: str, text: str, release: str, packaging: Path = PACKAGING) -> str:
+    """The text of `name`'s pyproject.toml with each dependency on another distribution of the repository
+    (written bare) pinned to `release`; everything else as it was."""
+    document = tomllib.loads(text)
+    ours = {
+        _normalised(str(_project_table(project(other, packaging)).get("name", "")))
+        for other in distributions(packaging)
+        if other != name
+    }
+    listed = _project_table(document).get("dependencies", [])
+    requirements = [str(item) for item in listed] if isinstance(listed, list) else []
+    pinned = []
+    for requirement in requirements:
+        match = re.fullmatch(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)(.*)", requirement)
+        if match is None or _normalised(match.group(1)) not in ours:
+            pinned.append(requirement)
+            continue
+        if match.group(2).strip():
+            raise DistError(
+                f"packaging/{name}/pyproject.toml: {requirement!r} is a distribution of this repository, "
+                f"released with it: write it bare ({match.group(1)!r}), tools/dist.py pins it to the release"
+            )
+        pinned.append(f"{match.group(1)}=={release}")
+        text = re.sub(rf"([\"']){re.escape(requirement)}\1", f'"{pinned[-1]}"', text)
+    expected = {**document, "project": {**_project_table(document), "dependencies": pinned}}
+    if pinned != requirements and tomllib.loads(text) != expected:
+        raise DistError(
+            f"packaging/{name}/pyproject.toml: a dependency on {', '.join(sorted(ours))} is also written "
+            "outside the dependencies list, so it cannot be pinned there alone"
+        )
+    return text
+
+
 def sources(name: str, packaging: Path = PACKAGING) -> list[str]:
     table = project(name, packaging).get("tool", {})
     listed = table.get("liqo-iac", {}).get("sources") if isinstance(table, dict) else None
@@ -90,11 +136,12 @@ def stage(name: str, staging: Path, *, root: Path = ROOT, packaging: Path = PACK
     repository paths it lists (other files of its packaging folder, such as the image's lists, stay out)."""
     staging.mkdir(parents=True, exist_ok=True)
     table = project(name, packaging).get("project", {})
-    files = ["pyproject.toml"]
+    release = version(root / "runtime" / "version.py")
+    (staging / "pyproject.toml").write_text(
+        pin_siblings(name, (packaging / name / "pyproject.toml").read_text(), release, packaging)
+    )
     if isinstance(table, dict) and isinstance(table.get("readme"), str):
-        files.append(table["readme"])
-    for file in files:
-        shutil.copyfile(packaging / name / file, staging / file)
+        shutil.copyfile(packaging / name / table["readme"], staging / table["readme"])
     for source in sources(name, packaging):
         origin = root / source
         if origin.is_dir():
@@ -112,7 +159,7 @@ def stage(name: str, staging: Path, *, root: Path = ROOT, packaging: Path = PACK
             f'packaging/{name}/pyproject.toml: its version must be dynamic = ["version"], read from '
             f"{STAGED_VERSION} (one version for every distribution)"
         )
-    (staging / STAGED_VERSION).write_text(version(root / "runtime" / "version.py") + "\n")
+    (staging / STAGED_VERSION).write_text(release + "\n")
 
 
 def build(

@@ -15,12 +15,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from runtime.forge.networking import WIREGUARD_SOCKET_DIR
+
 from .commands import CommandError, run
 
 logger = logging.getLogger(__name__)
 
-#: where wireguard-go keeps its control sockets (host-wide: hence unique interface names)
-SOCKET_DIR = Path("/var/run/wireguard")
+#: where wireguard-go keeps its control sockets (the gateway pod's emptyDir; host-wide where the
+#: gateway runs as a host process, hence unique interface names)
+SOCKET_DIR = Path(WIREGUARD_SOCKET_DIR)
 
 
 @dataclass(frozen=True)

@@ -43,6 +43,9 @@ TUNNEL_ADDRESSES: Final[dict[GatewayMode, str]] = {"server": "169.254.18.1", "cl
 #: the UDP port the gateways' latency probes ping each other on (Liqo's connection checker's)
 PROBE_PORT: Final = 12345
 PRIVATE_KEY: Final = "privateKey"
+#: where wireguard-go keeps its control sockets (`wg` finds them there): an emptyDir, the root being read-only
+WIREGUARD_SOCKET_DIR: Final = "/var/run/wireguard"
+WIREGUARD_RUN_VOLUME: Final = "wireguard-run"
 HEALTH_PORT: Final = 8087
 
 
@@ -266,8 +269,9 @@ def gateway_deployment(
     It runs as root (the image's user is not), privileged with NET_ADMIN, as Liqo's gateway
     does: it makes the tunnel interface, routes and NAT rules in its own pod's network
     namespace, turns forwarding on there (`/proc/sys`, read-only in an unprivileged
-    container), opens `/dev/net/tun` for wireguard-go (a device an unprivileged container
-    lacks) and writes wireguard-go's control socket under /var/run/wireguard.
+    container) and opens `/dev/net/tun` for wireguard-go (a device an unprivileged container
+    lacks). Its root file system is read-only all the same: the one thing it writes,
+    wireguard-go's control socket, goes into an emptyDir at /var/run/wireguard.
     """
     container: JSON = {
         "name": COMPONENT,
@@ -293,12 +297,16 @@ def gateway_deployment(
             {"name": "health", "containerPort": HEALTH_PORT, "protocol": "TCP"},
         ],
         "readinessProbe": {"httpGet": {"path": "/readyz", "port": "health"}, "periodSeconds": 5},
-        "volumeMounts": [{"name": "keys", "mountPath": "/etc/wireguard/keys", "readOnly": True}],
+        "volumeMounts": [
+            {"name": "keys", "mountPath": "/etc/wireguard/keys", "readOnly": True},
+            {"name": WIREGUARD_RUN_VOLUME, "mountPath": WIREGUARD_SOCKET_DIR},
+        ],
         "resources": {"requests": {"cpu": "50m", "memory": "64Mi"}, "limits": {"memory": "256Mi"}},
         "securityContext": {
             "privileged": True,
             "runAsUser": 0,
             "runAsNonRoot": False,
+            "readOnlyRootFilesystem": True,
             "capabilities": {"add": ["NET_ADMIN", "NET_RAW"]},
         },
     }
@@ -321,7 +329,10 @@ def gateway_deployment(
                 "spec": {
                     "serviceAccountName": name,
                     "containers": [container],
-                    "volumes": [{"name": "keys", "secret": {"secretName": name, "defaultMode": 0o400}}],
+                    "volumes": [
+                        {"name": "keys", "secret": {"secretName": name, "defaultMode": 0o400}},
+                        {"name": WIREGUARD_RUN_VOLUME, "emptyDir": {}},
+                    ],
                 },
             },
         },

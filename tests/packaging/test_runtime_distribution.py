@@ -100,11 +100,6 @@ def test_staging_copies_the_package_without_bytecode_and_stamps_the_version(tmp_
     ]
 
 
-def test_an_unknown_distribution_is_named_in_the_error() -> None:
-    with pytest.raises(dist.DistError, match="no distribution 'nope'"):
-        dist.project("nope")
-
-
 IMPORT_EVERY_MODULE = """
 import importlib, pkgutil, runtime
 names = [m.name for m in pkgutil.walk_packages(runtime.__path__, "runtime.") if not m.name.endswith("__main__")]
@@ -144,13 +139,3 @@ def test_the_wheel_installs_and_imports_with_nothing_but_its_dependencies(tmp_pa
     assert run("-I", "-c", "from runtime.api.image import runtime_image; print(runtime_image())").strip() == (
         runtime_image()
     )
-
-
-def test_a_distribution_with_a_version_of_its_own_is_refused(tmp_path: Path) -> None:
-    packaging = tmp_path / "packaging"
-    (packaging / "other").mkdir(parents=True)
-    (packaging / "other" / "pyproject.toml").write_text(
-        '[project]\nname = "other"\nversion = "9.9"\n\n[tool.liqo-iac]\nsources = ["runtime"]\n'
-    )
-    with pytest.raises(dist.DistError, match=r'dynamic = \["version"\]'):
-        dist.stage("other", tmp_path / "staging", packaging=packaging)

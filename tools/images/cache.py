@@ -9,6 +9,10 @@ wait for each other (a lock file).
 
 What Debian's mirror serves is not part of the key (a recipe names packages, not their
 versions): `--rebuild` builds again to pick up Debian's updates.
+
+Each change to the runtime's sources is a new runtime image of about 46 MB, so the cache
+keeps the `KEPT_BUILDS` most recently used entries of each archive name and removes the
+others after a build (archives delivered elsewhere are hard links or copies: they stay).
 """
 
 from __future__ import annotations
@@ -26,6 +30,9 @@ from pathlib import Path
 #: what a key is made from: names to strings (digests, versions, package lists)
 Inputs = Mapping[str, str]
 HERE = Path(__file__).resolve().parent
+#: the entries kept per archive name (the newest used): older ones are removed after a build
+KEPT_BUILDS = 4
+INPUTS = "inputs.json"
 
 
 def cache_root(environ: Mapping[str, str]) -> Path:
@@ -95,10 +102,10 @@ def cached(
     entry = root / key(inputs)
     archive = entry / filename
     if archive.is_file() and not rebuild:
-        return archive
+        return _used(entry, archive)
     with _locked(root / f".{entry.name}.lock"):
         if archive.is_file() and not rebuild:
-            return archive
+            return _used(entry, archive)
         for stale in root.glob(f".{entry.name}.tmp-*"):
             shutil.rmtree(stale, ignore_errors=True)
         staging = root / f".{entry.name}.tmp-{os.getpid()}"
@@ -107,7 +114,7 @@ def cached(
             build(staging)
             if not (staging / filename).is_file():
                 raise RuntimeError(f"the build of {filename} wrote no {staging / filename}")
-            (staging / "inputs.json").write_text(json.dumps(dict(inputs), indent=2, sort_keys=True) + "\n")
+            (staging / INPUTS).write_text(json.dumps(dict(inputs), indent=2, sort_keys=True) + "\n")
             if entry.exists():
                 retired = root / f".{entry.name}.tmp-retired-{os.getpid()}"
                 entry.rename(retired)
@@ -115,7 +122,31 @@ def cached(
             staging.rename(entry)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
+    prune(root, filename, keep=KEPT_BUILDS)
     return archive
+
+
+def _used(entry: Path, archive: Path) -> Path:
+    """`archive`, its entry marked as just used (pruning keeps the most recently used)."""
+    with contextlib.suppress(OSError):
+        os.utime(entry / INPUTS)
+    return archive
+
+
+def prune(root: Path, filename: str, *, keep: int) -> list[Path]:
+    """Remove all but the `keep` most recently used entries holding an archive `filename`; the removed ones."""
+
+    def used(entry: Path) -> int:
+        try:
+            return (entry / INPUTS).stat().st_mtime_ns
+        except OSError:
+            return 0
+
+    entries = sorted((path.parent for path in root.glob(f"[!.]*/{filename}")), key=used)
+    removed = entries[: max(len(entries) - keep, 0)]
+    for entry in removed:
+        shutil.rmtree(entry, ignore_errors=True)
+    return removed
 
 
 def deliver(archive: Path, out: Path) -> Path:

@@ -2,14 +2,15 @@
 
 The image's user is 65532 (`nonroot`): only the gateway and the fabric agent, which
 change network configuration, run as root; every other component runs as the image's
-user with a read-only root file system, no capabilities and no privilege escalation, as
-Liqo's components do.
+user with no capabilities and no privilege escalation, as Liqo's components do. Every
+root file system is read-only: what a component writes goes into an emptyDir.
 """
 
 from __future__ import annotations
 
 from runtime.api.image import ENTRYPOINT, runtime_image
 from runtime.cmd.dispatch import COMPONENTS
+from runtime.fabric import wireguard
 from tests.runtime.forge.workloads import container, pod_spec, run_as_user, runtime_workloads
 
 NETWORK_COMPONENTS = {"gateway", "fabric"}
@@ -53,13 +54,19 @@ def test_the_fabric_agent_is_root_with_net_admin_only_and_a_read_only_root() -> 
     }
 
 
-def test_the_gateway_is_root_and_privileged_as_liqos() -> None:
+def test_the_gateway_is_root_and_privileged_as_liqos_on_a_read_only_root() -> None:
     # forwarding in /proc/sys and wireguard-go's /dev/net/tun need a privileged container
     gateway = runtime_workloads()["gateway"]
     assert run_as_user(gateway) == 0
     context = container(gateway)["securityContext"]
     assert context["privileged"] is True
     assert context["capabilities"]["add"] == ["NET_ADMIN", "NET_RAW"]
-    assert not context.get("readOnlyRootFilesystem"), (
-        "wireguard-go writes its socket under /var/run/wireguard"
-    )
+    assert context["readOnlyRootFilesystem"] is True
+
+
+def test_wireguard_gos_sockets_go_into_an_empty_dir_where_the_gateway_looks_for_them() -> None:
+    gateway = runtime_workloads()["gateway"]
+    volumes = {volume["name"]: volume for volume in pod_spec(gateway)["volumes"]}
+    (mount,) = [m for m in container(gateway)["volumeMounts"] if m["mountPath"] == str(wireguard.SOCKET_DIR)]
+    assert volumes[mount["name"]] == {"name": mount["name"], "emptyDir": {}}
+    assert not mount.get("readOnly")

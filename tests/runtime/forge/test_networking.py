@@ -50,7 +50,7 @@ def test_the_gateway_runs_the_runtime_with_its_key_as_a_file_and_the_server_is_a
     assert container["command"] == ["python3", "-m", "runtime", "gateway"]
     assert "--key-file=/etc/wireguard/keys/privateKey" in container["args"]
     assert not any("privateKey=" in arg for arg in container["args"])
-    assert pod["volumes"] == [{"name": "keys", "secret": {"secretName": "gw-milan", "defaultMode": 0o400}}]
+    assert pod["volumes"][0] == {"name": "keys", "secret": {"secretName": "gw-milan", "defaultMode": 0o400}}
     assert deployment["spec"]["template"]["metadata"]["labels"][c.LABEL_COMPONENT] == "gateway"
     service = forge.gateway_service(
         "gw-rome", namespace="t", remote_cluster_id="id", service_type="NodePort", port=51840

@@ -142,7 +142,7 @@ class Container:
         return cls(
             args=args,
             uid=None if uid is None else int(uid),
-            readonly=bool(context.get("readOnlyRootFilesystem")) and not context.get("privileged"),
+            readonly=bool(context.get("readOnlyRootFilesystem")),
             capabilities=caps,
             no_new_privileges=context.get("allowPrivilegeEscalation") is False,
             host_network=bool(pod.get("hostNetwork")) if host_network is None else host_network,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -60,3 +62,26 @@ def test_a_recipe_is_the_sources_of_its_modules_and_the_oci_writer() -> None:
     assert cache.recipe_digest("pause") == cache.recipe_digest("pause", "oci")
     assert cache.recipe_digest("pause") != cache.recipe_digest("coredns")
     assert cache.recipe_digest("runtimeimage", "debian") == cache.recipe_digest("debian", "runtimeimage")
+
+
+def _build_as(data: bytes, filename: str = "image.tar") -> Callable[[Path], None]:
+    def build(folder: Path) -> None:
+        (folder / filename).write_bytes(data)
+
+    return build
+
+
+def test_the_cache_keeps_the_most_recently_used_entries_of_each_archive(tmp_path: Path) -> None:
+    archives = []
+    for number in range(cache.KEPT_BUILDS):
+        archives.append(cache.cached(tmp_path, {"image": f"x:{number}"}, "image.tar", _build_as(b"x")))
+        # last used in this order, a second apart
+        stamp = 1_000_000 + number
+        os.utime(archives[-1].parent / cache.INPUTS, (stamp, stamp))
+    other = cache.cached(tmp_path, {"image": "y:1"}, "other.tar", _build_as(b"y", "other.tar"))
+    os.utime(other.parent / cache.INPUTS, (1, 1))
+    # the oldest is used again, then one more is built: the second oldest goes
+    assert cache.cached(tmp_path, {"image": "x:0"}, "image.tar", _build_as(b"x")) == archives[0]
+    newest = cache.cached(tmp_path, {"image": "x:new"}, "image.tar", _build_as(b"x"))
+    assert set(tmp_path.glob("*/image.tar")) == {archives[0], *archives[2:], newest}
+    assert other.is_file(), "another archive's entries are not counted"

@@ -33,6 +33,7 @@ from runtime.api.image import ENTRYPOINT, runtime_image
 from tests.apiserver.conftest import start_emulator, stop_emulator
 from tests.runtime.forge.workloads import container, install_options, runtime_workloads
 from tests.runtime.webhook.conftest import apply_manifests
+from tests.tools.images.conftest import Containerd
 from tests.tools.images.runc import Bundle, Container, is_root, missing_tools, unpack
 from tools.images import runtimeimage
 
@@ -94,6 +95,14 @@ def _unpacked_size(archive: Path) -> int:
 
 def test_the_image_is_under_its_size_target(archive: Path) -> None:
     assert _unpacked_size(archive) < TARGET_BYTES
+
+
+def test_the_archive_imports_into_containerd_under_the_name_the_manifests_use(
+    archive: Path, containerd: Containerd
+) -> None:
+    containerd.ctr("images", "import", str(archive))
+    assert containerd.image_names() == {runtime_image()}
+    assert runtime_image() == install_options().image
 
 
 @pytest.fixture
@@ -175,7 +184,8 @@ def test_every_program_the_fabric_runs_is_in_the_image_and_runs_as_the_fabric_ag
 def test_the_gateway_turns_forwarding_on_and_makes_its_wireguard_go_tunnel(
     bundle: Bundle, work: Path
 ) -> None:
-    """What needs the gateway to be root and privileged: /proc/sys, /dev/net/tun, wireguard-go's socket folder."""
+    """What needs the gateway to be root and privileged (/proc/sys, /dev/net/tun), on its read-only root with
+    wireguard-go's socket in the emptyDir the manifest mounts."""
     script = (
         "set -e; echo 1 > /proc/sys/net/ipv4/ip_forward; cat /proc/sys/net/ipv4/ip_forward; "
         "wireguard-go liqo-image-test; ip link show liqo-image-test; ls /var/run/wireguard"
