@@ -57,6 +57,9 @@ class ControllerOptions:
     namespace_map_resync: float = 15.0
     #: how long a deleted NamespaceMap (provider) waits for its twin namespaces to go before it is released
     twin_namespace_deletion_timeout: float = 120.0
+    #: the most twin namespaces (provider) one consumer may hold here: namespaces beyond it are refused in its
+    #: NamespaceMap's status
+    max_twin_namespaces: int = 50
     #: ShadowPods (provider) reconciled at once: each is a few requests, and a burst of offloaded pods is many
     shadow_pod_workers: int = 20
     #: ShadowEndpointSlices (provider) reconciled at once: each is one request when its EndpointSlice changes
