@@ -23,8 +23,8 @@ class ControllerOptions:
     api_server_url: str = ""
     #: a deleted Tenant's finalizer is released after this long even if its tenant namespace could not be deleted
     tenant_deletion_timeout: float = 60.0
-    #: a Tenant whose last credential expired this long ago, and that holds no ResourceSlice, is removed
-    #: (its consumer is gone without revoking); None: never
+    #: a Tenant whose last credential expired this long ago is removed with what it holds (its consumer is gone
+    #: without revoking: a live one renews its credential before it expires); None: never
     tenant_orphan_grace: float | None = 600.0
     # ResourceSlice (the provider's grants) and VirtualNode (the consumer's virtual kubelets).
     #: how the Quota of each grant is enforced on offloaded workloads: None, Soft or Hard
