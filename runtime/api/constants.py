@@ -237,5 +237,10 @@ AUTH_SERVING_KEY_SECRET: Final = "liqo-auth-serving-key"
 AUTH_SERVING_KEY: Final = "tls.key"
 #: the auth service's Service (in the runtime's namespace): its type decides the published `authURL`
 AUTH_SERVICE: Final = "liqo-auth"
+#: the Secret (in the runtime's namespace) with the webhook's CA, made once by the first webhook to start and
+#: kept, so every replica and restart is trusted by the caBundle of the webhook configurations
+WEBHOOK_CA_SECRET: Final = "liqo-webhook-ca"
+WEBHOOK_CA_CERTIFICATE: Final = "ca.crt"
+WEBHOOK_CA_KEY: Final = "ca.key"
 #: a ForeignCluster's reason: the provider's auth service presents another key than the one pinned on first use
 REASON_AUTH_SERVICE_KEY_CHANGED: Final = "AuthServiceKeyChanged"

@@ -1,6 +1,7 @@
 """The webhook as a running service: HTTPS admission endpoint, configuration patching, health endpoint.
 
-Start-up order: make the serving certificate, start the NamespaceOffloading informer the
+Start-up order: read the CA every replica shares (`authority.py`; made when there is none)
+and sign a serving certificate with it, start the NamespaceOffloading informer the
 pod webhook reads and wait until it has synced (a pod admitted before would miss its
 namespace's offloading), listen (so the bound port is known, and the API server can call
 as soon as it is told to), patch the webhook configurations with the CA (and, in URL
@@ -25,6 +26,7 @@ from runtime.core.health import HealthServer
 from runtime.core.informer import InformerMetrics
 
 from .app import ReviewMetrics, application, mutators, validators
+from .authority import kept_authority
 from .certs import ServingCertificate, server_context, service_dns_names, serving_certificate
 from .configuration import Mode, patch_configurations, targets
 from .review import JSON
@@ -100,8 +102,11 @@ class WebhookServer:
     async def run(self) -> None:
         """Serve until cancelled."""
         options = self._options
+        authority = await kept_authority(
+            self._client, namespace=options.namespace, common_name=options.service
+        )
         certificate = await asyncio.to_thread(
-            serving_certificate, hosts=self._hosts(), common_name=options.service
+            serving_certificate, authority, hosts=self._hosts(), common_name=options.service
         )
         async with asyncio.TaskGroup() as group:
             if options.health is not None:
