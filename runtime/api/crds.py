@@ -326,7 +326,12 @@ QUOTA = Kind(
         required=("user",),
         user=string("The consumer's user (its ServiceAccount's full name)."),
         limits=_resources("The granted resources."),
-        limitsEnforcement=string("None, Soft or Hard.", enum=("None", "Soft", "Hard"), default="Hard"),
+        limitsEnforcement=string(
+            "How much a pod must declare: None (its requests count), Soft (every container requests cpu and "
+            "memory) or Hard (and limits equal requests).",
+            enum=("None", "Soft", "Hard"),
+            default="Hard",
+        ),
         cordoned=boolean("Admit no new workloads.", default=False),
     ),
     status=obj(used=_resources("What offloaded workloads use now."), conditions=conditions()),

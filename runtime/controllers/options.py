@@ -28,7 +28,7 @@ class ControllerOptions:
     tenant_orphan_grace: float | None = 600.0
     # ResourceSlice (the provider's grants) and VirtualNode (the consumer's virtual kubelets).
     #: how the Quota of each grant is enforced on offloaded workloads: None, Soft or Hard
-    quota_enforcement: Enforcement = "Hard"
+    quota_enforcement: Enforcement = "None"
     #: the virtual kubelets' image when a VirtualNode names none (the runtime image)
     image: str = field(default_factory=runtime_image)
     #: how long deleting a VirtualNode waits for its virtual kubelet to stop before it removes the Node anyway

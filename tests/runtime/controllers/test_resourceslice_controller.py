@@ -164,7 +164,7 @@ async def test_an_active_tenant_gets_the_default_share_and_a_quota(admin: Client
         assert granted is not None
         assert granted["spec"]["limits"] == found["status"]["resources"]
         assert granted["spec"]["user"] == f"system:serviceaccount:{namespace}:liqo-consumer"
-        assert granted["spec"]["limitsEnforcement"] == "Hard"
+        assert granted["spec"]["limitsEnforcement"] == "None"
         assert granted["metadata"]["ownerReferences"][0]["uid"] == found["metadata"]["uid"]
 
         # the provider grows: the default share follows
