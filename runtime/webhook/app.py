@@ -16,13 +16,21 @@ from collections.abc import Mapping
 from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter
 
-from runtime.api.crds import FOREIGNCLUSTERS, NAMESPACEOFFLOADINGS, RESOURCESLICES
-from runtime.api.kinds import PODS
+from runtime.api.crds import (
+    FOREIGNCLUSTERS,
+    GATEWAYSERVERS,
+    NAMESPACEOFFLOADINGS,
+    RESOURCESLICES,
+    SHADOWPODS,
+)
+from runtime.api.kinds import PODS, SERVICES
 from runtime.api.resource import Resource
+from runtime.forge.services import ServiceType
 
-from . import foreignclusters, namespaceoffloadings, resourceslices
+from . import foreignclusters, gatewayservers, namespaceoffloadings, resourceslices
 from .pods import Lookup, pod_mutator
 from .review import Mutation, Mutator, ReviewError, Validator, object_ref, parse_review, response
+from .services import service_mutator
 
 logger = logging.getLogger(__name__)
 
@@ -35,18 +43,25 @@ def mutation_path(resource: Resource) -> str:
     return f"/mutate/{resource.plural}"
 
 
-def validators(*, namespace: str) -> dict[str, Validator]:
-    """The validating routes: path -> validator; `namespace` is the runtime's namespace."""
+def validators(*, namespace: str, shadow_pods: Validator) -> dict[str, Validator]:
+    """The validating routes: path -> validator; `namespace` is the runtime's namespace, `shadow_pods` the
+    ShadowPod admission (it reads the webhook's caches)."""
     return {
         validation_path(FOREIGNCLUSTERS): functools.partial(foreignclusters.validate, namespace=namespace),
         validation_path(RESOURCESLICES): resourceslices.validate,
         validation_path(NAMESPACEOFFLOADINGS): namespaceoffloadings.validate,
+        validation_path(SHADOWPODS): shadow_pods,
+        validation_path(GATEWAYSERVERS): gatewayservers.validate,
     }
 
 
-def mutators(*, offloadings: Lookup) -> dict[str, Mutator]:
-    """The mutating routes: path -> mutator; `offloadings` finds a namespace's NamespaceOffloading."""
-    return {mutation_path(PODS): pod_mutator(offloadings)}
+def mutators(*, offloadings: Lookup, widest_service: ServiceType) -> dict[str, Mutator]:
+    """The mutating routes: path -> mutator; `offloadings` finds a namespace's NamespaceOffloading,
+    `widest_service` is the widest Service type a consumer keeps in its twin namespaces."""
+    return {
+        mutation_path(PODS): pod_mutator(offloadings),
+        mutation_path(SERVICES): service_mutator(widest_service),
+    }
 
 
 def _as_mutator(validator: Validator) -> Mutator:

@@ -1,9 +1,10 @@
 """The webhook as a running service: HTTPS admission endpoint, configuration patching, health endpoint.
 
 Start-up order: read the CA every replica shares (`authority.py`; made when there is none)
-and sign a serving certificate with it, start the NamespaceOffloading informer the
-pod webhook reads and wait until it has synced (a pod admitted before would miss its
-namespace's offloading), listen (so the bound port is known, and the API server can call
+and sign a serving certificate with it, start the informers the handlers read (the
+NamespaceOffloadings the pod webhook applies; the twin namespaces, Quotas and ShadowPods
+ShadowPods are admitted against) and wait until they have synced (a pod admitted before
+would miss its namespace's offloading, a ShadowPod the use of its quota), listen (so the bound port is known, and the API server can call
 as soon as it is told to), patch the webhook configurations with the CA (and, in URL
 mode, this address), then report ready. `run()` blocks until cancelled; `ready` is set
 once the configurations are patched.
@@ -20,16 +21,19 @@ from aiohttp import web
 from prometheus_client import CollectorRegistry
 
 from runtime.api import constants as c
-from runtime.api.crds import NAMESPACEOFFLOADINGS
+from runtime.api.crds import NAMESPACEOFFLOADINGS, QUOTAS, SHADOWPODS
+from runtime.api.kinds import NAMESPACES
 from runtime.core import Client, InformerFactory, ServerSettings, WatchingSettings
 from runtime.core.health import HealthServer
 from runtime.core.informer import InformerMetrics
+from runtime.forge.services import ServiceType
 
 from .app import ReviewMetrics, application, mutators, validators
 from .authority import kept_authority
 from .certs import ServingCertificate, server_context, service_dns_names, serving_certificate
 from .configuration import Mode, patch_configurations, targets
 from .review import JSON
+from .shadowpods import Assumed, ShadowPodAdmission
 
 logger = logging.getLogger(__name__)
 
@@ -50,6 +54,8 @@ class WebhookOptions:
     health: ServerSettings | None = None
     #: names of the MutatingWebhookConfigurations to point at this webhook
     mutating_configurations: tuple[str, ...] = ()
+    #: the widest type a consumer's Services keep in its twin namespaces (wider ones are narrowed to it)
+    max_consumer_service_type: ServiceType = "ClusterIP"
 
     def validate(self) -> None:
         if self.mode == "url" and self.listen_host in _ANY_HOST:
@@ -88,6 +94,15 @@ class WebhookServer:
         #: the /healthz, /readyz, /metrics endpoint, while `run()` serves one (its bound port: `health.port`)
         self.health: HealthServer | None = None
         self._offloadings = self._informers.informer(NAMESPACEOFFLOADINGS)
+        assumed = Assumed()
+        shadow_pods = self._informers.informer(SHADOWPODS)
+        shadow_pods.add_handler(assumed.seen, replay=False)
+        self._shadow_pods = ShadowPodAdmission(
+            namespaces=self._informers.informer(NAMESPACES, label_selector=c.LABEL_ORIGIN_CLUSTER_ID).store,
+            quotas=self._informers.informer(QUOTAS).store,
+            shadow_pods=shadow_pods.store,
+            assumed=assumed,
+        )
 
     def _offloading(self, namespace: str) -> JSON | None:
         return self._offloadings.store.get(c.NAMESPACE_OFFLOADING_NAME, namespace=namespace)
@@ -121,8 +136,8 @@ class WebhookServer:
     async def _serve(self, certificate: ServingCertificate) -> None:
         options = self._options
         app = application(
-            validators(namespace=options.namespace),
-            mutating=mutators(offloadings=self._offloading),
+            validators(namespace=options.namespace, shadow_pods=self._shadow_pods),
+            mutating=mutators(offloadings=self._offloading, widest_service=options.max_consumer_service_type),
             metrics=ReviewMetrics(self._registry),
         )
         runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)

@@ -32,10 +32,18 @@ from runtime.webhook.main import main
 from runtime.webhook.server import host_url
 
 
+def refuse_every_shadow_pod(request: dict[str, Any]) -> list[str]:
+    return ["spec.pod: Forbidden: not here"]
+
+
 @pytest.fixture
 async def server() -> AsyncIterator[tuple[TestServer, CollectorRegistry]]:
     registry = CollectorRegistry()
-    test_server = TestServer(application(validators(namespace="liqo"), metrics=ReviewMetrics(registry)))
+    test_server = TestServer(
+        application(
+            validators(namespace="liqo", shadow_pods=refuse_every_shadow_pod), metrics=ReviewMetrics(registry)
+        )
+    )
     await test_server.start_server()
     yield test_server, registry
     await test_server.close()
@@ -138,7 +146,10 @@ def test_a_secret_without_a_usable_ca_says_why(data: Any, problem: str) -> None:
 async def test_https_clients_trusting_the_ca_reach_the_webhook() -> None:
     authority = new_authority(common_name="liqo-webhook")
     certificate = serving_certificate(authority, hosts=["127.0.0.1"], common_name="liqo-webhook")
-    app = application(validators(namespace="liqo"), metrics=ReviewMetrics(CollectorRegistry()))
+    app = application(
+        validators(namespace="liqo", shadow_pods=refuse_every_shadow_pod),
+        metrics=ReviewMetrics(CollectorRegistry()),
+    )
     runner = aiohttp.web.AppRunner(app)
     await runner.setup()
     site = aiohttp.web.TCPSite(runner, "127.0.0.1", 0, ssl_context=server_context(certificate))
@@ -185,6 +196,14 @@ def test_url_mode_points_every_webhook_at_the_listen_address_keeping_its_path() 
         },
         {
             "url": "https://127.0.0.9:9443/validate/namespaceoffloadings",
+            "caBundle": base64.b64encode(b"CA").decode(),
+        },
+        {
+            "url": "https://127.0.0.9:9443/validate/shadowpods",
+            "caBundle": base64.b64encode(b"CA").decode(),
+        },
+        {
+            "url": "https://127.0.0.9:9443/validate/gatewayservers",
             "caBundle": base64.b64encode(b"CA").decode(),
         },
     ]
