@@ -218,11 +218,15 @@ def placeholder_options(namespace: str = c.DEFAULT_NAMESPACE) -> InstallOptions:
 
 def option_problem(attribute: str, value: Any) -> str:
     """What is wrong with one option's value, the others being valid ("" when nothing is), as a sentence."""
-    if attribute == "sharing_percentage" and (
+    whole = {
+        "sharing_percentage": "percentage (1-100)",
+        "max_twin_namespaces": f"number (1-{MAX_TWIN_NAMESPACES})",
+    }
+    if attribute in whole and (
         isinstance(value, bool) or not isinstance(value, int | float) or value != int(value)
     ):
-        return f"{value} is not a whole percentage (1-100)."
-    if attribute == "sharing_percentage":
+        return f"{value} is not a whole {whole[attribute]}."
+    if attribute in whole:
         value = int(value)
     try:
         InstallOptions(**{**_PLACEHOLDERS, "cluster_name": "valid", attribute: value}).validate()
