@@ -71,6 +71,13 @@ def parser() -> argparse.ArgumentParser:
         help="the widest type a consumer's Services keep in its twin namespaces; wider ones are converted to it "
         "(default ClusterIP)",
     )
+    parser.add_argument(
+        "--shutdown-delay",
+        type=float,
+        default=5.0,
+        help="seconds a stopping webhook keeps answering, not ready, while the API server stops calling it "
+        "(default 5)",
+    )
     parser.add_argument("--kubeconfig", help="kubeconfig file (default: the pod's ServiceAccount)")
     return parser
 
@@ -89,6 +96,7 @@ async def main(argv: Sequence[str]) -> int:
         service=f"liqo-{WEBHOOK}",
         health=ServerSettings(host=health_host or "0.0.0.0", port=health_port),
         max_consumer_service_type=args.max_consumer_service_type,
+        shutdown_delay=args.shutdown_delay,
     )
     try:
         options.validate()

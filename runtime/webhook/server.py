@@ -7,7 +7,10 @@ ShadowPods are admitted against) and wait until they have synced (a pod admitted
 would miss its namespace's offloading, a ShadowPod the use of its quota), listen (so the bound port is known, and the API server can call
 as soon as it is told to), patch the webhook configurations with the CA (and, in URL
 mode, this address), then report ready. `run()` blocks until cancelled; `ready` is set
-once the configurations are patched.
+once the configurations are patched. Cancelled, it reports not ready and keeps answering
+for `shutdown_delay` seconds before it closes: a rolling update's old pod is still an
+endpoint of the Service for a moment after it is told to stop, and with `failurePolicy:
+Fail` a call it refused would refuse an object.
 """
 
 from __future__ import annotations
@@ -56,6 +59,8 @@ class WebhookOptions:
     mutating_configurations: tuple[str, ...] = ()
     #: the widest type a consumer's Services keep in its twin namespaces (wider ones are narrowed to it)
     max_consumer_service_type: ServiceType = "ClusterIP"
+    #: how long a stopping webhook keeps answering, not ready, so the API server stops calling it first
+    shutdown_delay: float = 5.0
 
     def validate(self) -> None:
         if self.mode == "url" and self.listen_host in _ANY_HOST:
@@ -162,5 +167,19 @@ class WebhookServer:
             )
             self.ready.set()
             await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            await self._drain()
+            raise
         finally:
             await runner.cleanup()
+
+    async def _drain(self) -> None:
+        """Stopping: not ready any more, but still answering for `shutdown_delay` seconds, while the Service's
+        endpoints and the API server's resolver catch up with this pod going (a rolling update's old pod)."""
+        self.ready.clear()
+        delay = self._options.shutdown_delay
+        if delay > 0:
+            logger.info(
+                "stopping: answering admission reviews %g s more while the endpoints drop this pod", delay
+            )
+            await asyncio.sleep(delay)

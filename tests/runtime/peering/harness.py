@@ -279,6 +279,8 @@ class Clusters:
             service="liqo-webhook",
             health=ServerSettings(host="127.0.0.1", port=0),
             max_consumer_service_type=self.max_consumer_service_type,
+            # URL mode: the API server calls the webhook by the address it patched in, no Service to drain
+            shutdown_delay=0.0,
         )
         server = WebhookServer(client, options)
         self._run(cluster, "webhook", server.run())

@@ -32,6 +32,7 @@ async def webhook(client: Client, kubeconfig: Path, *extra: str) -> AsyncIterato
         "--listen=127.0.0.1:0",
         "--mode=url",
         "--health-address=127.0.0.1:0",
+        "--shutdown-delay=0",
         f"--kubeconfig={kubeconfig}",
         *(extra or [f"--configuration={VALIDATING_WEBHOOK}"]),
     ]
