@@ -92,17 +92,62 @@ def counts(shadow: JSON) -> bool:
     return not meta.get("deletionTimestamp") and (shadow.get("status") or {}).get("phase") not in _FINISHED
 
 
+def takes(shadow: JSON) -> Amounts:
+    """What a ShadowPod that counts takes (one with a quantity that does not parse counts as a pod)."""
+    try:
+        return shadow_pod_requests(shadow)
+    except ValueError:
+        return {"pods": Quantity(Fraction(1))}
+
+
 def used(shadows: Iterable[JSON]) -> Amounts:
-    """What the ShadowPods that count take (one with a quantity that does not parse counts as a pod)."""
-    found: list[Amounts] = []
-    for shadow in shadows:
-        if not counts(shadow):
-            continue
-        try:
-            found.append(shadow_pod_requests(shadow))
-        except ValueError:
-            found.append({"pods": Quantity(Fraction(1))})
-    return total(found)
+    """What the ShadowPods that count take."""
+    return total(takes(shadow) for shadow in shadows if counts(shadow))
+
+
+def minus(amounts_: Amounts, taken: Amounts) -> Amounts:
+    """`amounts_` less `taken`, resource by resource (what falls to nothing is left out)."""
+    result = dict(amounts_)
+    for name, quantity in taken.items():
+        have = result.get(name)
+        left = (have.value if have else Fraction(0)) - quantity.value
+        if left:
+            result[name] = Quantity(left, have.format if have else quantity.format)
+        else:
+            result.pop(name, None)
+    return result
+
+
+class Usage:
+    """What cached ShadowPods take, by namespace, kept up to date from an informer's events (`observe`), so a
+    review or a reconcile sums a consumer's few twin namespaces instead of parsing its every pod."""
+
+    def __init__(self) -> None:
+        #: `namespace/name` -> (its namespace, what it takes), for the ShadowPods that count
+        self._pods: dict[str, tuple[str, Amounts]] = {}
+        self._namespaces: dict[str, Amounts] = {}
+
+    def observe(self, kind: str, shadow: JSON, old: JSON | None) -> None:
+        """An informer event of a ShadowPod (ADDED, MODIFIED or DELETED)."""
+        meta = shadow.get("metadata") or {}
+        namespace = str(meta.get("namespace") or "")
+        key = f"{namespace}/{meta.get('name')}"
+        previous = self._pods.pop(key, None)
+        if previous is not None:
+            self._namespaces[previous[0]] = minus(self._namespaces.get(previous[0], {}), previous[1])
+        if kind != "DELETED" and counts(shadow):
+            taken = takes(shadow)
+            self._pods[key] = (namespace, taken)
+            self._namespaces[namespace] = total([self._namespaces.get(namespace, {}), taken])
+
+    def of(self, key: str) -> Amounts:
+        """What the cached ShadowPod `namespace/name` takes (nothing when it does not count or is not cached)."""
+        found = self._pods.get(key)
+        return found[1] if found is not None else {}
+
+    def taken(self, namespaces: Iterable[str]) -> Amounts:
+        """What the ShadowPods of these namespaces take."""
+        return total(self._namespaces.get(namespace, {}) for namespace in namespaces)
 
 
 def enforcement(quotas: Iterable[JSON]) -> Enforcement:

@@ -36,7 +36,7 @@ from .authority import kept_authority
 from .certs import ServingCertificate, server_context, service_dns_names, serving_certificate
 from .configuration import Mode, patch_configurations, targets
 from .review import JSON
-from .shadowpods import Assumed, ShadowPodAdmission
+from .shadowpods import ShadowPodAdmission
 
 logger = logging.getLogger(__name__)
 
@@ -99,15 +99,11 @@ class WebhookServer:
         #: the /healthz, /readyz, /metrics endpoint, while `run()` serves one (its bound port: `health.port`)
         self.health: HealthServer | None = None
         self._offloadings = self._informers.informer(NAMESPACEOFFLOADINGS)
-        assumed = Assumed()
-        shadow_pods = self._informers.informer(SHADOWPODS)
-        shadow_pods.add_handler(assumed.seen, replay=False)
         self._shadow_pods = ShadowPodAdmission(
             namespaces=self._informers.informer(NAMESPACES, label_selector=c.LABEL_ORIGIN_CLUSTER_ID).store,
             quotas=self._informers.informer(QUOTAS).store,
-            shadow_pods=shadow_pods.store,
-            assumed=assumed,
         )
+        self._informers.informer(SHADOWPODS).add_handler(self._shadow_pods.observe)
 
     def _offloading(self, namespace: str) -> JSON | None:
         return self._offloadings.store.get(c.NAMESPACE_OFFLOADING_NAME, namespace=namespace)

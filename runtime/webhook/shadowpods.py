@@ -14,10 +14,12 @@ does:
 - what it requests, with what the consumer's other ShadowPods take, fits in the sum of
   the Quotas' limits: the refusal names the Quotas, as Kubernetes' ResourceQuota does.
 
-Usage is counted from the webhook's caches plus what it admitted that they do not show
-yet (`Assumed`, forgotten once the cache shows it, or after `ASSUMED_FOR` seconds), and
-the checks of one review run without a pause (the event loop), so two pods admitted back
-to back never both take the last of a quota. Replicas of the webhook do not share that
+Usage is counted from the webhook's ShadowPod cache, summed per namespace as its events
+arrive (`runtime.forge.quota.Usage`: a review adds up the consumer's twin namespaces, not
+its every pod), plus what it admitted that the cache does not show yet (`Assumed`,
+forgotten once the cache shows it, or after `ASSUMED_FOR` seconds); the checks of one
+review run without a pause (the event loop), so two pods admitted back to back never both
+take the last of a quota. Replicas of the webhook do not share that
 memory: during a rolling update two of them may each admit one pod past a quota's edge.
 
 An update that does not change the pod (labels, finalizers, the deletion itself) is
@@ -28,24 +30,20 @@ dry run is checked but remembers nothing.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from runtime.core import Store, object_key
+from runtime.core import Store
 from runtime.forge import pods as forge_pods
 from runtime.forge import podsecurity
 from runtime.forge import quota as forge
+from runtime.forge.quota import Usage
 from runtime.forge.resourceslice import Amounts, total
 
 from .review import JSON, forbidden
 
 #: how long an admitted ShadowPod is counted from memory while the cache does not show it
 ASSUMED_FOR = 30.0
-_BY_NAMESPACE = "namespace"
-
-
-def _namespace_of(obj: JSON) -> list[str]:
-    return [str((obj.get("metadata") or {}).get("namespace") or "")]
 
 
 def _requests(shadow: JSON) -> Amounts:
@@ -67,7 +65,7 @@ class Assumed:
 
     def seen(self, kind: str, shadow: JSON, old: JSON | None) -> None:
         """An informer event: the cache now shows what was assumed of this ShadowPod (or that it is gone)."""
-        key = object_key(shadow)
+        key = _key(shadow)
         entry = self.entries.get(key)
         if entry is not None and (kind == "DELETED" or _requests(shadow) == entry[0]):
             del self.entries[key]
@@ -79,16 +77,25 @@ class Assumed:
         return {key: requests for key, (requests, _) in self.entries.items()}
 
 
-class ShadowPodAdmission:
-    """The validator of `/validate/shadowpods`, over the webhook's caches of twin namespaces, Quotas and
-    ShadowPods."""
+def _key(shadow: JSON) -> str:
+    meta = shadow.get("metadata") or {}
+    return f"{meta.get('namespace')}/{meta.get('name')}"
 
-    def __init__(self, *, namespaces: Store, quotas: Store, shadow_pods: Store, assumed: Assumed) -> None:
+
+class ShadowPodAdmission:
+    """The validator of `/validate/shadowpods`, over the webhook's caches of twin namespaces and Quotas, and
+    the events of its ShadowPod cache (`observe`)."""
+
+    def __init__(self, *, namespaces: Store, quotas: Store, assumed: Assumed | None = None) -> None:
         self._namespaces = namespaces
         self._quotas = quotas
-        self._shadow_pods = shadow_pods
-        self._shadow_pods.add_index(_BY_NAMESPACE, _namespace_of)
-        self._assumed = assumed
+        self._usage = Usage()
+        self._assumed = assumed if assumed is not None else Assumed()
+
+    def observe(self, kind: str, shadow: JSON, old: JSON | None) -> None:
+        """An event of the ShadowPod cache (its handler)."""
+        self._usage.observe(kind, shadow, old)
+        self._assumed.seen(kind, shadow, old)
 
     def __call__(self, request: JSON) -> Sequence[str]:
         shadow = request.get("object")
@@ -171,24 +178,19 @@ class ShadowPodAdmission:
         ]
 
     def _in_use(self, tenant: str, *, leaving_out: str) -> Amounts:
-        """What the tenant's ShadowPods take (but `leaving_out`), with the admitted ones the cache lags behind."""
-        assumed = self._assumed.current()
+        """What the tenant's ShadowPods take (but `leaving_out`), with the admitted ones the cache lags behind
+        (what they were admitted with counts, instead of what the cache shows of them)."""
         twins = [
             str(namespace["metadata"]["name"])
             for namespace in self._namespaces
             if forge.tenant_of(namespace) == tenant
         ]
-        cached = [
-            shadow
-            for name in twins
-            for shadow in self._shadow_pods.by_index(_BY_NAMESPACE, name)
-            if object_key(shadow) not in assumed and object_key(shadow) != leaving_out
-        ]
+        found = forge.minus(self._usage.taken(twins), self._usage.of(leaving_out))
         prefixes = tuple(f"{name}/" for name in twins)
-        remembered: Iterable[Amounts] = (
-            requests for key, requests in assumed.items() if key.startswith(prefixes) and key != leaving_out
-        )
-        return total([forge.used(cached), *remembered])
+        for key, requests in self._assumed.current().items():
+            if key.startswith(prefixes) and key != leaving_out:
+                found = total([forge.minus(found, self._usage.of(key)), requests])
+        return found
 
 
 def _object(value: object) -> JSON:

@@ -5,7 +5,9 @@ ShadowPods may take; the admission webhook enforces them (`runtime.webhook.shado
 This controller writes what the consumer's ShadowPods take, in every twin namespace of
 it, into the Quotas' `status.used` (`runtime.forge.quota.distributed`: filled in name
 order up to each one's limits), so `kubectl get quotas -o yaml` shows the use, and the
-ResourceSlice controller never grants a slice less than is in use.
+ResourceSlice controller never grants a slice less than is in use. The use is summed per
+namespace as the ShadowPod informer's events arrive (`runtime.forge.quota.Usage`), so a
+reconcile adds up the consumer's twin namespaces, not its every pod.
 """
 
 from __future__ import annotations
@@ -33,23 +35,21 @@ class QuotaReconciler:
     def __init__(self, client: Client, *, quotas: Informer, shadow_pods: Informer, twins: Informer) -> None:
         self._client = client
         self._quotas = quotas
-        self._shadow_pods = shadow_pods
         self._twins = twins
+        #: what the cached ShadowPods take, by namespace, kept from the informer's events
+        self._usage = forge.Usage()
+        shadow_pods.add_handler(self._usage.observe)
 
     async def reconcile(self, request: Request) -> Result | None:
         found = self._quotas.store.get(request.name, namespace=request.namespace)
         if found is None or found["metadata"].get("deletionTimestamp"):
             return None
         tenant = request.namespace
-        shadows = [
-            shadow
-            for twin in self._twins.store
-            if forge.tenant_of(twin) == tenant
-            for shadow in self._shadow_pods.store.items(namespace=str(twin["metadata"]["name"]))
+        twins = [
+            str(twin["metadata"]["name"]) for twin in self._twins.store if forge.tenant_of(twin) == tenant
         ]
-        wanted = forge.distributed(forge.used(shadows), self._quotas.store.items(namespace=tenant))[
-            request.name
-        ]
+        in_use = self._usage.taken(twins)
+        wanted = forge.distributed(in_use, self._quotas.store.items(namespace=tenant))[request.name]
         have = (found.get("status") or {}).get("used") or {}
         if have == wanted:
             return None

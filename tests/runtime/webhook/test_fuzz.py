@@ -24,7 +24,7 @@ from runtime.api import constants as c
 from runtime.core import Store
 from runtime.forge import podsecurity
 from runtime.webhook.app import ReviewMetrics, application, mutators, validators
-from runtime.webhook.shadowpods import Assumed, ShadowPodAdmission
+from runtime.webhook.shadowpods import ShadowPodAdmission
 
 JSON = dict[str, Any]
 
@@ -148,9 +148,7 @@ def app() -> aiohttp.web.Application:
         }
     )
     offloading = {"metadata": {"name": "offloading", "namespace": TWIN}, "spec": {}}
-    admission = ShadowPodAdmission(
-        namespaces=namespaces, quotas=quotas, shadow_pods=Store(), assumed=Assumed()
-    )
+    admission = ShadowPodAdmission(namespaces=namespaces, quotas=quotas)
     return application(
         validators(namespace="liqo", shadow_pods=admission),
         mutating=mutators(offloadings=lambda namespace: offloading, widest_service="ClusterIP"),

@@ -82,14 +82,12 @@ class Provider:
             self.quotas.upsert(item)
         self.clock = Clock()
         self.assumed = Assumed(clock=self.clock)
-        self.admit = ShadowPodAdmission(
-            namespaces=self.namespaces, quotas=self.quotas, shadow_pods=self.shadow_pods, assumed=self.assumed
-        )
+        self.admit = ShadowPodAdmission(namespaces=self.namespaces, quotas=self.quotas, assumed=self.assumed)
 
     def cached(self, obj: JSON) -> None:
         """The informer saw `obj` (created or changed)."""
         previous = self.shadow_pods.upsert(obj)
-        self.assumed.seen("MODIFIED" if previous else "ADDED", obj, previous)
+        self.admit.observe("MODIFIED" if previous else "ADDED", obj, previous)
 
 
 #: spec fields of a pod that break out of baseline (the ShadowPod's `spec.pod`)
