@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ from runtime.api import constants as c
 from runtime.api.kinds import SECRETS
 from runtime.core import Client
 from runtime.forge import install, tokens
+from runtime.forge.services import ServiceType
 from runtime.operations import install as installer
 from runtime.operations import peering
 
@@ -65,11 +67,20 @@ def install_options(
     return options
 
 
-async def install_runtime(cluster: Cluster, *, cluster_labels: Mapping[str, str] | None = None) -> Identity:
-    """Install the runtime in `cluster` as `liqo_install` does and wait until it runs; its identity."""
+async def install_runtime(
+    cluster: Cluster,
+    *,
+    cluster_labels: Mapping[str, str] | None = None,
+    max_consumer_service_type: ServiceType = "ClusterIP",
+) -> Identity:
+    """Install the runtime in `cluster` as `liqo_install` does and wait until it runs; its identity
+    (`max_consumer_service_type`: as `liqo_install`'s, the widest Service type its consumers keep there)."""
     async with cluster.client() as api:
-        options = install_options(
-            cluster, await installer.discover_cidrs(api), cluster_labels=cluster_labels or {}
+        options = dataclasses.replace(
+            install_options(
+                cluster, await installer.discover_cidrs(api), cluster_labels=cluster_labels or {}
+            ),
+            max_consumer_service_type=max_consumer_service_type,
         )
         await installer.apply(
             api, options, field_manager=c.FIELD_MANAGER_TERRAFORM, progress=installer.Progress()

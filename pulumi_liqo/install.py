@@ -119,6 +119,17 @@ class InstallArgs(TypedDict):
     wireguard_implementation: NotRequired[pulumi.Input[str]]
     """Which WireGuard the gateways run: `auto` (default: the kernel's when the node has it, else
     `wireguard-go`), `kernel` or `wireguard-go`."""
+    quota_enforcement: NotRequired[pulumi.Input[str]]
+    """How much a consumer's offloaded pods must declare of what they take from this cluster (as a provider),
+    checked at admission against the Quotas of its granted ResourceSlices: `None` (default: what a pod requests
+    counts, and the number of pods), `Soft` (every container also requests cpu and memory) or `Hard` (and its
+    limits equal its requests)."""
+    max_twin_namespaces: NotRequired[pulumi.Input[int]]
+    """The most twin namespaces one consumer may hold in this cluster (as a provider), 1..10000 (default 50)."""
+    max_consumer_service_type: NotRequired[pulumi.Input[str]]
+    """The widest type a consumer's Services keep when reflected into this cluster (as a provider):
+    `ClusterIP` (default: NodePort and LoadBalancer Services become ClusterIP), `NodePort` (LoadBalancer ones
+    become NodePort) or `LoadBalancer` (kept as they are, as Liqo does)."""
     force: NotRequired[pulumi.Input[bool]]
     """Let destroy proceed while peerings (ForeignClusters) or offloaded namespaces exist: they are deleted
     first. Apply it before the destroy."""
@@ -193,6 +204,9 @@ class Install(pulumi.ComponentResource):
             "gateway_service_type": values.get("gateway_service_type") or "NodePort",
             "gateway_mtu": values.get("gateway_mtu") or 1340,
             "wireguard_implementation": values.get("wireguard_implementation") or "auto",
+            "quota_enforcement": values.get("quota_enforcement") or "None",
+            "max_twin_namespaces": values.get("max_twin_namespaces") or 50,
+            "max_consumer_service_type": values.get("max_consumer_service_type") or "ClusterIP",
         }
         options = pulumi.Output.all(
             cluster_id=discovery.cluster_id,
@@ -205,6 +219,7 @@ class Install(pulumi.ComponentResource):
                 **values,
                 "sharing_percentage": int(values["sharing_percentage"]),
                 "gateway_mtu": int(values["gateway_mtu"]),
+                "max_twin_namespaces": int(values["max_twin_namespaces"]),
             }
         )
         manifests = options.apply(lambda values: install_manifests(install_options(values)))
@@ -276,7 +291,11 @@ def _known_fields(given: dict[str, Any]) -> list[dict[str, Any]]:
     an unknown one. None are known when an argument is an Output."""
     if any(_holds_output(value) for value in given.values()):
         return [{} for _ in install_manifests(placeholder_options())]
-    plain = {**given, "sharing_percentage": int(given["sharing_percentage"])}
+    plain = {
+        **given,
+        "sharing_percentage": int(given["sharing_percentage"]),
+        "max_twin_namespaces": int(given["max_twin_namespaces"]),
+    }
     one = install_manifests(install_options({**asdict(placeholder_options()), **plain}))
     other = install_manifests(
         install_options(

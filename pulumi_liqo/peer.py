@@ -10,6 +10,7 @@ import pulumi
 
 from runtime.api import constants as c
 from runtime.api import validation
+from runtime.forge import podsecurity
 from runtime.forge.tokens import is_token
 from runtime.operations.peering import RESOURCE_ARGUMENTS
 
@@ -52,6 +53,10 @@ class PeerArgs(TypedDict):
     networking_disabled: NotRequired[pulumi.Input[bool]]
     """Peer without the network fabric (liqoctl's `--networking-disabled`): no gateways and no tunnel, so
     offloaded pods and local pods do not reach each other. Changes apply in place."""
+    pod_security: NotRequired[pulumi.Input[str]]
+    """The Pod Security Standards level the provider holds this peering's offloaded pods to, in its twin
+    namespaces and at admission: `baseline` (default) or `restricted`; never `privileged`. A pod that breaks it
+    is not offloaded and says why. Changes apply in place."""
     namespace: NotRequired[pulumi.Input[str]]
     """Namespace of the Liqo runtime on this cluster, where the token Secret is kept (default `liqo`)."""
 
@@ -90,6 +95,7 @@ class Peer(pulumi.ComponentResource):
             "extended_resources": values.get("extended_resources") or {},
             "node_labels": values.get("node_labels") or {},
             "networking_disabled": bool(values.get("networking_disabled")),
+            "pod_security": values.get("pod_security") or podsecurity.DEFAULT_LEVEL,
             **{argument: values.get(argument) for argument in RESOURCE_ARGUMENTS},
         }
         peering = Peering(f"{name}-peering", props, _args.child_options(self, opts))
@@ -122,6 +128,7 @@ def _check(args: PeerArgs) -> dict[str, Any]:
         "extended_resources": _extended_problem,
         "node_labels": _labels_problem,
         "namespace": validation.namespace,
+        "pod_security": _pod_security_problem,
     }
     return _args.checked(
         "Peer",
@@ -129,6 +136,14 @@ def _check(args: PeerArgs) -> dict[str, Any]:
         required=("kubeconfig", "cluster_id", "cluster_name", "cluster_authurl", "cluster_token"),
         rules=rules,
     )
+
+
+def _pod_security_problem(value: Any) -> str:
+    try:
+        podsecurity.level(value)
+    except podsecurity.InvalidLevelError as exc:
+        return f"{exc}."
+    return ""
 
 
 def _cluster_id_problem(value: Any) -> str:

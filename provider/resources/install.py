@@ -75,6 +75,9 @@ def _defaults() -> dict[str, Any]:
         "gateway_service_type": "NodePort",
         "gateway_mtu": 1340,
         "wireguard_implementation": "auto",
+        "quota_enforcement": "None",
+        "max_twin_namespaces": 50,
+        "max_consumer_service_type": "ClusterIP",
         "force": False,
         "purge": False,
     }
@@ -277,6 +280,45 @@ class InstallResource(Resource):
                 description=(
                     'Which WireGuard the gateways run: `"auto"` (default: the kernel\'s when the node has it, else '
                     '`wireguard-go`), `"kernel"` or `"wireguard-go"`. Changes in place.'
+                ),
+            ),
+            Attribute(
+                "quota_enforcement",
+                String(),
+                optional=True,
+                computed=True,
+                default="None",
+                description=(
+                    "How much a consumer's offloaded pods must declare of what they take from this cluster (as a "
+                    "provider), checked at admission against the Quotas of its granted ResourceSlices: "
+                    '`"None"` (default: what a pod requests counts, and the number of pods), `"Soft"` (every '
+                    'container also requests cpu and memory) or `"Hard"` (and its limits equal its requests). '
+                    "Changes in place."
+                ),
+            ),
+            Attribute(
+                "max_twin_namespaces",
+                Number(),
+                optional=True,
+                computed=True,
+                default=50,
+                description=(
+                    "The most twin namespaces one consumer may hold in this cluster (as a provider), 1..10000 "
+                    "(default 50); a namespace offloaded beyond it is refused in the consumer's NamespaceOffloading "
+                    "status. Changes in place."
+                ),
+            ),
+            Attribute(
+                "max_consumer_service_type",
+                String(),
+                optional=True,
+                computed=True,
+                default="ClusterIP",
+                description=(
+                    "The widest type a consumer's Services keep when reflected into this cluster (as a provider): "
+                    '`"ClusterIP"` (default: NodePort and LoadBalancer Services become ClusterIP, so consumers '
+                    'open no port on this cluster\'s nodes), `"NodePort"` (LoadBalancer ones become NodePort) or '
+                    '`"LoadBalancer"` (kept as they are, as Liqo does). Changes in place.'
                 ),
             ),
             Attribute(
@@ -629,6 +671,7 @@ def _options(planned: State, *, cluster_id: str, host: str) -> InstallOptions:
         WIREGUARD_IMPLEMENTATIONS,
         InstallOptions,
     )
+    from runtime.forge.quota import ENFORCEMENTS
 
     mtu = planned.get("gateway_mtu")
 
@@ -637,6 +680,7 @@ def _options(planned: State, *, cluster_id: str, host: str) -> InstallOptions:
         return str(value) if is_known(value) and value is not None else default
 
     sharing = planned.get("sharing_percentage")
+    twins = planned.get("max_twin_namespaces")
     return InstallOptions(
         cluster_id=cluster_id,
         cluster_name=text("cluster_name"),
@@ -658,6 +702,11 @@ def _options(planned: State, *, cluster_id: str, host: str) -> InstallOptions:
         wireguard_implementation=next(
             (w for w in WIREGUARD_IMPLEMENTATIONS if w == text("wireguard_implementation")), "auto"
         ),
+        quota_enforcement=next((e for e in ENFORCEMENTS if e == text("quota_enforcement")), "None"),
+        max_twin_namespaces=int(twins) if is_known(twins) and twins is not None else 50,
+        max_consumer_service_type=next(
+            (t for t in SERVICE_TYPES if t == text("max_consumer_service_type")), "ClusterIP"
+        ),
     )
 
 
@@ -675,6 +724,9 @@ def _state(planned: State, options: InstallOptions, *, identity: Mapping[str, st
         "gateway_service_type": options.gateway_service_type,
         "gateway_mtu": options.gateway_mtu,
         "wireguard_implementation": options.wireguard_implementation,
+        "quota_enforcement": options.quota_enforcement,
+        "max_twin_namespaces": options.max_twin_namespaces,
+        "max_consumer_service_type": options.max_consumer_service_type,
         "auth_url": identity.get(c.IDENTITY_AUTH_URL) or _known_text(planned.get("auth_url")),
         "reflection": _reflection_state(options.reflection),
         "cluster_id": options.cluster_id,
@@ -709,6 +761,11 @@ def _observed_state(current: State, namespace: str, observed: Observed) -> State
         "gateway_service_type": observed.gateway_service_type or "NodePort",
         "gateway_mtu": int(observed.gateway_mtu) if observed.gateway_mtu.isdigit() else 1340,
         "wireguard_implementation": observed.wireguard_implementation or "auto",
+        "quota_enforcement": observed.quota_enforcement or "None",
+        "max_twin_namespaces": int(observed.max_twin_namespaces)
+        if observed.max_twin_namespaces.isdigit()
+        else 50,
+        "max_consumer_service_type": observed.max_consumer_service_type or "ClusterIP",
         "api_server_url": observed.api_server_url,
         "auth_url": identity.get(c.IDENTITY_AUTH_URL) or "",
         "reflection": _reflection_state(observed.reflection),

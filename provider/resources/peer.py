@@ -44,6 +44,7 @@ from . import checks
 
 if TYPE_CHECKING:
     from runtime.core import Client
+    from runtime.forge.podsecurity import Level
     from runtime.operations.peering import Established, Peering
 
 logger = logging.getLogger(__name__)
@@ -147,6 +148,22 @@ class PeerResource(Resource):
                 ),
             ),
             Attribute(
+                "pod_security",
+                String(),
+                optional=True,
+                computed=True,
+                default="baseline",
+                description=(
+                    "The Pod Security Standards level the provider holds this peering's offloaded pods to, in "
+                    "its twin namespaces (Pod Security Admission labels) and at admission: "
+                    '`"baseline"` (default: no host namespaces, host paths, privileged containers, added '
+                    'capabilities and the rest of the baseline list) or `"restricted"` (also non-root, no '
+                    "privilege escalation, a seccomp profile, every capability dropped). A pod that breaks it is "
+                    "not offloaded and says why. There is no `privileged`: a provider never runs a consumer's "
+                    "pods with its hosts' privileges. Changes apply in place."
+                ),
+            ),
+            Attribute(
                 "namespace",
                 String(),
                 optional=True,
@@ -236,6 +253,17 @@ class PeerResource(Resource):
                 _check_extended(diags, key, value)
         checks.labels(diags, config.get("node_labels"), path=["node_labels"])
         checks.namespace(diags, config.get("namespace"), path=["namespace"])
+        level = config.get("pod_security")
+        if checks.known(level) and level is not None:
+            from runtime.forge.podsecurity import InvalidLevelError
+            from runtime.forge.podsecurity import level as pod_security_level
+
+            try:
+                pod_security_level(level)
+            except InvalidLevelError as exc:
+                diags.add_error(
+                    "Invalid pod_security", f"{str(exc)[:1].upper()}{str(exc)[1:]}.", path=["pod_security"]
+                )
 
     def plan(self, ctx: PlanContext, current: State | None, planned: State) -> State:  # type: ignore[override]
         from runtime.forge.virtualnode import node_name_for
@@ -318,6 +346,7 @@ class PeerResource(Resource):
                 node_labels=dict(planned.get("node_labels") or {}),
                 field_manager=c.FIELD_MANAGER_TERRAFORM,
                 networking=planned.get("networking_disabled") is not True,
+                pod_security=_pod_security(planned),
             )
 
         call(ctx.diagnostics, kube, write, what=f"write the ForeignCluster {name}", seconds=seconds)
@@ -460,7 +489,14 @@ def _spec_inputs(state: State) -> tuple[Any, ...]:
         requested(state),
         dict(state.get("node_labels") or {}),
         state.get("networking_disabled") is True,
+        _pod_security(state),
     )
+
+
+def _pod_security(state: State) -> Level:
+    from runtime.forge.podsecurity import DEFAULT_LEVEL, LEVELS
+
+    return next((level for level in LEVELS if level == state.get("pod_security")), DEFAULT_LEVEL)
 
 
 def _state(planned: State, peering: Peering | None) -> State:
@@ -475,6 +511,7 @@ def _state(planned: State, peering: Peering | None) -> State:
         "networking_status": status.get("networking") or "None",
         # unknown in an update plan that leaves it unset: unset is False
         "networking_disabled": planned.get("networking_disabled") is True,
+        "pod_security": _pod_security(planned),
         "remote_version": status.get("remoteVersion") or "",
     }
 
@@ -507,6 +544,7 @@ def _observed_state(current: State, peering: Peering, *, token: str, namespace: 
     )
     state["node_labels"] = _map(current.get("node_labels"), dict(spec.get("nodeLabels") or {}))
     state["networking_disabled"] = spec.get("networkingEnabled", True) is False
+    state["pod_security"] = str(spec.get("podSecurity") or "baseline")
     return _state(state, peering)
 
 

@@ -201,7 +201,9 @@ def install_options(props: dict[str, Any]) -> InstallOptions:
     """The options of a Runtime's properties (numbers come back from the engine as floats; `reflection` as a
     mapping of its fields)."""
     options = dict(props["options"])
-    options["sharing_percentage"] = int(options["sharing_percentage"])
+    for whole in ("sharing_percentage", "gateway_mtu", "max_twin_namespaces"):
+        if whole in options:
+            options[whole] = int(options[whole])
     return forge_install.install_options(options)
 
 

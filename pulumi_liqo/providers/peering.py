@@ -23,6 +23,7 @@ import pulumi.dynamic
 
 from runtime.api import constants as c
 from runtime.core import APIError
+from runtime.forge import podsecurity
 from runtime.forge.peering import split_resources
 from runtime.operations import peering
 from runtime.operations.identity import NotInstalledError
@@ -52,6 +53,7 @@ SPEC: Final = (
     "extended_resources",
     "node_labels",
     "networking_disabled",
+    "pod_security",
 )
 SECRETS: Final = ("cluster_token",)
 
@@ -135,6 +137,7 @@ class PeeringProvider(SpecProvider):
             },
             "node_labels": dict(spec.get("nodeLabels") or {}),
             "networking_disabled": spec.get("networkingEnabled", True) is False,
+            "pod_security": str(spec.get("podSecurity") or podsecurity.DEFAULT_LEVEL),
             **_status(live),
         }
         return pulumi.dynamic.ReadResult(id_, observed)
@@ -189,6 +192,7 @@ class PeeringProvider(SpecProvider):
                 node_labels=dict(props.get("node_labels") or {}),
                 field_manager=c.FIELD_MANAGER_PULUMI,
                 networking=not props.get("networking_disabled"),
+                pod_security=podsecurity.level(props.get("pod_security")),
             )
             return await peering.wait_established(client, name, requested=wanted, seconds=bound)
 

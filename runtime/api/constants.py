@@ -71,6 +71,9 @@ ENDPOINTSLICE_MANAGED_BY_REFLECTION: Final = "endpointslice.reflection.liqo.io"
 # Kubernetes' well-known node labels (k8s.io/api/core/v1 well_known_labels.go) a virtual node carries too.
 LABEL_HOSTNAME: Final = "kubernetes.io/hostname"
 LABEL_OS: Final = "kubernetes.io/os"
+#: Pod Security Admission's namespace labels: the level enforced there, and the policy version it is checked at
+LABEL_POD_SECURITY_ENFORCE: Final = "pod-security.kubernetes.io/enforce"
+LABEL_POD_SECURITY_ENFORCE_VERSION: Final = "pod-security.kubernetes.io/enforce-version"
 
 # Annotations.
 ANNOTATION_SKIP_REFLECTION: Final = "liqo.io/skip-reflection"
@@ -150,6 +153,11 @@ MAPPING_ACCEPTED: Final = "Accepted"
 MAPPING_CREATION_LOOP_BACKOFF: Final = "CreationLoopBackOff"
 MAPPING_TERMINATING: Final = "Terminating"
 MAPPING_PHASES: Final = (MAPPING_ACCEPTED, MAPPING_CREATION_LOOP_BACKOFF, MAPPING_TERMINATING)
+#: the Pod Security Standards levels a peering asks its provider to hold its offloaded pods to, in its twin
+#: namespaces: baseline is the floor every twin namespace enforces, restricted a consumer may ask for on top
+POD_SECURITY_BASELINE: Final = "baseline"
+POD_SECURITY_RESTRICTED: Final = "restricted"
+POD_SECURITY_LEVELS: Final = (POD_SECURITY_BASELINE, POD_SECURITY_RESTRICTED)
 #: per remote cluster on a NamespaceOffloading: is it selected, and is its twin namespace there
 CONDITION_OFFLOADING_REQUIRED: Final = "OffloadingRequired"
 #: a pod the virtual kubelet will not offload stays Pending with this reason (Liqo's)
@@ -229,5 +237,10 @@ AUTH_SERVING_KEY_SECRET: Final = "liqo-auth-serving-key"
 AUTH_SERVING_KEY: Final = "tls.key"
 #: the auth service's Service (in the runtime's namespace): its type decides the published `authURL`
 AUTH_SERVICE: Final = "liqo-auth"
+#: the Secret (in the runtime's namespace) with the webhook's CA, made once by the first webhook to start and
+#: kept, so every replica and restart is trusted by the caBundle of the webhook configurations
+WEBHOOK_CA_SECRET: Final = "liqo-webhook-ca"
+WEBHOOK_CA_CERTIFICATE: Final = "ca.crt"
+WEBHOOK_CA_KEY: Final = "ca.key"
 #: a ForeignCluster's reason: the provider's auth service presents another key than the one pinned on first use
 REASON_AUTH_SERVICE_KEY_CHANGED: Final = "AuthServiceKeyChanged"

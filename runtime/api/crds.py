@@ -137,6 +137,17 @@ _TAINT = obj(
     effect=string(enum=("NoSchedule", "PreferNoSchedule", "NoExecute")),
 )
 
+
+def _pod_security() -> JSON:
+    return string(
+        "The Pod Security Standards level offloaded pods are held to on the provider (its twin namespaces' "
+        "Pod Security Admission labels and its admission webhook): baseline, the floor every provider "
+        "enforces, or restricted.",
+        enum=c.POD_SECURITY_LEVELS,
+        default=c.POD_SECURITY_BASELINE,
+    )
+
+
 FOREIGN_CLUSTER = Kind(
     resource=_resource(c.CORE_GROUP, "foreignclusters", "ForeignCluster", namespaced=False),
     singular="foreigncluster",
@@ -159,6 +170,7 @@ FOREIGN_CLUSTER = Kind(
         ),
         resources=_resources("Resources requested from the remote cluster; empty takes its default share."),
         nodeLabels=string_map("Extra labels for the virtual node standing for the remote cluster."),
+        podSecurity=_pod_security(),
     ),
     status=obj(
         "Observed state of the peering.",
@@ -292,6 +304,7 @@ VIRTUAL_NODE = Kind(
         labels=string_map("Labels of the Node."),
         taints=array(_TAINT, "Taints of the Node (the virtual-node taint is always added)."),
         image=string("The virtual kubelet's image."),
+        podSecurity=_pod_security(),
     ),
     status=obj(
         nodeName=string(),
@@ -313,7 +326,12 @@ QUOTA = Kind(
         required=("user",),
         user=string("The consumer's user (its ServiceAccount's full name)."),
         limits=_resources("The granted resources."),
-        limitsEnforcement=string("None, Soft or Hard.", enum=("None", "Soft", "Hard"), default="Hard"),
+        limitsEnforcement=string(
+            "How much a pod must declare: None (its requests count), Soft (every container requests cpu and "
+            "memory) or Hard (and limits equal requests).",
+            enum=("None", "Soft", "Hard"),
+            default="Hard",
+        ),
         cordoned=boolean("Admit no new workloads.", default=False),
     ),
     status=obj(used=_resources("What offloaded workloads use now."), conditions=conditions()),
@@ -425,6 +443,7 @@ NAMESPACE_MAP = Kind(
     ),
     spec=obj(
         desiredMapping=string_map("Local namespace name to the twin namespace's name."),
+        podSecurity=_pod_security(),
     ),
     status=obj(
         currentMapping={

@@ -15,6 +15,7 @@ the Lease `liqo-controller-manager` in the runtime's namespace (`--leader-elect`
 | `offloading.namespacemap` | consumer: each NamespaceMap carried to its provider, the answer back |
 | `offloading.twinnamespace` | provider: the twin namespaces consumers ask for, and their RBAC |
 | `offloading.shadowpod` | provider: a Pod for every ShadowPod (recreated, kept through partitions) |
+| `offloading.quota` | provider: what each consumer's ShadowPods take, in its Quotas' status |
 | `offloading.shadowendpointslice` | provider: an EndpointSlice for every ShadowEndpointSlice (reflected endpoints) |
 | `networking.configuration` | both: each peering's Configuration, its remote pod networks mapped by the IPAM |
 | `networking.gateway` | provider: gateway servers; consumer: gateway clients (key, Deployment, Service) |
@@ -49,6 +50,7 @@ from .networking import configuration, gateway
 from .offloading import (
     namespacemap,
     namespaceoffloading,
+    quota,
     shadowendpointslice,
     shadowpod,
     twinnamespace,
@@ -72,6 +74,7 @@ SETUPS: tuple[Setup, ...] = (
     namespacemap.setup,
     twinnamespace.setup,
     shadowpod.setup,
+    quota.setup,
     shadowendpointslice.setup,
     configuration.setup,
     gateway.setup_server,

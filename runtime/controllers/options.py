@@ -23,12 +23,12 @@ class ControllerOptions:
     api_server_url: str = ""
     #: a deleted Tenant's finalizer is released after this long even if its tenant namespace could not be deleted
     tenant_deletion_timeout: float = 60.0
-    #: a Tenant whose last credential expired this long ago, and that holds no ResourceSlice, is removed
-    #: (its consumer is gone without revoking); None: never
+    #: a Tenant whose last credential expired this long ago is removed with what it holds (its consumer is gone
+    #: without revoking: a live one renews its credential before it expires); None: never
     tenant_orphan_grace: float | None = 600.0
     # ResourceSlice (the provider's grants) and VirtualNode (the consumer's virtual kubelets).
     #: how the Quota of each grant is enforced on offloaded workloads: None, Soft or Hard
-    quota_enforcement: Enforcement = "Hard"
+    quota_enforcement: Enforcement = "None"
     #: the virtual kubelets' image when a VirtualNode names none (the runtime image)
     image: str = field(default_factory=runtime_image)
     #: how long deleting a VirtualNode waits for its virtual kubelet to stop before it removes the Node anyway
@@ -57,6 +57,9 @@ class ControllerOptions:
     namespace_map_resync: float = 15.0
     #: how long a deleted NamespaceMap (provider) waits for its twin namespaces to go before it is released
     twin_namespace_deletion_timeout: float = 120.0
+    #: the most twin namespaces (provider) one consumer may hold here: namespaces beyond it are refused in its
+    #: NamespaceMap's status
+    max_twin_namespaces: int = 50
     #: ShadowPods (provider) reconciled at once: each is a few requests, and a burst of offloaded pods is many
     shadow_pod_workers: int = 20
     #: ShadowEndpointSlices (provider) reconciled at once: each is one request when its EndpointSlice changes

@@ -35,7 +35,7 @@ from .kubeconfig import (
     load_kubeconfig,
 )
 from .manager import Manager
-from .reconcile import Controller, MapFunc, Reconciler, Request, Result, owner_mapper
+from .reconcile import Controller, EventFilter, MapFunc, Reconciler, Request, Result, owner_mapper
 from .settings import (
     LeaderElectionSettings,
     QueueingSettings,
@@ -57,6 +57,7 @@ __all__ = [
     "ConflictError",
     "Controller",
     "CredentialError",
+    "EventFilter",
     "EventRecorder",
     "ExecConfig",
     "ForbiddenError",

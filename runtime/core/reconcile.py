@@ -66,6 +66,9 @@ class Reconciler(Protocol):
 
 #: related object -> the primary keys it affects
 MapFunc = Callable[[JSON], Iterable[Request]]
+#: (event kind, object, its previous version) -> whether the event matters to a controller at all (controller-
+#: runtime's predicates): a related kind whose objects change often for reasons the controller ignores
+EventFilter = Callable[[str, JSON, JSON | None], bool]
 
 
 def owner_mapper(owner: Resource, *, controller_only: bool = True) -> MapFunc:
@@ -139,14 +142,15 @@ class Controller:
         self.metrics = metrics or ControllerMetrics(CollectorRegistry())
         #: told, after each reconcile, the seconds since its key was first added (the change's whole latency)
         self._latency = latency
-        self._related: list[tuple[Informer, MapFunc]] = []
+        self._related: list[tuple[Informer, MapFunc, EventFilter | None]] = []
         self._queue: WorkQueue[Request] | None = None
         #: set while `run()` takes keys: from then on `enqueue` is heard
         self.running = asyncio.Event()
 
-    def watches(self, informer: Informer, mapper: MapFunc) -> None:
-        """Reconcile the keys `mapper` gives for every change of an object in `informer`."""
-        self._related.append((informer, mapper))
+    def watches(self, informer: Informer, mapper: MapFunc, *, when: EventFilter | None = None) -> None:
+        """Reconcile the keys `mapper` gives for every change of an object in `informer` (only the changes
+        `when` accepts, if given)."""
+        self._related.append((informer, mapper, when))
 
     def owns(self, informer: Informer, *, controller_only: bool = True) -> None:
         """Reconcile the primary owner of every changed object in `informer`."""
@@ -173,7 +177,8 @@ class Controller:
             [self.primary.add_handler(self._primary_handler(queue))] if self.primary is not None else []
         )
         removers += [
-            informer.add_handler(_mapped_handler(queue, mapper)) for informer, mapper in self._related
+            informer.add_handler(_mapped_handler(queue, mapper, when))
+            for informer, mapper, when in self._related
         ]
         workers = [
             asyncio.create_task(self._work(queue), name=f"{self.name} worker {i}")
@@ -281,8 +286,10 @@ class Controller:
             self._latency(finished - added)
 
 
-def _mapped_handler(queue: WorkQueue[Request], mapper: MapFunc) -> EventHandler:
+def _mapped_handler(queue: WorkQueue[Request], mapper: MapFunc, when: EventFilter | None) -> EventHandler:
     def enqueue(kind: str, obj: JSON, old: JSON | None) -> None:
+        if when is not None and not when(kind, obj, old):
+            return
         for version in (obj, old):
             if version is not None:
                 for request in mapper(version):

@@ -23,15 +23,17 @@ from runtime.api.crds import crds
 from runtime.api.image import component_command, package_version, runtime_image
 
 from .meta import labels, metadata
+from .quota import ENFORCEMENTS, Enforcement
 from .rbac import cluster_roles, component_bindings
 from .reflection import ReflectionOptions, ReflectionOptionsError
 from .reflection import from_values as reflection_from_values
+from .services import EXPOSURES, ServiceType
+from .webhookaccess import webhook_access
 
 JSON = dict[str, Any]
 
 WebhookMode = Literal["service", "url"]
-ServiceType = Literal["ClusterIP", "NodePort", "LoadBalancer"]
-SERVICE_TYPES: Final[tuple[ServiceType, ...]] = get_args(ServiceType)
+SERVICE_TYPES: Final[tuple[ServiceType, ...]] = EXPOSURES
 WEBHOOK_MODES: Final[tuple[WebhookMode, ...]] = get_args(WebhookMode)
 
 CONTROLLER_MANAGER = "controller-manager"
@@ -47,6 +49,8 @@ WireGuardImplementation = Literal["auto", "kernel", "wireguard-go"]
 GATEWAY_SERVICE_TYPES: Final[tuple[GatewayServiceType, ...]] = get_args(GatewayServiceType)
 WIREGUARD_IMPLEMENTATIONS: Final[tuple[WireGuardImplementation, ...]] = get_args(WireGuardImplementation)
 
+#: the most twin namespaces an install lets one consumer hold
+MAX_TWIN_NAMESPACES = 10000
 HEALTH_PORT = 8080
 AUTH_PORT = 8443
 WEBHOOK_PORT = 9443
@@ -92,6 +96,12 @@ class InstallOptions:
     gateway_service_type: GatewayServiceType = "NodePort"
     gateway_mtu: int = 1340
     wireguard_implementation: WireGuardImplementation = "auto"
+    #: what this cluster (as a provider) lets a consumer make it run: how much of its ShadowPods' resources a
+    #: pod must declare (None, Soft, Hard), how many twin namespaces it may hold, and the widest type its
+    #: Services keep here (wider ones are converted)
+    quota_enforcement: Enforcement = "None"
+    max_twin_namespaces: int = 50
+    max_consumer_service_type: ServiceType = "ClusterIP"
 
     def validate(self) -> None:
         """Raise InstallOptionsError naming the first invalid option."""
@@ -133,6 +143,19 @@ class InstallOptions:
                 "wireguard_implementation",
                 f"{self.wireguard_implementation!r} is not one of {', '.join(WIREGUARD_IMPLEMENTATIONS)}",
             )
+        if self.quota_enforcement not in ENFORCEMENTS:
+            raise InstallOptionsError(
+                "quota_enforcement", f"{self.quota_enforcement!r} is not one of {', '.join(ENFORCEMENTS)}"
+            )
+        if not 1 <= self.max_twin_namespaces <= MAX_TWIN_NAMESPACES:
+            raise InstallOptionsError(
+                "max_twin_namespaces", f"{self.max_twin_namespaces} is not in 1..{MAX_TWIN_NAMESPACES}"
+            )
+        if self.max_consumer_service_type not in EXPOSURES:
+            raise InstallOptionsError(
+                "max_consumer_service_type",
+                f"{self.max_consumer_service_type!r} is not one of {', '.join(EXPOSURES)}",
+            )
         if self.auth_url and not self.auth_url.startswith("https://"):
             raise InstallOptionsError("auth_url", f"{self.auth_url!r} must be an https:// URL")
         for key, value in self.cluster_labels.items():
@@ -168,6 +191,9 @@ USER_OPTIONS: Final = (
     "gateway_service_type",
     "gateway_mtu",
     "wireguard_implementation",
+    "quota_enforcement",
+    "max_twin_namespaces",
+    "max_consumer_service_type",
 )
 
 
@@ -192,11 +218,15 @@ def placeholder_options(namespace: str = c.DEFAULT_NAMESPACE) -> InstallOptions:
 
 def option_problem(attribute: str, value: Any) -> str:
     """What is wrong with one option's value, the others being valid ("" when nothing is), as a sentence."""
-    if attribute == "sharing_percentage" and (
+    whole = {
+        "sharing_percentage": "percentage (1-100)",
+        "max_twin_namespaces": f"number (1-{MAX_TWIN_NAMESPACES})",
+    }
+    if attribute in whole and (
         isinstance(value, bool) or not isinstance(value, int | float) or value != int(value)
     ):
-        return f"{value} is not a whole percentage (1-100)."
-    if attribute == "sharing_percentage":
+        return f"{value} is not a whole {whole[attribute]}."
+    if attribute in whole:
         value = int(value)
     try:
         InstallOptions(**{**_PLACEHOLDERS, "cluster_name": "valid", attribute: value}).validate()
@@ -225,6 +255,7 @@ def install_manifests(options: InstallOptions) -> list[JSON]:
             }
         )
         objects.extend(component_bindings(component, namespace=ns))
+    objects += webhook_access(namespace=ns)
     objects += [
         _deployment(options, CONTROLLER_MANAGER, _controller_manager_args(options), ports={}),
         _deployment(options, AUTH, _auth_args(options), ports={"https": AUTH_PORT}, node_name=True),
@@ -341,7 +372,9 @@ def _webhook(options: InstallOptions, name: str, path: str, rule: JSON, **extra:
 
 
 def validating_webhook_configuration(options: InstallOptions) -> JSON:
-    """Validation of the runtime's own kinds (the CRDs' immutability rules, for API servers without CEL).
+    """Validation of the runtime's own kinds (the CRDs' immutability rules, for API servers without CEL), and
+    what a consumer may make this cluster run: ShadowPods (its quota, its Pod Security level) and
+    GatewayServers (one per peering).
 
     In `url` mode the URL is a placeholder until the webhook starts and patches its own address and CA
     bundle in (it does the CA bundle in `service` mode too); install waits for that before it returns.
@@ -354,15 +387,17 @@ def validating_webhook_configuration(options: InstallOptions) -> JSON:
             {
                 "apiGroups": [group],
                 "apiVersions": [c.VERSION],
-                "operations": ["CREATE", "UPDATE"],
+                "operations": operations,
                 "resources": [plural],
                 "scope": "*",
             },
         )
-        for plural, group in (
-            ("foreignclusters", c.CORE_GROUP),
-            ("resourceslices", c.AUTHENTICATION_GROUP),
-            ("namespaceoffloadings", c.OFFLOADING_GROUP),
+        for plural, group, operations in (
+            ("foreignclusters", c.CORE_GROUP, ["CREATE", "UPDATE"]),
+            ("resourceslices", c.AUTHENTICATION_GROUP, ["CREATE", "UPDATE"]),
+            ("namespaceoffloadings", c.OFFLOADING_GROUP, ["CREATE", "UPDATE"]),
+            ("shadowpods", c.OFFLOADING_GROUP, ["CREATE", "UPDATE"]),
+            ("gatewayservers", c.NETWORKING_GROUP, ["CREATE"]),
         )
     ]
     return {
@@ -374,7 +409,9 @@ def validating_webhook_configuration(options: InstallOptions) -> JSON:
 
 
 def mutating_webhook_configuration(options: InstallOptions) -> JSON:
-    """Admission of pods created in offloaded namespaces (labelled `liqo.io/scheduling-enabled=true`).
+    """Admission of pods created in offloaded namespaces (labelled `liqo.io/scheduling-enabled=true`), and of
+    Services in twin namespaces (labelled with their consumer's cluster id): narrowed to
+    `max_consumer_service_type`.
 
     Failing closed as Liqo's does: while the webhook is down, such pods are refused (their controllers retry)
     rather than admitted without the constraints of their namespace's offloading.
@@ -394,11 +431,21 @@ def mutating_webhook_configuration(options: InstallOptions) -> JSON:
         namespaceSelector={"matchLabels": {c.LABEL_SCHEDULING_ENABLED: "true"}},
         reinvocationPolicy="Never",
     )
+    services = _webhook(
+        options,
+        "services.mutate.liqo.io",
+        "/mutate/services",
+        {**rule, "operations": ["CREATE", "UPDATE"], "resources": ["services"]},
+        namespaceSelector={
+            "matchExpressions": [{"key": c.LABEL_ORIGIN_CLUSTER_ID, "operator": "Exists"}],
+        },
+        reinvocationPolicy="Never",
+    )
     return {
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": "MutatingWebhookConfiguration",
         "metadata": metadata(MUTATING_WEBHOOK, component=WEBHOOK),
-        "webhooks": [webhook],
+        "webhooks": [webhook, services],
     }
 
 
@@ -412,6 +459,8 @@ def _controller_manager_args(options: InstallOptions) -> list[str]:
         f"--gateway-service-type={options.gateway_service_type}",
         f"--gateway-mtu={options.gateway_mtu}",
         f"--wireguard-implementation={options.wireguard_implementation}",
+        f"--quota-enforcement={options.quota_enforcement}",
+        f"--max-twin-namespaces={options.max_twin_namespaces}",
     ]
 
 
@@ -433,6 +482,7 @@ def _webhook_args(options: InstallOptions) -> list[str]:
         f"--mode={options.webhook_mode}",
         f"--configuration={VALIDATING_WEBHOOK}",
         f"--mutating-configuration={MUTATING_WEBHOOK}",
+        f"--max-consumer-service-type={options.max_consumer_service_type}",
     ]
 
 

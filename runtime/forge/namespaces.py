@@ -24,7 +24,9 @@ from typing import Any, Final
 from runtime.api import constants as c
 from runtime.api.crds import NAMESPACEMAPS
 
+from . import podsecurity
 from .meta import labels
+from .podsecurity import Level
 from .rbac import RBAC_GROUP, REMOTE_OFFLOADING_ROLE
 from .tenant import CONSUMER_SERVICE_ACCOUNT
 
@@ -80,9 +82,16 @@ def reserved_problem(name: str, *, runtime_namespace: str) -> str:
 
 
 def namespace_map(
-    name: str, *, namespace: str, cluster_id: str, owner: JSON | None = None, desired: Mapping[str, str]
+    name: str,
+    *,
+    namespace: str,
+    cluster_id: str,
+    owner: JSON | None = None,
+    desired: Mapping[str, str],
+    pod_security: Level = podsecurity.DEFAULT_LEVEL,
 ) -> JSON:
-    """The consumer's NamespaceMap for the provider `name`, in its local tenant namespace, owned by the VirtualNode."""
+    """The consumer's NamespaceMap for the provider `name`, in its local tenant namespace, owned by the VirtualNode;
+    `pod_security` is the level the provider is asked to hold the twin namespaces to."""
     meta: JSON = {
         "name": name,
         "namespace": namespace,
@@ -94,7 +103,7 @@ def namespace_map(
         "apiVersion": NAMESPACEMAPS.api_version,
         "kind": NAMESPACEMAPS.kind,
         "metadata": meta,
-        "spec": {"desiredMapping": dict(desired)},
+        "spec": {"desiredMapping": dict(desired), "podSecurity": pod_security},
     }
 
 
@@ -108,7 +117,7 @@ def replica_namespace_map(local: JSON, *, remote_namespace: str, origin_cluster_
             "namespace": remote_namespace,
             "labels": labels(COMPONENT, **{c.LABEL_ORIGIN_CLUSTER_ID: origin_cluster_id}),
         },
-        "spec": {"desiredMapping": dict(desired_mapping(local))},
+        "spec": {"desiredMapping": dict(desired_mapping(local)), "podSecurity": pod_security(local)},
     }
 
 
@@ -142,14 +151,32 @@ def map_reference(namespace_map: JSON) -> str:
 # twin namespaces (provider)
 
 
-def twin_namespace(name: str, *, namespace_map: JSON, origin_namespace: str, origin_cluster_id: str) -> JSON:
-    """A twin namespace, marked as the NamespaceMap's and with the consumer's cluster id."""
+def pod_security(namespace_map: JSON | None) -> Level:
+    """The Pod Security level a NamespaceMap asks for its twin namespaces: restricted when it says so,
+    baseline otherwise (the floor: no consumer gets less)."""
+    asked = ((namespace_map or {}).get("spec") or {}).get("podSecurity")
+    return "restricted" if asked == "restricted" else podsecurity.DEFAULT_LEVEL
+
+
+def twin_namespace(
+    name: str,
+    *,
+    namespace_map: JSON,
+    origin_namespace: str,
+    origin_cluster_id: str,
+) -> JSON:
+    """A twin namespace, marked as the NamespaceMap's and with the consumer's cluster id, enforcing the Pod
+    Security level the map asks for (`pod_security`) with Pod Security Admission's labels."""
     return {
         "apiVersion": "v1",
         "kind": "Namespace",
         "metadata": {
             "name": name,
-            "labels": labels(COMPONENT, **{c.LABEL_ORIGIN_CLUSTER_ID: origin_cluster_id}),
+            "labels": labels(
+                COMPONENT,
+                **{c.LABEL_ORIGIN_CLUSTER_ID: origin_cluster_id},
+                **podsecurity.namespace_labels(pod_security(namespace_map)),
+            ),
             "annotations": {
                 c.ANNOTATION_NAMESPACE_MAP: map_reference(namespace_map),
                 c.ANNOTATION_ORIGIN_NAMESPACE: origin_namespace,

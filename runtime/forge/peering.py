@@ -17,7 +17,9 @@ from typing import Any, Final
 from runtime.api import constants as c
 from runtime.api.crds import FOREIGNCLUSTERS
 
+from . import podsecurity
 from .meta import metadata
+from .podsecurity import Level
 from .resourceslice import CPU, MEMORY, PODS
 
 JSON = dict[str, Any]
@@ -54,9 +56,11 @@ def foreign_cluster(
     resources: Mapping[str, str],
     node_labels: Mapping[str, str],
     networking: bool = True,
+    pod_security: Level = podsecurity.DEFAULT_LEVEL,
 ) -> JSON:
     """The ForeignCluster asking for an out-of-band peering with the provider `cluster_name` (`networking`:
-    extend the pod network to it, Liqo's default; off is liqoctl's `--networking-disabled`)."""
+    extend the pod network to it, Liqo's default; off is liqoctl's `--networking-disabled`; `pod_security`:
+    the Pod Security Standards level the provider holds the offloaded pods to)."""
     return {
         "apiVersion": FOREIGNCLUSTERS.api_version,
         "kind": FOREIGNCLUSTERS.kind,
@@ -72,6 +76,7 @@ def foreign_cluster(
             "tokenSecretRef": {"name": token_secret_name(cluster_name), "namespace": namespace},
             "outgoingPeeringEnabled": True,
             "networkingEnabled": networking,
+            "podSecurity": pod_security,
             "resources": dict(resources),
             "nodeLabels": dict(node_labels),
         },

@@ -5,9 +5,12 @@ Spec out (`shadow_pod`), as Liqo documents it:
 - scheduling constraints go (node name and selector, affinity, tolerations, scheduler,
   priority, topology spread, scheduling gates): they speak of the consumer's nodes; the
   provider's scheduler places the pod among its own;
-- host namespaces (network, PID, IPC), hostPath volumes and privileged containers are
-  refused (`offloading_problems`): they would hand the provider's hosts to the consumer.
-  The consumer reports it on its pod; the provider checks again before it runs anything;
+- a pod that does not meet Pod Security baseline (or restricted, when the peering asks for
+  it: `runtime.forge.podsecurity`) is refused (`offloading_problems`): host namespaces,
+  hostPath, privileged containers, added capabilities, host ports, unconfined profiles and
+  the rest would hand the provider's hosts to the consumer. The consumer reports it on its
+  pod; the provider checks again at admission and before it runs anything
+  (`shadow_pod_problems`);
 - the ServiceAccount token wiring is rewritten so the pod authenticates to its home API
   server: every projected `serviceAccountToken` source reads a key of the pod's token
   Secret instead (`serviceaccounts.py` fills it with tokens of the pod's ServiceAccount,
@@ -17,12 +20,14 @@ Spec out (`shadow_pod`), as Liqo documents it:
   ServiceAccount token is never mounted. Any other use of `kube-root-ca.crt` (a volume, an
   environment variable) reads the home cluster's, reflected under its own name
   (`configmaps.py`);
-- labels mark the origin (`liqo.io/managed-by=reflection`, the consumer's cluster id) and
-  the consumer pod's uid is kept in an annotation, so a pod recreated with the same name
-  is told apart.
+- labels and annotations go filtered (`carried`: nothing under `kubernetes.io`, `k8s.io`,
+  `liqo.io` or `cni.cncf.io` but the recommended application labels), then labels mark the
+  origin (`liqo.io/managed-by=reflection`, the consumer's cluster id) and the consumer
+  pod's uid is kept in an annotation, so a pod recreated with the same name is told apart.
 
-The provider's Pod (`provider_pod`) is the ShadowPod's spec, owned by the ShadowPod and
-labelled `liqo.io/managed-by=shadowpod`.
+The provider's Pod (`provider_pod`) is the ShadowPod's spec without scheduling
+constraints, owned by the ShadowPod, labelled `liqo.io/managed-by=shadowpod`, its labels
+and annotations filtered again: the provider never trusts what a consumer wrote.
 
 Status back (`local_pod_status`): phase, conditions, container statuses (restart counts
 plus the Pod's recreations on the provider), start time, the pod IPs through the network
@@ -41,8 +46,10 @@ from urllib.parse import urlsplit
 from runtime.api import constants as c
 from runtime.api.crds import SHADOWPODS
 
+from . import podsecurity
 from .configmaps import ROOT_CA_CONFIGMAP, remote_configmap_name
 from .meta import reflection_labels
+from .podsecurity import DEFAULT_LEVEL, Level
 from .serviceaccounts import TokenProjection, token_projections, token_secret_name
 
 JSON = dict[str, Any]
@@ -63,7 +70,23 @@ SCHEDULING_FIELDS: Final = (
 )
 #: fields that would tie the pod to the provider's ServiceAccounts instead of its own
 SERVICE_ACCOUNT_FIELDS: Final = ("serviceAccountName", "serviceAccount", "automountServiceAccountToken")
-HOST_NAMESPACES: Final = ("hostNetwork", "hostPID", "hostIPC")
+#: label and annotation domains of consumer pods never carried to the provider (see `carried`)
+RESERVED_DOMAINS: Final = ("kubernetes.io", "k8s.io", "liqo.io", "cni.cncf.io")
+#: unprefixed annotation keys container runtimes read (CRI-O's devices and user namespaces, containerd's, Kata's,
+#: crun's), never carried either
+RUNTIME_KEY_PREFIXES: Final = ("io.kubernetes.", "io.containerd.", "io.katacontainers.", "run.oci.")
+#: keys under those domains that are carried: the recommended application labels, kubectl's default container
+CARRIED_RESERVED_KEYS: Final = frozenset(
+    {
+        "app.kubernetes.io/name",
+        "app.kubernetes.io/instance",
+        "app.kubernetes.io/version",
+        "app.kubernetes.io/component",
+        "app.kubernetes.io/part-of",
+        "app.kubernetes.io/managed-by",
+        "kubectl.kubernetes.io/default-container",
+    }
+)
 SECRET_CA_KEY: Final = "ca.crt"
 SECRET_NAMESPACE_KEY: Final = "namespace"
 #: the pod status fields the virtual kubelet writes back (reason and message cleared when the provider has none)
@@ -93,26 +116,47 @@ class PodOptions:
     home_api_server: str = ""
 
 
-def offloading_problems(spec: Mapping[str, Any]) -> list[str]:
-    """Why a pod cannot run on a provider (empty: it can)."""
-    problems = [
-        f"it uses the host's {field.removeprefix('host')} namespace ({field})"
-        for field in HOST_NAMESPACES
-        if spec.get(field)
-    ]
-    problems += [
-        f"volume {volume.get('name')!r} is a hostPath volume"
-        for volume in spec.get("volumes") or []
-        if volume.get("hostPath") is not None
-    ]
-    for container in _all_containers(spec):
-        if ((container.get("securityContext") or {}).get("privileged")) is True:
-            problems.append(f"container {container.get('name')!r} is privileged")
-    return problems
+def offloading_problems(pod: Mapping[str, Any], *, level: Level = DEFAULT_LEVEL) -> list[str]:
+    """Why a pod cannot run on a provider holding pods to Pod Security `level` (empty: it can).
+
+    The pod is checked as the provider would run it: its annotations filtered (`carried`),
+    which drops the AppArmor annotations among the rest.
+    """
+    meta = pod.get("metadata") or {}
+    return podsecurity.violations(
+        pod.get("spec"), enforced=level, annotations=carried(meta.get("annotations"))
+    )
+
+
+def is_carried(key: str) -> bool:
+    """Whether a label or annotation of a consumer's pod may reach the provider's Pod (see `carried`)."""
+    if key in CARRIED_RESERVED_KEYS:
+        return True
+    prefix, slash, _ = key.rpartition("/")
+    if not slash:
+        return not key.startswith(RUNTIME_KEY_PREFIXES)
+    return not any(prefix == domain or prefix.endswith(f".{domain}") for domain in RESERVED_DOMAINS)
+
+
+def carried(entries: Any) -> dict[str, str]:
+    """The labels (or annotations) of a consumer's pod the provider's Pod may carry.
+
+    Keys under `kubernetes.io` and `k8s.io` mean something to the provider's kubelet,
+    controllers or admission (AppArmor profiles, bandwidth, eviction, Pod Security), keys
+    under `liqo.io` to its runtime (what is reflected, by whom: a consumer must not pass for
+    the reflection of another), `cni.cncf.io` to its network plugin (Multus attachments),
+    and the unprefixed `io.kubernetes.*`, `io.containerd.*`, `io.katacontainers.*`,
+    `run.oci.*` to its container runtime (devices, user namespaces): all are dropped, except
+    the recommended `app.kubernetes.io` labels and kubectl's default container
+    (`CARRIED_RESERVED_KEYS`).
+    """
+    if not isinstance(entries, Mapping):
+        return {}
+    return {str(key): str(value) for key, value in entries.items() if is_carried(str(key))}
 
 
 def _all_containers(spec: Mapping[str, Any]) -> Iterable[JSON]:
-    for key in ("initContainers", "containers", "ephemeralContainers"):
+    for key in podsecurity.CONTAINER_LISTS:
         yield from spec.get(key) or []
 
 
@@ -225,10 +269,13 @@ def shadow_pod(pod: JSON, *, remote_namespace: str, options: PodOptions) -> JSON
             "name": meta["name"],
             "namespace": remote_namespace,
             "labels": {
-                **(meta.get("labels") or {}),
+                **carried(meta.get("labels")),
                 **reflection_labels(origin_cluster_id=options.origin_cluster_id),
             },
-            "annotations": {**(meta.get("annotations") or {}), c.ANNOTATION_ORIGIN_POD_UID: str(meta["uid"])},
+            "annotations": {
+                **carried(meta.get("annotations")),
+                c.ANNOTATION_ORIGIN_POD_UID: str(meta["uid"]),
+            },
         },
         "spec": {"pod": remote_pod_spec(pod, options=options)},
     }
@@ -253,21 +300,34 @@ def shadow_differs(current: JSON, desired: JSON) -> bool:
 # the provider's Pod
 
 
-def provider_pod(shadow: JSON) -> JSON:
-    """The Pod a provider keeps for a ShadowPod: its spec, owned by it, never with a token of this cluster."""
-    meta = shadow["metadata"]
+def provider_pod_spec(shadow: JSON) -> JSON:
+    """The spec of the Pod a provider runs for a ShadowPod: the ShadowPod's, with no scheduling constraint
+    (placement is the provider's) and never a token of this cluster."""
     spec = copy.deepcopy((shadow.get("spec") or {}).get("pod") or {})
-    for field in ("nodeName", *SERVICE_ACCOUNT_FIELDS):
+    for field in (*SCHEDULING_FIELDS, *SERVICE_ACCOUNT_FIELDS):
         spec.pop(field, None)
     spec["automountServiceAccountToken"] = False
+    return spec
+
+
+def provider_pod(shadow: JSON, *, origin_cluster_id: str) -> JSON:
+    """The Pod a provider keeps for a ShadowPod: `provider_pod_spec`, owned by it, with the labels and
+    annotations `carried`, marked with the consumer's cluster id (`origin_cluster_id`: its twin
+    namespace's, never the ShadowPod's own label)."""
+    meta = shadow["metadata"]
+    labels = {
+        **carried(meta.get("labels")),
+        c.LABEL_REFLECTION_MANAGED_BY: c.MANAGED_BY_SHADOWPOD,
+        c.LABEL_ORIGIN_CLUSTER_ID: origin_cluster_id,
+    }
     return {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {
             "name": meta["name"],
             "namespace": meta["namespace"],
-            "labels": {**(meta.get("labels") or {}), c.LABEL_REFLECTION_MANAGED_BY: c.MANAGED_BY_SHADOWPOD},
-            "annotations": dict(meta.get("annotations") or {}),
+            "labels": labels,
+            "annotations": carried(meta.get("annotations")),
             "ownerReferences": [
                 {
                     "apiVersion": shadow.get("apiVersion", SHADOWPODS.api_version),
@@ -279,8 +339,16 @@ def provider_pod(shadow: JSON) -> JSON:
                 }
             ],
         },
-        "spec": spec,
+        "spec": provider_pod_spec(shadow),
     }
+
+
+def shadow_pod_problems(shadow: JSON, *, level: Level = DEFAULT_LEVEL) -> list[str]:
+    """Why a provider must not run a ShadowPod's pod at Pod Security `level` (empty: it may)."""
+    meta = shadow.get("metadata") or {}
+    return podsecurity.violations(
+        provider_pod_spec(shadow), enforced=level, annotations=carried(meta.get("annotations"))
+    )
 
 
 def is_pod_of(pod: JSON, shadow: JSON) -> bool:

@@ -37,7 +37,7 @@ from runtime.api import constants as c
 from runtime.api.crds import RESOURCESLICES
 from runtime.api.quantity import Format, Quantity, parse_quantity
 
-from .conditions import condition, is_true
+from .conditions import condition, find, is_true
 
 JSON = dict[str, Any]
 #: resource name -> amount
@@ -180,12 +180,25 @@ def pod_requests(pod: JSON) -> Amounts:
     return total([requests, amounts(spec.get("overhead")), {PODS: Quantity(Fraction(1))}])
 
 
-def _counts_against_node(pod: JSON, nodes: set[str]) -> bool:
+def node_usage(pod: JSON | None) -> tuple[str, dict[str, str]] | None:
+    """The node a pod takes resources from and what it takes (`pod_requests`, canonical); None for a pod that
+    takes nothing from a node: unbound, terminated, or offloaded by a consumer (its grant holds it)."""
+    if pod is None:
+        return None
     meta = pod.get("metadata") or {}
-    if c.LABEL_ORIGIN_CLUSTER_ID in (meta.get("labels") or {}):
-        return False
+    node = (pod.get("spec") or {}).get("nodeName")
     phase = (pod.get("status") or {}).get("phase")
-    return (pod.get("spec") or {}).get("nodeName") in nodes and phase not in _TERMINAL_PHASES
+    if c.LABEL_ORIGIN_CLUSTER_ID in (meta.get("labels") or {}) or not node or phase in _TERMINAL_PHASES:
+        return None
+    try:
+        return str(node), formatted(pod_requests(pod))
+    except ValueError:
+        return None
+
+
+def _counts_against_node(pod: JSON, nodes: set[str]) -> bool:
+    usage = node_usage(pod)
+    return usage is not None and usage[0] in nodes
 
 
 def free_resources(nodes: Iterable[JSON], pods: Iterable[JSON]) -> Amounts:
@@ -230,6 +243,16 @@ def is_request_unchanged(resource_slice: JSON) -> bool:
     meta = resource_slice.get("metadata") or {}
     observed = (resource_slice.get("status") or {}).get("observedGeneration")
     return observed is not None and observed == meta.get("generation")
+
+
+def follows_free_resources(resource_slice: JSON) -> bool:
+    """Whether a slice's grant moves with the provider's free resources: the default share, and a request not
+    (yet) granted as asked, which grows back; a request granted as asked holds whatever happens meanwhile."""
+    requested = (resource_slice.get("spec") or {}).get("resources") or {}
+    if not requested or not is_request_unchanged(resource_slice):
+        return True
+    found = find(((resource_slice.get("status") or {}).get("conditions")), c.CONDITION_RESOURCES) or {}
+    return found.get("reason") != c.REASON_ACCEPTED
 
 
 def floor(resource_slice: JSON, *, in_use: Amounts) -> Amounts:

@@ -10,12 +10,20 @@ Pods find the Service by its DNS name on either side, so the addresses do not ne
 An update of the copy keeps what the provider allocated (`service_update`), so writing it
 back never asks for other addresses; what the consumer decides (type, selector, ports,
 policies) is the consumer's and reverted if edited on the provider.
+
+A provider exposes a consumer's Services on its own nodes only as far as its install allows
+(`max_consumer_service_type`: ClusterIP by default): its admission webhook converts a
+NodePort or LoadBalancer copy to the widest type allowed (`converted`), so offloaded pods
+still find it by name while the provider opens no node port and buys no load balancer for
+a consumer (its users reach the Service through the consumer's own). A copy the provider
+converted is no difference to the reflector (`service_differs`), so it is not written
+again and again.
 """
 
 from __future__ import annotations
 
 import copy
-from typing import Any, Final
+from typing import Any, Final, Literal, get_args
 
 from runtime.api import constants as c
 
@@ -43,6 +51,41 @@ CARRIED: Final = (
 ALLOCATED: Final = ("clusterIP", "clusterIPs", "ipFamilies", "healthCheckNodePort")
 _PORT_FIELDS: Final = ("name", "protocol", "port", "targetPort", "appProtocol")
 _NODE_PORT_TYPES: Final = ("NodePort", "LoadBalancer")
+ServiceType = Literal["ClusterIP", "NodePort", "LoadBalancer"]
+#: the Service types a provider may let a consumer keep, narrowest first (each exposes more than the one before)
+EXPOSURES: Final[tuple[ServiceType, ...]] = get_args(ServiceType)
+#: what only a load balancer has, and what only a node port has
+_LOAD_BALANCER_FIELDS: Final = (
+    "loadBalancerClass",
+    "loadBalancerSourceRanges",
+    "loadBalancerIP",
+    "allocateLoadBalancerNodePorts",
+    "healthCheckNodePort",
+)
+_NODE_PORT_FIELDS: Final = ("externalTrafficPolicy",)
+
+
+def converted(spec: JSON, *, widest: ServiceType) -> JSON:
+    """A Service spec narrowed to the type `widest` when it asks for more (ExternalName and ClusterIP, and
+    anything already narrow enough, unchanged): a LoadBalancer becomes a NodePort without its load balancer
+    fields, a NodePort a ClusterIP without its node ports."""
+    kind = spec.get("type") or "ClusterIP"
+    if kind not in EXPOSURES or EXPOSURES.index(kind) <= EXPOSURES.index(widest):
+        return spec
+    narrowed = {key: copy.deepcopy(value) for key, value in spec.items() if key not in _LOAD_BALANCER_FIELDS}
+    narrowed["type"] = widest
+    if widest == "ClusterIP":
+        for key in _NODE_PORT_FIELDS:
+            narrowed.pop(key, None)
+        narrowed["ports"] = [
+            {key: value for key, value in port.items() if key != "nodePort"}
+            if isinstance(port, dict)
+            else port
+            for port in narrowed.get("ports") or []
+        ]
+        if not narrowed["ports"]:
+            del narrowed["ports"]
+    return narrowed
 
 
 def forces_node_ports(service: JSON) -> bool:
@@ -86,11 +129,17 @@ def _decided(spec: JSON, *, node_ports: bool) -> JSON:
 
 
 def service_differs(current: JSON, desired: JSON) -> bool:
-    """Whether the copy on the provider says something else than `desired` (what the provider allocated aside)."""
-    node_ports = any("nodePort" in port for port in (desired.get("spec") or {}).get("ports") or [])
-    return metadata_differs(current, desired) or _decided(
-        current.get("spec") or {}, node_ports=node_ports
-    ) != (_decided(desired.get("spec") or {}, node_ports=node_ports))
+    """Whether the copy on the provider says something else than `desired` (what the provider allocated aside,
+    and a type the provider narrowed it to)."""
+    have = current.get("spec") or {}
+    want = desired.get("spec") or {}
+    kind = have.get("type") or "ClusterIP"
+    if kind in EXPOSURES and (want.get("type") or "ClusterIP") in EXPOSURES:
+        want = converted(want, widest=kind)
+    node_ports = any("nodePort" in port for port in want.get("ports") or [])
+    return metadata_differs(current, desired) or _decided(have, node_ports=node_ports) != (
+        _decided(want, node_ports=node_ports)
+    )
 
 
 def service_update(current: JSON, desired: JSON) -> JSON:

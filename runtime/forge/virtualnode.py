@@ -27,8 +27,10 @@ from runtime.api import constants as c
 from runtime.api.crds import VIRTUALNODES
 from runtime.api.image import component_command, runtime_image
 
+from . import podsecurity
 from .install import HEALTH_PORT
 from .meta import labels
+from .podsecurity import Level
 from .rbac import RBAC_GROUP, VIRTUAL_KUBELET_REFLECTION_ROLE, VIRTUAL_KUBELET_ROLE
 from .reflection import ReflectionOptions
 
@@ -56,6 +58,7 @@ def virtual_node(
     cluster_labels: Mapping[str, str] | None = None,
     node_labels: Mapping[str, str] | None = None,
     image: str = "",
+    pod_security: Level = podsecurity.DEFAULT_LEVEL,
 ) -> JSON:
     """The VirtualNode for a provider (named after it) in the consumer's tenant namespace for that provider.
 
@@ -77,6 +80,7 @@ def virtual_node(
             c.LABEL_REMOTE_CLUSTER_ID: cluster_id,
             c.LABEL_ROLE_AGENT: "",
         },
+        "podSecurity": pod_security,
     }
     if image:
         spec["image"] = image

@@ -437,6 +437,10 @@ class Observed:
     gateway_service_type: str = ""
     gateway_mtu: str = ""
     wireguard_implementation: str = ""
+    #: what a consumer may make this cluster run (the controller manager's and the webhook's flags)
+    quota_enforcement: str = ""
+    max_twin_namespaces: str = ""
+    max_consumer_service_type: str = ""
     missing: list[str] = field(default_factory=list)
 
 
@@ -476,6 +480,9 @@ async def observe(client: Client, namespace: str) -> Observed | None:
         wireguard_implementation=_flag(
             deployments.get("liqo-controller-manager"), "--wireguard-implementation="
         ),
+        quota_enforcement=_flag(deployments.get("liqo-controller-manager"), "--quota-enforcement="),
+        max_twin_namespaces=_flag(deployments.get("liqo-controller-manager"), "--max-twin-namespaces="),
+        max_consumer_service_type=_flag(deployments.get("liqo-webhook"), "--max-consumer-service-type="),
         missing=[str(target) for target, obj in live.items() if obj is None],
     )
 

@@ -28,8 +28,9 @@ from runtime.api.crds import FOREIGNCLUSTERS
 from runtime.api.kinds import NODES, SECRETS
 from runtime.core import APIConnectionError, Client, NotFoundError
 from runtime.core.failures import explain
-from runtime.forge import conditions
+from runtime.forge import conditions, podsecurity
 from runtime.forge.peering import token_of, token_secret_name
+from runtime.forge.podsecurity import Level
 from runtime.forge.virtualnode import node_name_for
 
 from .identity import NotInstalledError, cluster_identity
@@ -425,6 +426,7 @@ async def apply_peering(
     node_labels: Mapping[str, str],
     field_manager: str,
     networking: bool = True,
+    pod_security: Level = podsecurity.DEFAULT_LEVEL,
 ) -> None:
     """Server-side apply what a peering is made of, as `field_manager`: the token Secret, then the
     ForeignCluster `name`."""
@@ -440,6 +442,7 @@ async def apply_peering(
         resources=dict(resources),
         node_labels=dict(node_labels),
         networking=networking,
+        pod_security=pod_security,
     )
     await client.apply(FOREIGNCLUSTERS, body, field_manager=field_manager, force=True)
 

@@ -65,8 +65,10 @@ from runtime.core import (
 )
 from runtime.core.failures import explain
 from runtime.core.health import HealthServer
+from runtime.forge import podsecurity
 from runtime.forge import virtualnode as forge
 from runtime.forge.pods import PodOptions
+from runtime.forge.podsecurity import Level
 from runtime.forge.reflection import ReflectionOptions
 
 from .health import HealthChecker, HealthSettings
@@ -172,6 +174,14 @@ class DeletionWatcher:
         return None
 
 
+def _pod_security(virtual_node: JSON) -> Level:
+    """The level the VirtualNode says the provider holds its pods to (baseline when it says nothing valid)."""
+    try:
+        return podsecurity.level((virtual_node.get("spec") or {}).get("podSecurity"))
+    except podsecurity.InvalidLevelError:
+        return podsecurity.DEFAULT_LEVEL
+
+
 def _named(name: str) -> str:
     return f"metadata.name={name}"
 
@@ -263,6 +273,7 @@ class VirtualKubelet:
             provider=provider,
             provider_cluster_id=str((virtual_node.get("spec") or {}).get("clusterID") or ""),
             node_name=node_name,
+            pod_security=_pod_security(virtual_node),
         )
         manager.controller(
             "credential",
@@ -320,6 +331,7 @@ class VirtualKubelet:
         provider: str,
         provider_cluster_id: str,
         node_name: str,
+        pod_security: Level,
     ) -> ReflectionManager:
         """The reflectors and the NamespaceMap handler on `manager`, their metrics, and the kubelet API."""
         ref = self._ref
@@ -350,6 +362,7 @@ class VirtualKubelet:
             host_ip=self._address or "",
             provider=provider,
             home_ca=self._client.config.certificate_authority or b"",
+            pod_security=pod_security,
         )
         reflection = ReflectionManager(
             reflectors(

@@ -1,6 +1,6 @@
 """Point the webhook configurations (validating and mutating) at this webhook: its CA always, its URL in URL mode.
 
-The install manifests cannot know the CA (the webhook makes it at start, see
+The install manifests cannot know the CA (the first webhook to start makes it, see
 `certs.py`) nor, in URL mode, the address the webhook listens on (the pod IP on the
 playground), so the webhook writes both into its own configurations at start-up, as
 Liqo's webhook does for the CA. Each write is a full replace conditional on the

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from runtime.api import constants as c
 from runtime.core import Client, KubeconfigError, ServerSettings
 from runtime.forge.install import MUTATING_WEBHOOK, VALIDATING_WEBHOOK, WEBHOOK, WEBHOOK_PORT
+from runtime.forge.services import EXPOSURES
 
 from .server import WebhookOptions, WebhookServer
 
@@ -63,6 +64,20 @@ def parser() -> argparse.ArgumentParser:
         default=("0.0.0.0", 8080),
         help="host:port of /healthz, /readyz and /metrics (default 0.0.0.0:8080)",
     )
+    parser.add_argument(
+        "--max-consumer-service-type",
+        choices=EXPOSURES,
+        default="ClusterIP",
+        help="the widest type a consumer's Services keep in its twin namespaces; wider ones are converted to it "
+        "(default ClusterIP)",
+    )
+    parser.add_argument(
+        "--shutdown-delay",
+        type=float,
+        default=5.0,
+        help="seconds a stopping webhook keeps answering, not ready, while the API server stops calling it "
+        "(default 5)",
+    )
     parser.add_argument("--kubeconfig", help="kubeconfig file (default: the pod's ServiceAccount)")
     return parser
 
@@ -80,6 +95,8 @@ async def main(argv: Sequence[str]) -> int:
         mutating_configurations=tuple(dict.fromkeys(args.mutating_configuration or [MUTATING_WEBHOOK])),
         service=f"liqo-{WEBHOOK}",
         health=ServerSettings(host=health_host or "0.0.0.0", port=health_port),
+        max_consumer_service_type=args.max_consumer_service_type,
+        shutdown_delay=args.shutdown_delay,
     )
     try:
         options.validate()

@@ -85,9 +85,27 @@ def _selector(selector: Any) -> list[str]:
     if not isinstance(selector, dict):
         return [invalid("spec.clusterSelector", selector, "must be a node selector")]
     problems = []
-    for i, term in enumerate(selector.get("nodeSelectorTerms") or []):
+    terms = selector.get("nodeSelectorTerms") or []
+    if not isinstance(terms, list):
+        return [
+            invalid("spec.clusterSelector.nodeSelectorTerms", terms, "must be a list of node selector terms")
+        ]
+    for i, term in enumerate(terms):
+        if not isinstance(term, dict):
+            problems.append(
+                invalid(f"spec.clusterSelector.nodeSelectorTerms[{i}]", term, "must be a node selector term")
+            )
+            continue
         for kind in ("matchExpressions", "matchFields"):
-            for j, requirement in enumerate((term or {}).get(kind) or []):
+            requirements = term.get(kind) or []
+            if not isinstance(requirements, list):
+                problems.append(
+                    invalid(
+                        f"spec.clusterSelector.nodeSelectorTerms[{i}].{kind}", requirements, "must be a list"
+                    )
+                )
+                continue
+            for j, requirement in enumerate(requirements):
                 path = f"spec.clusterSelector.nodeSelectorTerms[{i}].{kind}[{j}]"
                 if not isinstance(requirement, dict):
                     problems.append(invalid(path, requirement, "must have a key, an operator and values"))

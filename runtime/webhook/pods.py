@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
+from typing import Any
 
 from runtime.api import constants as c
 from runtime.forge import namespaceoffloading as forge
@@ -112,6 +113,36 @@ def spec_patch(before: JSON, after: JSON) -> list[JSON]:
     ]
 
 
+def _shape_problem(pod: Any) -> str:
+    """What of the fields this webhook reads has the wrong JSON type ("" when none): the API server decodes a
+    pod before admission, so only a hand-made review carries such a pod, and it is refused."""
+    if not isinstance(pod, dict):
+        return "object: must be a pod"
+    meta = pod.get("metadata") or {}
+    if not isinstance(meta, dict) or not _all_objects(meta.get("ownerReferences")):
+        return "metadata.ownerReferences: must be a list of owner references"
+    spec = pod.get("spec") or {}
+    if not isinstance(spec, dict) or not isinstance(spec.get("tolerations") or [], list):
+        return "spec.tolerations: must be a list of tolerations"
+    affinity = spec.get("affinity") or {}
+    node_affinity = affinity.get("nodeAffinity") or {} if isinstance(affinity, dict) else None
+    required = (node_affinity or {}).get("requiredDuringSchedulingIgnoredDuringExecution") or {}
+    if not isinstance(node_affinity, dict) or not isinstance(required, dict):
+        return "spec.affinity.nodeAffinity: must be a node affinity"
+    terms = required.get("nodeSelectorTerms")
+    if not _all_objects(terms) or not all(
+        isinstance(term.get(key) or [], list)
+        for term in terms or []
+        for key in ("matchExpressions", "matchFields")
+    ):
+        return "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution: must be a node selector"
+    return ""
+
+
+def _all_objects(value: Any) -> bool:
+    return isinstance(value or [], list) and all(isinstance(item, dict) for item in value or [])
+
+
 def pod_mutator(lookup: Lookup) -> Callable[[JSON], Mutation]:
     """The handler of `/mutate/pods`, reading NamespaceOffloadings through `lookup`."""
 
@@ -119,6 +150,10 @@ def pod_mutator(lookup: Lookup) -> Callable[[JSON], Mutation]:
         if request.get("operation") != "CREATE":
             return Mutation()
         pod = request.get("object") or {}
+        shape = _shape_problem(pod)
+        if shape:
+            path, _, detail = shape.partition(": ")
+            return Mutation(problems=[forbidden(path, detail)])
         namespace = str(request.get("namespace") or (pod.get("metadata") or {}).get("namespace") or "")
         offloading = lookup(namespace)
         if offloading is None:

@@ -18,6 +18,19 @@ from typing import Any
 
 JSON = dict[str, Any]
 API_VERSION = "admission.k8s.io/v1"
+#: how deep a review may nest (objects in lists in objects...): Kubernetes objects, their managedFields
+#: included, stay far below; deeper is refused before any handler walks it
+MAX_DEPTH = 100
+#: the fields of a request the handlers read, and the JSON types they must have when present
+_TYPES: dict[str, type] = {
+    "operation": str,
+    "namespace": str,
+    "name": str,
+    "object": dict,
+    "oldObject": dict,
+    "dryRun": bool,
+    "kind": dict,
+}
 
 #: request -> problems (empty: allowed)
 Validator = Callable[[JSON], Sequence[str]]
@@ -39,8 +52,18 @@ class ReviewError(ValueError):
     """The body is not an AdmissionReview v1 request."""
 
 
-def parse_review(body: Any) -> JSON:
-    """The `request` of an AdmissionReview v1; ReviewError naming what is wrong otherwise."""
+def parse_review(text: bytes) -> JSON:
+    """The `request` of an AdmissionReview v1 in `text`; ReviewError naming what is wrong otherwise (not
+    JSON, nested deeper than `MAX_DEPTH`, not a review, a field the handlers read of the wrong type: the
+    API server decodes every object before admission, so only a hand-made review is refused here)."""
+    try:
+        body = json.loads(text)
+    except RecursionError:
+        raise ReviewError(f"the body nests deeper than {MAX_DEPTH} levels") from None
+    except ValueError as exc:
+        raise ReviewError(f"the body is not JSON ({exc})") from None
+    if depth(body) > MAX_DEPTH:
+        raise ReviewError(f"the body nests deeper than {MAX_DEPTH} levels")
     if not isinstance(body, dict):
         raise ReviewError("the body is not a JSON object")
     if body.get("apiVersion") != API_VERSION or body.get("kind") != "AdmissionReview":
@@ -48,9 +71,31 @@ def parse_review(body: Any) -> JSON:
             f"expected an {API_VERSION} AdmissionReview, got {body.get('apiVersion')!r} {body.get('kind')!r}"
         )
     request = body.get("request")
-    if not isinstance(request, dict) or not request.get("uid"):
+    if not isinstance(request, dict) or not isinstance(request.get("uid"), str) or not request["uid"]:
         raise ReviewError("the AdmissionReview has no request with a uid")
+    for key, kind in _TYPES.items():
+        if request.get(key) is not None and not isinstance(request[key], kind):
+            raise ReviewError(f"request.{key} is not a JSON {'object' if kind is dict else kind.__name__}")
+    for key in ("object", "oldObject"):
+        for part in ("metadata", "spec"):
+            if not isinstance((request.get(key) or {}).get(part) or {}, dict):
+                raise ReviewError(f"request.{key}.{part} is not a JSON object")
     return request
+
+
+def depth(value: Any) -> int:
+    """How deep a JSON value nests (a scalar: 0), found without recursion."""
+    deepest, pending = 0, [(value, 1)]
+    while pending:
+        item, level = pending.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        if children is None:
+            continue
+        deepest = max(deepest, level)
+        if deepest > MAX_DEPTH:
+            return deepest
+        pending.extend((child, level + 1) for child in children)
+    return deepest
 
 
 def invalid(path: str, value: Any, detail: str) -> str:
@@ -64,12 +109,16 @@ def forbidden(path: str, detail: str) -> str:
 
 def object_ref(request: JSON) -> str:
     """`Kind namespace/name` of the object under review, for messages."""
-    obj = request.get("object") or request.get("oldObject") or {}
-    meta = obj.get("metadata") or {}
+    obj = _object(request.get("object")) or _object(request.get("oldObject"))
+    meta = _object(obj.get("metadata"))
     name = meta.get("name") or request.get("name") or "<generated>"
     namespace = meta.get("namespace") or request.get("namespace")
-    kind = (request.get("kind") or {}).get("kind") or obj.get("kind") or "object"
+    kind = _object(request.get("kind")).get("kind") or obj.get("kind") or "object"
     return f"{kind} {namespace}/{name}" if namespace else f"{kind} {name}"
+
+
+def _object(value: Any) -> JSON:
+    return value if isinstance(value, dict) else {}
 
 
 def response(request: JSON, problems: Sequence[str], *, patch: Sequence[JSON] = ()) -> JSON:

@@ -67,6 +67,8 @@ def config(**values: Any) -> dict[str, Any]:
         ),
         ({"node_labels": {"zone": "a b"}}, "Invalid label value", ["node_labels", "zone"]),
         ({"node_labels": {"bad/key/x": "a"}}, "Invalid label key", ["node_labels", "bad/key/x"]),
+        ({"pod_security": "privileged"}, "Invalid pod_security", ["pod_security"]),
+        ({"pod_security": "Restricted"}, "Invalid pod_security", ["pod_security"]),
     ],
     ids=lambda value: str(value)[:30] if isinstance(value, dict) else None,
 )
@@ -191,6 +193,7 @@ async def test_create_waits_for_a_ready_virtual_node_with_the_capacity_asked_for
         "tokenSecretRef": {"name": "liqo-token-milan", "namespace": "liqo"},
         "outgoingPeeringEnabled": True,
         "networkingEnabled": True,
+        "podSecurity": "baseline",
         "resources": {"cpu": "2", "memory": "4Gi", "example.com/gpu": "1"},
         "nodeLabels": {"zone": "a"},
     }

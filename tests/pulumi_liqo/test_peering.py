@@ -106,8 +106,9 @@ def test_custom_timeouts_bound_the_peering(monitor: RecordingMonitor) -> pulumi.
         ("extended_resources", {"cpu": "1"}, "has its own argument"),
         ("node_labels", {"bad key": "x"}, "is not a valid label key"),
         ("namespace", "Liqo", "is not a valid namespace name"),
+        ("pod_security", "privileged", "privileged is never offered to a consumer"),
     ],
-    ids=["cluster-id", "name", "url", "token", "memory", "extended", "labels", "namespace"],
+    ids=["cluster-id", "name", "url", "token", "memory", "extended", "labels", "namespace", "pod-security"],
 )
 def test_bad_peer_input_fails_at_construction(
     monitor: RecordingMonitor, argument: str, value: Any, fragment: str

@@ -161,6 +161,7 @@ async def test_quick_start_drift_and_teardown_with_the_provider_gone(
         "extended_resources": {},
         "node_labels": {"example.com/tier": "burst"},
         "networking_disabled": False,
+        "pod_security": "baseline",
     }
     # a create that fails unpeers what it wrote: a token milan never issued is refused, and the next
     # `pulumi up` tries again from nothing (a ForeignCluster left behind would make it refuse the name)

@@ -5,7 +5,8 @@ rome (consumer) peers with milan (provider), set up as the Terraform resources d
 a user writes, and goes through issue 11's list in order:
 
 1. a web server that reads a ConfigMap (environment and a volume) and a Secret, two
-   replicas at home and two on the virtual node, behind a NodePort Service: the copies
+   replicas at home and two on the virtual node, behind a NodePort Service (milan keeps it a
+   NodePort: its max_consumer_service_type allows it): the copies
    are in the twin namespace, the remote replicas run there (they could not start
    without the copies), the EndpointSlices of both clusters list all four replicas (each
    at the address that cluster reaches it by: both use kind's pod CIDR, so the network
@@ -163,7 +164,9 @@ async def test_reflection_on_real_processes(playground: Playground) -> None:
     clusters = await playground.up("rome", "milan")
     rome_cluster, milan_cluster = clusters["rome"], clusters["milan"]
     rome_identity, milan_identity = await asyncio.gather(
-        liqo.install_runtime(rome_cluster), liqo.install_runtime(milan_cluster)
+        liqo.install_runtime(rome_cluster),
+        # milan keeps its consumers' NodePort Services as they are (Liqo's behaviour; ClusterIP by default)
+        liqo.install_runtime(milan_cluster, max_consumer_service_type="NodePort"),
     )
     async with rome_cluster.client() as rome, milan_cluster.client() as milan:
         await liqo.peer(rome, milan_identity, await liqo.issue_token(milan))

@@ -5,9 +5,12 @@ namespace holds the Active Tenant of the consumer it names) and `Resources` (Acc
 Resized or Denied, see `runtime.forge.resourceslice`), the granted amounts, and a Quota of
 the same name limiting the consumer to them. Everything is computed from the informers'
 caches: nodes, bound pods, the other slices, the Tenants and the cluster identity
-ConfigMap's `sharingPercentage`; any change of those looks at every slice again, so a
-default share follows the provider's free resources and a cut request grows back when
-resources free up (unchanged explicit grants stay, and nothing drops below what is in use).
+ConfigMap's `sharingPercentage`; a change of those looks again at the slices whose grant
+follows them (`follows_free_resources`: the default shares and the requests not granted
+as asked), so a default share follows the provider's free resources and a cut request
+grows back when resources free up (unchanged explicit grants stay, and nothing drops below
+what is in use). Of pod events only those that change what a node has free count (a pod
+bound, finished, deleted or resized: `node_usage`), not the many status updates.
 
 Grants are decided one at a time (a lock), and each decision counts the grants this
 controller wrote even before its cache shows them (the scheduler's "assumed" pods), so two
@@ -270,11 +273,22 @@ def _is_same_quota(existing: JSON, wanted: JSON) -> bool:
     )
 
 
-def _every_slice(slices: Informer) -> MapFunc:
+def _slices_following_free_resources(slices: Informer) -> MapFunc:
+    """Anything that changes what is free or held -> the slices whose grant follows it (not those granted as
+    asked: a grant is a promise)."""
+
     def requests(obj: JSON) -> Iterable[Request]:
-        return [Request.of(resource_slice) for resource_slice in slices.store]
+        return [Request.of(item) for item in slices.store if forge.follows_free_resources(item)]
 
     return requests
+
+
+def _takes_other_resources(kind: str, pod: JSON, old: JSON | None) -> bool:
+    """Whether a pod event changes what the provider's nodes have free (its node, requests, or being counted);
+    most pod events (status, conditions) do not."""
+    if kind == "DELETED":
+        return forge.node_usage(pod) is not None
+    return forge.node_usage(pod) != forge.node_usage(old)
 
 
 def _slices_of_namespace(slices: Informer) -> MapFunc:
@@ -309,5 +323,6 @@ def setup(manager: Manager, options: ControllerOptions) -> None:
     controller = manager.controller(NAME, reconciler, primary=slices)
     controller.owns(quotas)
     controller.watches(tenants, _slices_of_namespace(slices))
-    for informer in (slices, nodes, pods, identity):
-        controller.watches(informer, _every_slice(slices))
+    for informer in (slices, nodes, identity):
+        controller.watches(informer, _slices_following_free_resources(slices))
+    controller.watches(pods, _slices_following_free_resources(slices), when=_takes_other_resources)

@@ -11,7 +11,9 @@ tenant namespace `liqo-tenant-<name>`. For every Tenant this controller:
   are granted; Drained removes the RoleBinding (the credential can do nothing) and
   deletes the ResourceSlices. Setting Active again undoes either;
 - removes a Tenant whose consumer vanished without revoking: its last credential
-  expired `tenant_orphan_grace` seconds ago and it holds no ResourceSlice;
+  expired `tenant_orphan_grace` seconds ago (a live consumer renews it well before). What
+  it holds goes with it: its ResourceSlices free what they were granted, its twin
+  namespaces and their pods go with its NamespaceMaps;
 - on deletion (finalizer `authentication.liqo.io/tenant`) deletes the tenant namespace,
   and with it everything the consumer had here, then releases the finalizer. With
   bidirectional peering the namespace is shared with this cluster's own peering towards
@@ -174,7 +176,7 @@ class TenantReconciler:
             [_ready(True, "Provisioned", message, generation), _active(mode, generation)],
             generation=generation,
         )
-        return await self._collect_orphan(request, tenant, slices)
+        return await self._collect_orphan(request, tenant)
 
     # provisioning
 
@@ -239,10 +241,10 @@ class TenantReconciler:
             except NotFoundError:
                 continue
 
-    async def _collect_orphan(self, request: Request, tenant: JSON, slices: list[JSON]) -> Result | None:
+    async def _collect_orphan(self, request: Request, tenant: JSON) -> Result | None:
         grace = self._options.tenant_orphan_grace
         expires = (tenant.get("status") or {}).get("credentialExpiresAt")
-        if grace is None or not expires or slices:
+        if grace is None or not expires:
             return None
         try:
             deadline = parse_rfc3339(str(expires)) + timedelta(seconds=grace)
@@ -251,16 +253,20 @@ class TenantReconciler:
         left = (deadline - self._now()).total_seconds()
         if left > 0:
             return Result(requeue_after=left)
+        held = len(self._slices.store.items(namespace=request.namespace))
         logger.info(
-            "%s: its last credential expired at %s and it holds no ResourceSlice; removing the tenant",
+            "%s: its last credential expired at %s, %g s ago; removing the tenant and the %d ResourceSlices it holds",
             request,
             expires,
+            grace - left,
+            held,
         )
         await self._recorder.record(
             tenant,
             reason="OrphanRemoved",
-            message=f"the consumer's last credential expired at {expires} and it holds no ResourceSlice: "
-            "removing the tenant (the consumer has to peer again)",
+            message=f"the consumer's last credential expired at {expires} and was not renewed within "
+            f"{grace:g} s: removing the tenant and what it holds ({held} ResourceSlices, its twin namespaces); "
+            "the consumer has to peer again",
         )
         await self._delete(TENANTS, request.name, namespace=request.namespace)
         return None

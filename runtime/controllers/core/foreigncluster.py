@@ -205,6 +205,7 @@ class ForeignClusterReconciler:
             credential_secret=objects.credential_secret_name(spec.name),
             cluster_labels=session.cluster_labels,
             node_labels=spec.node_labels,
+            pod_security=spec.pod_security,
         )
         if current is None or not _covers(current, desired):
             current = await self._client.apply(

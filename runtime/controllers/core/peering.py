@@ -15,6 +15,8 @@ from typing import Any
 
 from runtime.api import constants as c
 from runtime.core import Store
+from runtime.forge import podsecurity
+from runtime.forge.podsecurity import Level
 from runtime.forge.tenant import tenant_namespace_name
 
 from .authclient import InvalidAuthURLError, check_url, is_key_fingerprint
@@ -54,6 +56,8 @@ class PeeringSpec:
     trusted_key: str = ""
     #: extend the pod network to the provider (a gateway per side)
     networking: bool = True
+    #: the Pod Security Standards level the provider holds this peering's offloaded pods to
+    pod_security: Level = podsecurity.DEFAULT_LEVEL
 
     @property
     def tenant_namespace(self) -> str:
@@ -105,6 +109,10 @@ class PeeringSpec:
                 f"the annotation {c.ANNOTATION_TRUST_AUTH_SERVICE_KEY}={trusted!r} is not a key fingerprint"
                 " (sha256: and 64 lowercase hexadecimal digits): copy it from the AuthServiceKeyChanged message"
             )
+        try:
+            pod_security = podsecurity.level(spec.get("podSecurity"))
+        except podsecurity.InvalidLevelError as exc:
+            raise SpecError(f"spec.podSecurity: {exc}") from None
         return cls(
             name=name,
             cluster_id=cluster_id,
@@ -116,6 +124,7 @@ class PeeringSpec:
             outgoing=spec.get("outgoingPeeringEnabled", True) is not False,
             trusted_key=trusted,
             networking=spec.get("networkingEnabled", True) is not False,
+            pod_security=pod_security,
         )
 
 

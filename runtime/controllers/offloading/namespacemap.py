@@ -155,8 +155,11 @@ class NamespaceMapReconciler:
             return dict(current.get("status") or {})
         have = forge.desired_mapping(current)
         want = forge.desired_mapping(replica)
-        if have != want:
-            patch = {"spec": {"desiredMapping": {**{key: None for key in have}, **want}}}
+        level = replica["spec"]["podSecurity"]
+        if have != want or (current.get("spec") or {}).get("podSecurity") != level:
+            patch = {
+                "spec": {"desiredMapping": {**{key: None for key in have}, **want}, "podSecurity": level}
+            }
             current = await remote.patch(
                 NAMESPACEMAPS,
                 meta["name"],

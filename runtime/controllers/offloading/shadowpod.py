@@ -10,8 +10,10 @@ the pod runs on the provider's own nodes whatever the consumer does next:
 - nothing depends on the consumer being reachable: while it is partitioned away, its
   pods keep running and keep being recreated;
 - only ShadowPods in a twin namespace (made for a consumer's NamespaceMap) are run, and
-  never one asking for the provider's hosts (host namespaces, hostPath, privileged:
-  `offloading_problems`), whoever wrote it; the ShadowPod's `Accepted` condition says why;
+  never one whose pod does not meet the twin namespace's Pod Security level (baseline, or
+  restricted: `runtime.forge.pods.shadow_pod_problems`), whoever wrote it and whatever the
+  admission webhook let through while it was down; the ShadowPod's `Accepted` condition
+  says why;
 - a Cordoned tenant's pods keep running (recreated if needed) but new ones are not
   started; a Drained tenant's Pods are deleted;
 - image changes of the ShadowPod reach the Pod (the one part of a Pod's spec that may
@@ -43,7 +45,7 @@ from runtime.core import (
     Request,
     Result,
 )
-from runtime.forge import conditions
+from runtime.forge import conditions, podsecurity
 from runtime.forge import pods as forge
 from runtime.forge.credential import parse_rfc3339
 
@@ -94,10 +96,11 @@ class ShadowPodReconciler:
         if c.FINALIZER_SHADOWPOD not in finalizers:
             shadow = await self._patch_meta(shadow, {"finalizers": [*finalizers, c.FINALIZER_SHADOWPOD]})
         mode, refusal = self._tenant_mode(request.namespace)
-        spec = (shadow.get("spec") or {}).get("pod") or {}
-        problems = forge.offloading_problems(spec)
+        twin = self._twins.store.get(request.namespace)
+        level = podsecurity.enforced_level(twin)
+        problems = forge.shadow_pod_problems(shadow, level=level)
         if problems:
-            refusal = "this cluster does not run it: " + "; ".join(problems)
+            refusal = "this cluster does not run it: " + podsecurity.refusal(problems, enforced=level)
         if refusal or mode == "Drained":
             if pod is not None and not pod["metadata"].get("deletionTimestamp"):
                 with contextlib.suppress(NotFoundError):
@@ -111,7 +114,7 @@ class ShadowPodReconciler:
                     shadow, None, refusal="the consumer's Tenant is Cordoned: no new pods are started"
                 )
                 return None
-            return await self._create(shadow)
+            return await self._create(shadow, origin_cluster_id=_origin(twin))
         updates = forge.image_updates(pod, shadow)
         if updates and not pod["metadata"].get("deletionTimestamp"):
             await self._client.patch(
@@ -139,12 +142,14 @@ class ShadowPodReconciler:
             return "", f"the consumer of namespace {namespace} has no Tenant here any more"
         return str((tenant.get("spec") or {}).get("tenantCondition") or "Active"), ""
 
-    async def _create(self, shadow: JSON) -> Result | None:
+    async def _create(self, shadow: JSON, *, origin_cluster_id: str) -> Result | None:
         meta = shadow["metadata"]
         status = shadow.get("status") or {}
         try:
             pod = await self._client.create(
-                PODS, forge.provider_pod(shadow), field_manager=c.FIELD_MANAGER_CONTROLLER_MANAGER
+                PODS,
+                forge.provider_pod(shadow, origin_cluster_id=origin_cluster_id),
+                field_manager=c.FIELD_MANAGER_CONTROLLER_MANAGER,
             )
         except AlreadyExistsError:
             return None  # the cache is behind; the Pod's event brings the key back
@@ -220,6 +225,13 @@ class ShadowPodReconciler:
             namespace=meta["namespace"],
             field_manager=c.FIELD_MANAGER_CONTROLLER_MANAGER,
         )
+
+
+def _origin(twin: JSON | None) -> str:
+    """The consumer's cluster id, as its twin namespace (written by this cluster) says."""
+    return str(
+        (((twin or {}).get("metadata") or {}).get("labels") or {}).get(c.LABEL_ORIGIN_CLUSTER_ID) or ""
+    )
 
 
 def _grace(shadow: JSON) -> int:

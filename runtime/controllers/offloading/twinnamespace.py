@@ -5,12 +5,18 @@ credential may write it). Who the consumer is comes from the Tenant in that name
 never from the map's own labels. For every local namespace the map lists, this controller:
 
 - creates the twin namespace itself (the consumer's credential cannot create namespaces),
-  marked with the map it belongs to and the consumer's cluster id, while the Tenant is
-  Active; Cordoned and Drained tenants get no new twin namespace;
+  marked with the map it belongs to and the consumer's cluster id, and labelled for Pod
+  Security Admission with the level the map asks for (baseline, or restricted), while the
+  Tenant is Active; Cordoned and Drained tenants get no new twin namespace, nor does a
+  consumer holding `max_twin_namespaces` already (counted from the API under a lock per
+  tenant, so concurrent maps cannot overshoot);
 - refuses names it must not hand out (the cluster's own namespaces, the runtime's, tenant
   namespaces) and any namespace that exists without being this map's twin: it is never
   adopted (EnforceSameName clashes end here), the map's status says so
-  (`CreationLoopBackOff` with the reason), and the consumer's NamespaceOffloading shows it;
+  (`CreationLoopBackOff` with the reason), and the consumer's NamespaceOffloading shows it.
+  A namespace someone else creates between the read and the create is read again after
+  AlreadyExists and refused the same way (with a Warning Event on the map), so it never
+  gets the consumer's RoleBinding;
 - binds `liqo-remote-offloading` there to the consumer's ServiceAccount (removed while the
   Tenant is Drained), so the consumer has rights in its twin namespaces and nowhere else;
 - reports `Accepted` in the map's `status.currentMapping`.
@@ -24,6 +30,7 @@ latest, `twin_namespace_deletion_timeout` seconds after the deletion began.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 from datetime import UTC, datetime
@@ -45,6 +52,7 @@ from runtime.core import (
     TemporaryError,
 )
 from runtime.forge import namespaces as forge
+from runtime.forge import podsecurity
 from runtime.forge.credential import parse_rfc3339
 
 from ..options import ControllerOptions
@@ -80,6 +88,8 @@ class TwinNamespaceReconciler:
         self._bindings = role_bindings
         self._recorder = recorder
         self._options = options
+        #: one per tenant namespace: twin namespaces are counted and created under it, so the cap holds
+        self._locks: dict[str, asyncio.Lock] = {}
 
     async def reconcile(self, request: Request) -> Result | None:
         namespace_map = self._maps.store.get(request.name, namespace=request.namespace)
@@ -124,11 +134,7 @@ class TwinNamespaceReconciler:
             return _backoff(twin, refused)
         existing = self._twins.store.get(twin) or await self._get_namespace(twin)
         if existing is not None and not forge.is_twin_of(existing, namespace_map):
-            return _backoff(
-                twin,
-                f"namespace {twin} already exists on this cluster and is not a twin namespace of this consumer: it "
-                "is never adopted; choose another name (the DefaultName or SelectedName mapping strategy)",
-            )
+            return _backoff(twin, _not_ours(twin))
         if existing is not None and existing["metadata"].get("deletionTimestamp"):
             return _backoff(twin, f"namespace {twin} is being deleted; it is created again once gone")
         tenant_namespace = str(namespace_map["metadata"]["namespace"])
@@ -138,12 +144,11 @@ class TwinNamespaceReconciler:
                     twin,
                     f"the consumer's Tenant is {mode}: no new twin namespaces (set its tenantCondition to Active)",
                 )
-            body = forge.twin_namespace(
-                twin, namespace_map=namespace_map, origin_namespace=local, origin_cluster_id=origin
-            )
-            with contextlib.suppress(AlreadyExistsError):
-                await self._client.create(NAMESPACES, body, field_manager=c.FIELD_MANAGER_CONTROLLER_MANAGER)
-                logger.info("%s: created twin namespace %s for %s", tenant_namespace, twin, local)
+            made = await self._create(namespace_map, local, twin, origin=origin)
+            if made:
+                return _backoff(twin, made)
+        else:
+            await self._keep_pod_security(existing, forge.pod_security(namespace_map))
         binding = self._bindings.store.get(tenant_namespace, namespace=twin)
         if mode == _DRAINED:
             if binding is not None:
@@ -157,6 +162,78 @@ class TwinNamespaceReconciler:
                 ROLEBINDINGS, desired, field_manager=c.FIELD_MANAGER_CONTROLLER_MANAGER, force=True
             )
         return {"remoteNamespace": twin, "phase": c.MAPPING_ACCEPTED}
+
+    async def _create(self, namespace_map: JSON, local: str, twin: str, *, origin: str) -> str:
+        """Create the twin namespace, within the tenant's cap; why it was not made ("" when it was).
+
+        A namespace that appears between the read and the create (another tenant's, or one the
+        provider's administrators made) answers AlreadyExists: it is read again and, when it is not
+        this map's, never gets the consumer's RoleBinding.
+        """
+        tenant_namespace = str(namespace_map["metadata"]["namespace"])
+        async with self._locks.setdefault(tenant_namespace, asyncio.Lock()):
+            held = await self._count_twins(tenant_namespace, origin=origin)
+            cap = self._options.max_twin_namespaces
+            if held >= cap:
+                return (
+                    f"the consumer holds {held} twin namespaces on this cluster, the most it may "
+                    f"(max_twin_namespaces {cap}): unoffload a namespace, or ask the provider's administrator "
+                    "to raise the cap"
+                )
+            body = forge.twin_namespace(
+                twin, namespace_map=namespace_map, origin_namespace=local, origin_cluster_id=origin
+            )
+            try:
+                await self._client.create(NAMESPACES, body, field_manager=c.FIELD_MANAGER_CONTROLLER_MANAGER)
+            except AlreadyExistsError:
+                found = await self._get_namespace(twin)
+                if found is None or not forge.is_twin_of(found, namespace_map):
+                    logger.warning(
+                        "%s: namespace %s appeared while being created for %s and is not its twin: "
+                        "the consumer gets no rights there",
+                        forge.map_reference(namespace_map),
+                        twin,
+                        local,
+                    )
+                    await self._recorder.record(
+                        namespace_map,
+                        type="Warning",
+                        reason="TwinNamespaceTaken",
+                        message=f"namespace {twin} was created by someone else while it was being created as "
+                        f"the twin of {local}: it is not adopted and the consumer gets no rights there",
+                    )
+                    return _not_ours(twin)
+                return ""
+            logger.info("%s: created twin namespace %s for %s", tenant_namespace, twin, local)
+            return ""
+
+    async def _count_twins(self, tenant_namespace: str, *, origin: str) -> int:
+        """How many twin namespaces the tenant holds, read from the API (not a cache that may lag a create)."""
+        found = await self._client.list(NAMESPACES, label_selector=f"{c.LABEL_ORIGIN_CLUSTER_ID}={origin}")
+        prefix = f"{tenant_namespace}/"
+        return sum(
+            1
+            for namespace in found.items
+            if str(
+                ((namespace.get("metadata") or {}).get("annotations") or {}).get(c.ANNOTATION_NAMESPACE_MAP)
+                or ""
+            ).startswith(prefix)
+        )
+
+    async def _keep_pod_security(self, twin: JSON, level: podsecurity.Level) -> None:
+        """Label an existing twin namespace with the Pod Security level its map asks for (one made before, or
+        a level the consumer changed)."""
+        wanted = podsecurity.namespace_labels(level)
+        labels = twin["metadata"].get("labels") or {}
+        if all(labels.get(key) == value for key, value in wanted.items()):
+            return
+        await self._client.patch(
+            NAMESPACES,
+            str(twin["metadata"]["name"]),
+            {"metadata": {"labels": wanted}},
+            field_manager=c.FIELD_MANAGER_CONTROLLER_MANAGER,
+        )
+        logger.info("%s: now enforces Pod Security %s", twin["metadata"]["name"], level)
 
     def _refusal(self, twin: str) -> str:
         if not forge.is_namespace_name(twin):
@@ -232,6 +309,13 @@ class TwinNamespaceReconciler:
             namespace=meta["namespace"],
             field_manager=c.FIELD_MANAGER_CONTROLLER_MANAGER,
         )
+
+
+def _not_ours(twin: str) -> str:
+    return (
+        f"namespace {twin} already exists on this cluster and is not a twin namespace of this consumer: it "
+        "is never adopted; choose another name (the DefaultName or SelectedName mapping strategy)"
+    )
 
 
 def _backoff(twin: str, message: str) -> JSON:

@@ -54,7 +54,7 @@ from runtime.core import (
     Result,
     TemporaryError,
 )
-from runtime.forge import conditions
+from runtime.forge import conditions, podsecurity
 from runtime.forge import virtualnode as forge
 from runtime.forge.namespaces import desired_mapping, namespace_map
 
@@ -173,9 +173,23 @@ class VirtualNodeReconciler:
                 await self._client.delete(ROLEBINDINGS, name, namespace=namespace)
 
     async def _ensure_namespace_map(self, virtual_node: JSON) -> None:
-        """Create the provider's NamespaceMap when missing (its mapping is the NamespaceOffloading controller's)."""
+        """Create the provider's NamespaceMap when missing (its mapping is the NamespaceOffloading controller's),
+        and keep the Pod Security level it asks for the VirtualNode's."""
         meta = virtual_node["metadata"]
-        if self._maps.store.get(meta["name"], namespace=meta["namespace"]) is not None:
+        level = podsecurity.level((virtual_node.get("spec") or {}).get("podSecurity"))
+        existing = self._maps.store.get(meta["name"], namespace=meta["namespace"])
+        if existing is not None:
+            if (existing.get("spec") or {}).get("podSecurity") != level:
+                await self._client.patch(
+                    NAMESPACEMAPS,
+                    str(meta["name"]),
+                    {"spec": {"podSecurity": level}},
+                    namespace=str(meta["namespace"]),
+                    field_manager=c.FIELD_MANAGER_CONTROLLER_MANAGER,
+                )
+                logger.info(
+                    "%s/%s: the provider is asked for Pod Security %s", meta["namespace"], meta["name"], level
+                )
             return
         body = namespace_map(
             str(meta["name"]),
@@ -183,6 +197,7 @@ class VirtualNodeReconciler:
             cluster_id=str((virtual_node.get("spec") or {}).get("clusterID") or ""),
             owner=virtual_node,
             desired={},
+            pod_security=level,
         )
         with contextlib.suppress(AlreadyExistsError):
             await self._client.create(NAMESPACEMAPS, body, field_manager=c.FIELD_MANAGER_CONTROLLER_MANAGER)

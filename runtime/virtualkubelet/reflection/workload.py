@@ -50,9 +50,11 @@ from runtime.core import (
     Result,
 )
 from runtime.forge import pods as forge
+from runtime.forge import podsecurity
 from runtime.forge import serviceaccounts as tokens
 from runtime.forge.credential import parse_rfc3339, rfc3339
 from runtime.forge.meta import is_reflected
+from runtime.forge.podsecurity import Level
 
 from ..remote import CredentialRemote
 from ..translation import AddressTranslator
@@ -76,6 +78,8 @@ class PodReflectionOptions:
     provider: str
     #: this cluster's CA bundle (PEM), which offloaded pods trust their home API server with
     home_ca: bytes
+    #: the Pod Security Standards level the provider holds this peering's pods to (its VirtualNode's)
+    pod_security: Level = podsecurity.DEFAULT_LEVEL
 
 
 class PodReflector(Reflector):
@@ -215,9 +219,12 @@ class PodReflector(Reflector):
     def _refusal(self, pod: JSON) -> str:
         if forge.is_daemon_set_pod(pod):
             return "DaemonSet pods are never offloaded: add a node affinity keeping the DaemonSet off virtual nodes"
-        problems = forge.offloading_problems(pod.get("spec") or {})
+        level = self._options.pod_security
+        problems = forge.offloading_problems(pod, level=level)
         if problems:
-            return f"the pod cannot be offloaded to {self._options.provider}: " + "; ".join(problems)
+            return f"the pod cannot be offloaded to {self._options.provider}: " + podsecurity.refusal(
+                problems, enforced=level
+            )
         return ""
 
     async def _back_off(self, pod: JSON, message: str) -> None:

@@ -55,8 +55,9 @@ async def controller_manager_client(admin: Client, kubeconfig: Path) -> Client:
 @contextlib.asynccontextmanager
 async def running(
     admin: Client, kubeconfig: Path, *setups: Setup, options: ControllerOptions
-) -> AsyncIterator[None]:
-    """Run the controllers as the controller manager until the block ends (a crash fails the test there)."""
+) -> AsyncIterator[Manager]:
+    """Run the controllers as the controller manager until the block ends (a crash fails the test there);
+    the block gets their manager (its metrics say how often each reconciled)."""
     async with await controller_manager_client(admin, kubeconfig) as api:
         manager = Manager(api, settings=Settings(server=None))
         for setup in setups:
@@ -64,7 +65,7 @@ async def running(
         task = asyncio.create_task(manager.run(), name="controllers under test")
         try:
             await asyncio.wait_for(manager.informers.wait_synced(), 10)
-            yield
+            yield manager
         finally:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):

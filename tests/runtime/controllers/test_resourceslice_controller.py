@@ -15,7 +15,8 @@ from runtime.api.crds import QUOTAS, RESOURCESLICES, TENANTS
 from runtime.api.kinds import NAMESPACES, NODES, PODS, SERVICEACCOUNTS
 from runtime.controllers.authentication import resourceslice
 from runtime.controllers.options import ControllerOptions
-from runtime.core import Client, NotFoundError
+from runtime.core import Client, Manager, NotFoundError
+from runtime.forge import resourceslice as forge
 from runtime.forge.resourceslice import resource_slice
 from tests.apiserver.conftest import start_emulator, stop_emulator
 from tests.playground.conftest import eventually
@@ -163,7 +164,7 @@ async def test_an_active_tenant_gets_the_default_share_and_a_quota(admin: Client
         assert granted is not None
         assert granted["spec"]["limits"] == found["status"]["resources"]
         assert granted["spec"]["user"] == f"system:serviceaccount:{namespace}:liqo-consumer"
-        assert granted["spec"]["limitsEnforcement"] == "Hard"
+        assert granted["spec"]["limitsEnforcement"] == "None"
         assert granted["metadata"]["ownerReferences"][0]["uid"] == found["metadata"]["uid"]
 
         # the provider grows: the default share follows
@@ -274,3 +275,47 @@ async def test_a_cordoned_tenant_keeps_its_grant_under_a_cordoned_quota(
         c.CONDITION_RESOURCES: c.REASON_ACCEPTED,
     }
     assert found["status"]["resources"] == {"cpu": "1"}
+
+
+def reconciles(manager: Manager) -> float:
+    """How many times the ResourceSlice controller reconciled so far."""
+    return sum(
+        sample.value
+        for metric in manager.registry.collect()
+        if metric.name == "controller_runtime_reconcile"
+        for sample in metric.samples
+        if sample.name.endswith("_total") and sample.labels.get("controller") == resourceslice.NAME
+    )
+
+
+async def test_pod_status_updates_requeue_no_slice_and_a_grant_as_asked_follows_nothing(
+    admin: Client, kubeconfig: Path
+) -> None:
+    """A provider's pods change status all the time; only what changes a node's free resources (a pod bound,
+    finished, deleted) looks at slices again, and only at those whose grant follows free resources."""
+    await add_node(admin, "a")
+    await add_pod(admin, "a", cpu="500m", memory="256Mi")
+    for consumer in ("fixed", "share"):
+        await add_tenant(admin, consumer)
+    await request_slice(admin, "fixed", {"cpu": "1", "memory": "1Gi"})
+    await request_slice(admin, "share")
+    async with running(admin, kubeconfig, resourceslice.setup, options=CONTROLLER_OPTIONS) as manager:
+        fixed = await wait_answer(admin, "fixed")
+        share = await wait_answer(admin, "share")
+        assert reasons(fixed)[c.CONDITION_RESOURCES] == c.REASON_ACCEPTED
+        assert forge.follows_free_resources(share) and not forge.follows_free_resources(fixed)
+        await asyncio.sleep(1)
+        before = reconciles(manager)
+        for i in range(10):
+            ready = "True" if i % 2 else "False"
+            await admin.patch_status(
+                PODS,
+                "load-a",
+                {"status": {"phase": "Running", "conditions": [{"type": "Ready", "status": ready}]}},
+                namespace="default",
+            )
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(1)
+        assert reconciles(manager) == before
+        await admin.patch_status(PODS, "load-a", {"status": {"phase": "Succeeded"}}, namespace="default")
+        await eventually(lambda: reconciles(manager) > before, within=10)

@@ -13,7 +13,15 @@ from prometheus_client import CollectorRegistry
 from runtime.core.client import Client, Resource
 from runtime.core.errors import ConflictError, PermanentError, TemporaryError
 from runtime.core.informer import Informer, Selection
-from runtime.core.reconcile import Controller, ControllerMetrics, Request, Result, owner_mapper
+from runtime.core.reconcile import (
+    Controller,
+    ControllerMetrics,
+    EventFilter,
+    MapFunc,
+    Request,
+    Result,
+    owner_mapper,
+)
 from runtime.core.settings import QueueingSettings, ResyncSettings, Settings, WatchingSettings
 
 from .fakeapi import FakeAPI
@@ -85,6 +93,7 @@ async def running(
     *,
     settings: Settings,
     related: Sequence[tuple[Resource, bool]] = (),
+    watched: Sequence[tuple[Resource, MapFunc, EventFilter]] = (),
     registry: CollectorRegistry | None = None,
 ) -> AsyncIterator[Controller]:
     primary = Informer(client, Selection(CONFIGMAPS), settings=settings.watching)
@@ -101,6 +110,10 @@ async def running(
         informers.append(informer)
         if owned:
             controller.owns(informer)
+    for resource, mapper, when in watched:
+        informer = Informer(client, Selection(resource), settings=settings.watching)
+        informers.append(informer)
+        controller.watches(informer, mapper, when=when)
     tasks = [asyncio.create_task(i.run(), name=f"informer {i.selection}") for i in informers]
     await asyncio.gather(*(i.synced.wait() for i in informers))
     tasks.append(asyncio.create_task(controller.run(), name="controller under test"))
@@ -228,6 +241,40 @@ async def test_changes_of_owned_objects_reconcile_their_owner(fake_api: FakeAPI,
     assert reconciler.times("ns/a") == [0, 10, 20]
     assert reconciler.times("ns/b") == [0]
     assert not any(name.endswith("stray") for _, name in reconciler.started)
+
+
+@pytest.mark.usefixtures("one_config_map")
+async def test_a_filter_keeps_the_changes_a_controller_ignores_from_its_queue(
+    fake_api: FakeAPI, fake_client: Client
+) -> None:
+    """Only changes the filter accepts map to keys: here, a Secret's labels (its data changing is ignored)."""
+    fake_api.on_list(SECRETS, [], resource_version="1")
+
+    def labelled(rv: str, team: str, data: str) -> dict[str, Any]:
+        secret = owned_secret("s", rv, owner=None)
+        secret["metadata"]["labels"] = {"team": team}
+        return {**secret, "data": {"k": data}}
+
+    fake_api.on_watch(
+        SECRETS,
+        [
+            10.0,
+            {"type": "ADDED", "object": labelled("2", "a", "1")},
+            10.0,
+            {"type": "MODIFIED", "object": labelled("3", "a", "2")},
+            10.0,
+            {"type": "MODIFIED", "object": labelled("4", "b", "2")},
+        ],
+    )
+
+    def labels_changed(kind: str, obj: dict[str, Any], old: dict[str, Any] | None) -> bool:
+        return old is None or obj["metadata"].get("labels") != old["metadata"].get("labels")
+
+    reconciler = Scripted()
+    watched = [(SECRETS, lambda obj: [Request("ns", "a")], labels_changed)]
+    async with running(fake_client, reconciler, settings=settings(), watched=watched):
+        await asyncio.sleep(35)
+    assert reconciler.times("ns/a") == [0, 10, 30]
 
 
 @pytest.mark.parametrize(

@@ -9,6 +9,7 @@ import pytest
 from runtime.api import constants as c
 from runtime.forge import namespaceoffloading as nso
 from runtime.forge import namespaces as ns
+from runtime.forge import podsecurity
 
 JSON = dict[str, Any]
 
@@ -142,3 +143,29 @@ def test_the_selector_picks_virtual_nodes_by_label() -> None:
     north = {"metadata": {"name": "liqo-milan", "labels": {"region": "north"}}}
     assert nso.selects(body, south) and not nso.selects(body, north)
     assert nso.selects(nso.namespace_offloading("demo"), north)
+
+
+@pytest.mark.parametrize(("asked", "enforced"), [("restricted", "restricted"), ("baseline", "baseline")])
+def test_the_twin_namespace_enforces_the_level_the_consumers_map_asks_for(asked: str, enforced: str) -> None:
+    local = ns.namespace_map(
+        "milan",
+        namespace="liqo-tenant-milan",
+        cluster_id="milan-id",
+        desired={"shop": "shop-rome"},
+        pod_security=podsecurity.level(asked),
+    )
+    replica = ns.replica_namespace_map(local, remote_namespace="liqo-tenant-rome", origin_cluster_id="r")
+    assert replica["spec"]["podSecurity"] == asked
+    replica["metadata"]["namespace"] = "liqo-tenant-rome"
+    twin = ns.twin_namespace(
+        "shop-rome", namespace_map=replica, origin_namespace="shop", origin_cluster_id="r"
+    )
+    assert twin["metadata"]["labels"][c.LABEL_POD_SECURITY_ENFORCE] == enforced
+    assert podsecurity.enforced_level(twin) == enforced
+
+
+@pytest.mark.parametrize("asked", ["privileged", None, "", "anything"])
+def test_a_map_asking_for_less_than_baseline_gets_baseline(asked: object) -> None:
+    replica = {"metadata": {"name": "m", "namespace": "t"}, "spec": {"podSecurity": asked}}
+    twin = ns.twin_namespace("x", namespace_map=replica, origin_namespace="x", origin_cluster_id="r")
+    assert podsecurity.enforced_level(twin) == "baseline"

@@ -45,6 +45,7 @@ def test_the_foreign_cluster_asks_for_an_out_of_band_peering_with_its_token_secr
         "tokenSecretRef": {"name": "liqo-token-milan", "namespace": "liqo"},
         "outgoingPeeringEnabled": True,
         "networkingEnabled": True,
+        "podSecurity": "baseline",
         "resources": {"cpu": "2", "nvidia.com/gpu": "1"},
         "nodeLabels": {"team": "a"},
     }

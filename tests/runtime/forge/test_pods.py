@@ -8,8 +8,9 @@ from typing import Any
 import pytest
 
 from runtime.api import constants as c
-from runtime.forge import pods
+from runtime.forge import pods, podsecurity
 from runtime.forge import serviceaccounts as tokens
+from runtime.forge.meta import reflection_labels
 
 JSON = dict[str, Any]
 OPTIONS = pods.PodOptions(origin_cluster_id="rome-id", home_api_server="https://rome.example:6443")
@@ -116,32 +117,88 @@ def test_tokens_are_requested_per_audience_and_bound_to_the_pod() -> None:
 
 
 @pytest.mark.parametrize(
-    ("spec", "problem"),
+    ("spec", "level", "problem"),
     [
-        ({"hostNetwork": True}, "host's Network namespace"),
-        ({"hostPID": True}, "host's PID namespace"),
-        ({"volumes": [{"name": "root", "hostPath": {"path": "/"}}]}, "'root' is a hostPath volume"),
+        ({"hostNetwork": True}, "baseline", "host namespaces (hostNetwork=true)"),
         (
-            {"containers": [{"name": "c", "securityContext": {"privileged": True}}]},
-            "container 'c' is privileged",
+            {"volumes": [{"name": "root", "hostPath": {"path": "/"}}]},
+            "baseline",
+            'hostPath volumes (volume "root")',
         ),
-        ({"containers": [{"name": "c"}]}, ""),
+        (
+            {"containers": [{"name": "c", "securityContext": {"capabilities": {"add": ["SYS_ADMIN"]}}}]},
+            "baseline",
+            "non-default capabilities",
+        ),
+        ({"containers": [{"name": "c"}]}, "restricted", "allowPrivilegeEscalation != false"),
+        ({"containers": [{"name": "c"}]}, "baseline", ""),
     ],
-    ids=["network", "pid", "hostpath", "privileged", "fine"],
+    ids=["host-network", "host-path", "capability", "restricted", "fine"],
 )
-def test_pods_asking_for_the_providers_host_are_refused(spec: JSON, problem: str) -> None:
-    problems = pods.offloading_problems(spec)
+def test_pods_the_providers_pod_security_level_forbids_are_not_offloaded(
+    spec: JSON, level: podsecurity.Level, problem: str
+) -> None:
+    problems = pods.offloading_problems({"metadata": {"name": "p"}, "spec": spec}, level=level)
     assert (problem in "; ".join(problems)) if problem else problems == []
+
+
+HOSTILE_METADATA = {
+    "app": "web",
+    "app.kubernetes.io/name": "web",
+    "kubectl.kubernetes.io/default-container": "web",
+    "container.apparmor.security.beta.kubernetes.io/web": "unconfined",
+    "seccomp.security.alpha.kubernetes.io/pod": "unconfined",
+    "kubernetes.io/egress-bandwidth": "10G",
+    "cluster-autoscaler.kubernetes.io/safe-to-evict": "false",
+    "pod-security.kubernetes.io/enforce": "privileged",
+    "example.k8s.io/x": "y",
+    c.LABEL_REFLECTION_MANAGED_BY: c.MANAGED_BY_SHADOWENDPOINTSLICE,
+    c.LABEL_ORIGIN_CLUSTER_ID: "someone-else",
+    c.ANNOTATION_ORIGIN_POD_UID: "forged",
+    "k8s.v1.cni.cncf.io/networks": "host-network",
+    "io.kubernetes.cri-o.Devices": "/dev/sda",
+    "io.containerd.runc.v2.x": "y",
+    "run.oci.keep_original_groups": "1",
+}
+#: what of it reaches the provider: the consumer's own keys and the allowlisted Kubernetes ones
+CARRIED = {
+    "app": "web",
+    "app.kubernetes.io/name": "web",
+    "kubectl.kubernetes.io/default-container": "web",
+}
+
+
+def test_consumer_labels_and_annotations_reach_the_provider_filtered() -> None:
+    pod = local_pod()
+    pod["metadata"]["labels"] = dict(HOSTILE_METADATA)
+    pod["metadata"]["annotations"] = dict(HOSTILE_METADATA)
+    shadow = pods.shadow_pod(pod, remote_namespace="demo-rome", options=OPTIONS)
+    assert shadow["metadata"]["labels"] == {**CARRIED, **reflection_labels(origin_cluster_id="rome-id")}
+    assert shadow["metadata"]["annotations"] == {**CARRIED, c.ANNOTATION_ORIGIN_POD_UID: "u1"}
+    # a hostile consumer writes its ShadowPod itself: the provider filters again
+    shadow["metadata"]["labels"] = dict(HOSTILE_METADATA)
+    shadow["metadata"]["annotations"] = dict(HOSTILE_METADATA)
+    shadow["metadata"]["uid"] = "s1"
+    provider = pods.provider_pod(shadow, origin_cluster_id="rome-id")
+    assert provider["metadata"]["labels"] == {
+        **CARRIED,
+        c.LABEL_REFLECTION_MANAGED_BY: c.MANAGED_BY_SHADOWPOD,
+        c.LABEL_ORIGIN_CLUSTER_ID: "rome-id",
+    }
+    assert provider["metadata"]["annotations"] == CARRIED
 
 
 def test_the_providers_pod_is_the_shadows_spec_owned_by_it() -> None:
     shadow = pods.shadow_pod(local_pod(), remote_namespace="demo-rome", options=OPTIONS)
     shadow["metadata"]["uid"] = "s1"
     shadow["spec"]["pod"]["serviceAccountName"] = "sneaky"
-    pod = pods.provider_pod(shadow)
+    shadow["spec"]["pod"]["priorityClassName"] = "system-node-critical"
+    shadow["spec"]["pod"]["nodeName"] = "milan-control-plane"
+    pod = pods.provider_pod(shadow, origin_cluster_id="rome-id")
     assert pod["metadata"]["labels"][c.LABEL_REFLECTION_MANAGED_BY] == c.MANAGED_BY_SHADOWPOD
     assert pod["metadata"]["ownerReferences"][0]["uid"] == "s1" and pods.is_pod_of(pod, shadow)
     assert "serviceAccountName" not in pod["spec"] and pod["spec"]["automountServiceAccountToken"] is False
+    assert "priorityClassName" not in pod["spec"] and "nodeName" not in pod["spec"]
     changed = copy.deepcopy(shadow)
     changed["spec"]["pod"]["containers"][0]["image"] = "nginx:2"
     assert pods.image_updates(pod, changed) == [{"name": "web", "image": "nginx:2"}]

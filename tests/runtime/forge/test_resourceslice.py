@@ -356,3 +356,48 @@ def test_the_quota_of_a_grant() -> None:
         "cordoned": False,
     }
     assert body["metadata"]["ownerReferences"][0]["uid"] == "u-1"
+
+
+def _answered(resources: dict[str, str], reason: str, *, observed: int = 1) -> JSON:
+    return {
+        "metadata": {"generation": 1},
+        "spec": {"resources": resources},
+        "status": {
+            "observedGeneration": observed,
+            "conditions": [{"type": c.CONDITION_RESOURCES, "status": "True", "reason": reason}],
+        },
+    }
+
+
+@pytest.mark.parametrize(
+    ("resource_slice", "follows"),
+    [
+        (_answered({}, c.REASON_ACCEPTED), True),
+        (_answered({"cpu": "1"}, c.REASON_ACCEPTED), False),
+        (_answered({"cpu": "1"}, c.REASON_RESIZED), True),
+        (_answered({"cpu": "1"}, c.REASON_DENIED), True),
+        (_answered({"cpu": "1"}, c.REASON_ACCEPTED, observed=0), True),
+    ],
+    ids=["default-share", "granted-as-asked", "resized", "denied", "request-changed"],
+)
+def test_which_grants_follow_the_providers_free_resources(resource_slice: JSON, follows: bool) -> None:
+    assert rs.follows_free_resources(resource_slice) is follows
+
+
+def test_what_a_pod_takes_from_its_node() -> None:
+    pod: JSON = {
+        "metadata": {},
+        "spec": {"nodeName": "a", "containers": [{"name": "c", "resources": {"requests": {"cpu": "250m"}}}]},
+        "status": {"phase": "Running"},
+    }
+    assert rs.node_usage(pod) == ("a", {"cpu": "250m", "pods": "1"})
+    assert rs.node_usage({**pod, "status": {"phase": "Running", "conditions": [{"type": "Ready"}]}}) == (
+        rs.node_usage(pod)
+    )
+    for gone in (
+        {**pod, "status": {"phase": "Succeeded"}},
+        {**pod, "spec": {**pod["spec"], "nodeName": ""}},
+        {**pod, "metadata": {"labels": {c.LABEL_ORIGIN_CLUSTER_ID: "rome"}}},
+        None,
+    ):
+        assert rs.node_usage(gone) is None

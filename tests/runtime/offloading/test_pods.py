@@ -166,7 +166,7 @@ async def test_pods_that_cannot_be_offloaded_stay_pending_and_say_why(clusters: 
 
     host = await clusters.eventually(lambda: backed_off("work", "host"), within=30)
     assert host["phase"] == "Pending"
-    assert "host's Network namespace (hostNetwork)" in host["message"]
+    assert 'violates PodSecurity "baseline:v1.36": host namespaces (hostNetwork=true)' in host["message"]
     plain = await clusters.eventually(lambda: backed_off("plain", "forced"), within=30)
     assert "namespace plain is not offloaded to naples" in plain["message"]
     assert await get(naples.admin, SHADOWPODS, "host", namespace=TWIN) is None

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import dataclasses
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -232,7 +233,40 @@ async def local_pod_running(rome: Cluster, name: str, ip: str) -> None:
 
 
 @pytest.mark.slow
-async def test_services_and_their_endpoints_on_both_sides(clusters: Clusters) -> None:
+async def test_a_provider_keeps_a_consumers_node_ports_off_its_nodes_by_default(clusters: Clusters) -> None:
+    """naples installed with the default max_consumer_service_type (ClusterIP): the copy of a NodePort
+    Service is a ClusterIP Service (offloaded pods find it by name), and the reflector takes it as in sync."""
+    rome, naples = await setup(clusters)
+    await rome.admin.create(
+        SERVICES, service(**{c.ANNOTATION_FORCE_REMOTE_NODE_PORT: "true"}), namespace="work"
+    )
+    remote = await clusters.eventually(lambda: get(naples.admin, SERVICES, "web", namespace=TWIN))
+    assert remote["spec"]["type"] == "ClusterIP" and remote["spec"]["clusterIP"]
+    assert all("nodePort" not in port for port in remote["spec"]["ports"])
+    assert "externalTrafficPolicy" not in remote["spec"]
+    await rome.admin.patch(SERVICES, "web", {"metadata": {"labels": {"tier": "front"}}}, namespace="work")
+    relabelled = await clusters.eventually(
+        lambda: _labelled(naples.admin, "web", TWIN, "tier", "front"), within=20
+    )
+    await asyncio.sleep(2)
+    settled = await naples.admin.get(SERVICES, "web", namespace=TWIN)
+    assert settled["metadata"]["resourceVersion"] == relabelled["metadata"]["resourceVersion"]
+    assert settled["spec"]["type"] == "ClusterIP"
+
+
+async def _labelled(client: Client, name: str, namespace: str, key: str, value: str) -> JSON | None:
+    found = await get(client, SERVICES, name, namespace=namespace)
+    return found if ((found or {}).get("metadata") or {}).get("labels", {}).get(key) == value else None
+
+
+@pytest.mark.slow
+async def test_services_and_their_endpoints_on_both_sides(tmp_path: Path) -> None:
+    """naples lets consumers keep NodePort Services (max_consumer_service_type NodePort), as Liqo does."""
+    async with Clusters(tmp_path, webhook=True, max_consumer_service_type="NodePort") as clusters:
+        await _services_and_their_endpoints_on_both_sides(clusters)
+
+
+async def _services_and_their_endpoints_on_both_sides(clusters: Clusters) -> None:
     rome, naples = await setup(clusters)
     await rome.admin.create(
         SERVICES, service(**{c.ANNOTATION_FORCE_REMOTE_NODE_PORT: "true"}), namespace="work"

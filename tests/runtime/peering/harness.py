@@ -56,6 +56,7 @@ from runtime.controllers.options import ControllerOptions
 from runtime.core import Client, Manager, NotFoundError, ServerSettings, Settings
 from runtime.forge import virtualnode as forge_vn
 from runtime.forge.install import MUTATING_WEBHOOK, VALIDATING_WEBHOOK, InstallOptions, install_manifests
+from runtime.forge.services import ServiceType
 from runtime.forge.tokens import generate_token, token_secret
 from tests.apiserver.conftest import start_emulator, stop_emulator
 from tests.runtime.serviceaccounts import service_account_kubeconfig
@@ -130,11 +131,18 @@ class Clusters:
     """Clusters of one test; `async with Clusters(tmp_path) as clusters:` tears all of them down."""
 
     def __init__(
-        self, state_dir: Path, *, options: ControllerOptions = CONTROLLER_OPTIONS, webhook: bool = False
+        self,
+        state_dir: Path,
+        *,
+        options: ControllerOptions = CONTROLLER_OPTIONS,
+        webhook: bool = False,
+        max_consumer_service_type: ServiceType = "ClusterIP",
     ) -> None:
         self.state_dir = state_dir
         self.options = options
         self.webhook = webhook
+        #: the widest Service type the clusters, as providers, let consumers keep (their install's option)
+        self.max_consumer_service_type = max_consumer_service_type
         self._clusters: list[Cluster] = []
         self._crashes: list[str] = []
         #: uids of virtual kubelet Deployments whose virtual kubelet is being killed to start again
@@ -188,6 +196,7 @@ class Clusters:
             cluster_labels=labels,
             # no node forwards a nodePort here: the auth service publishes the address it binds on 127.0.0.1
             auth_service_type="ClusterIP",
+            max_consumer_service_type=self.max_consumer_service_type,
         )
 
         async def apply(obj: JSON) -> None:
@@ -269,6 +278,9 @@ class Clusters:
             mutating_configurations=(MUTATING_WEBHOOK,),
             service="liqo-webhook",
             health=ServerSettings(host="127.0.0.1", port=0),
+            max_consumer_service_type=self.max_consumer_service_type,
+            # URL mode: the API server calls the webhook by the address it patched in, no Service to drain
+            shutdown_delay=0.0,
         )
         server = WebhookServer(client, options)
         self._run(cluster, "webhook", server.run())

@@ -12,9 +12,10 @@ from typing import Any
 import aiohttp
 import pytest
 
+from runtime.api import constants as c
 from runtime.api.crds import FOREIGNCLUSTERS, RESOURCESLICES
-from runtime.api.kinds import NAMESPACES, VALIDATINGWEBHOOKS
-from runtime.core import Client, InvalidError
+from runtime.api.kinds import NAMESPACES, SECRETS, VALIDATINGWEBHOOKS
+from runtime.core import Client, InvalidError, NotFoundError
 from runtime.forge.install import VALIDATING_WEBHOOK
 from runtime.webhook.main import main
 from tests.playground.conftest import eventually
@@ -31,6 +32,7 @@ async def webhook(client: Client, kubeconfig: Path, *extra: str) -> AsyncIterato
         "--listen=127.0.0.1:0",
         "--mode=url",
         "--health-address=127.0.0.1:0",
+        "--shutdown-delay=0",
         f"--kubeconfig={kubeconfig}",
         *(extra or [f"--configuration={VALIDATING_WEBHOOK}"]),
     ]
@@ -150,3 +152,35 @@ async def test_readiness_waits_for_the_configuration(installed: Path, unused_tcp
             await eventually(lambda: answers(200), within=20)
         finally:
             await client.delete(VALIDATINGWEBHOOKS, missing)
+
+
+async def test_a_restarted_webhook_keeps_the_ca_the_configuration_trusts(installed: Path) -> None:
+    """The CA is made once and kept in its Secret: a restart (or another replica) is trusted by the same
+    caBundle, so the API server never meets a webhook it does not trust while an old one still serves."""
+    async with await Client.from_kubeconfig(installed) as client:
+        async with webhook(client, installed):
+            first = await client.get(VALIDATINGWEBHOOKS, VALIDATING_WEBHOOK)
+        async with webhook(client, installed):
+            second = await client.get(VALIDATINGWEBHOOKS, VALIDATING_WEBHOOK)
+        secret = await client.get(SECRETS, c.WEBHOOK_CA_SECRET, namespace=NAMESPACE)
+    bundles = {w["clientConfig"]["caBundle"] for w in [*first["webhooks"], *second["webhooks"]]}
+    assert bundles == {secret["data"][c.WEBHOOK_CA_CERTIFICATE]}
+    assert first["webhooks"][0]["clientConfig"]["url"] != second["webhooks"][0]["clientConfig"]["url"]
+
+
+async def test_a_ca_secret_that_holds_no_usable_ca_is_replaced(installed: Path) -> None:
+    async with await Client.from_kubeconfig(installed) as client:
+        with contextlib.suppress(NotFoundError):
+            await client.delete(SECRETS, c.WEBHOOK_CA_SECRET, namespace=NAMESPACE)
+        await client.create(
+            SECRETS,
+            {"metadata": {"name": c.WEBHOOK_CA_SECRET}, "data": {c.WEBHOOK_CA_CERTIFICATE: "bm9wZQ=="}},
+            namespace=NAMESPACE,
+        )
+        async with webhook(client, installed):
+            configuration = await client.get(VALIDATINGWEBHOOKS, VALIDATING_WEBHOOK)
+        secret = await client.get(SECRETS, c.WEBHOOK_CA_SECRET, namespace=NAMESPACE)
+    assert set(secret["data"]) == {c.WEBHOOK_CA_CERTIFICATE, c.WEBHOOK_CA_KEY}
+    assert (
+        configuration["webhooks"][0]["clientConfig"]["caBundle"] == secret["data"][c.WEBHOOK_CA_CERTIFICATE]
+    )

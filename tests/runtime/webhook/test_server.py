@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import datetime
 import ipaddress
 import ssl
 import uuid
@@ -15,18 +16,34 @@ from aiohttp.test_utils import TestServer
 from cryptography import x509
 from prometheus_client import CollectorRegistry, generate_latest
 
+from runtime.api import constants as c
 from runtime.forge.install import InstallOptions, validating_webhook_configuration
 from runtime.webhook.app import ReviewMetrics, application, validators
-from runtime.webhook.certs import server_context, service_dns_names, serving_certificate
+from runtime.webhook.certs import (
+    authority_of,
+    authority_secret,
+    new_authority,
+    server_context,
+    service_dns_names,
+    serving_certificate,
+)
 from runtime.webhook.configuration import configured
 from runtime.webhook.main import main
 from runtime.webhook.server import host_url
 
 
+def refuse_every_shadow_pod(request: dict[str, Any]) -> list[str]:
+    return ["spec.pod: Forbidden: not here"]
+
+
 @pytest.fixture
 async def server() -> AsyncIterator[tuple[TestServer, CollectorRegistry]]:
     registry = CollectorRegistry()
-    test_server = TestServer(application(validators(namespace="liqo"), metrics=ReviewMetrics(registry)))
+    test_server = TestServer(
+        application(
+            validators(namespace="liqo", shadow_pods=refuse_every_shadow_pod), metrics=ReviewMetrics(registry)
+        )
+    )
     await test_server.start_server()
     yield test_server, registry
     await test_server.close()
@@ -72,7 +89,8 @@ async def test_reviews_are_routed_by_path_and_answered(server: tuple[TestServer,
 
 def test_the_serving_certificate_names_every_address_and_chains_to_its_ca() -> None:
     names = ["127.0.0.7", *service_dns_names("liqo-webhook", "liqo")]
-    certificate = serving_certificate(hosts=names, common_name="liqo-webhook")
+    authority = new_authority(common_name="liqo-webhook")
+    certificate = serving_certificate(authority, hosts=names, common_name="liqo-webhook")
     parsed = x509.load_pem_x509_certificate(certificate.certificate)
     sans = parsed.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
     assert sans.get_values_for_type(x509.IPAddress) == [ipaddress.ip_address("127.0.0.7")]
@@ -88,9 +106,50 @@ def test_the_serving_certificate_names_every_address_and_chains_to_its_ca() -> N
     assert isinstance(server_context(certificate), ssl.SSLContext)
 
 
+def test_every_replica_signs_with_the_ca_kept_in_the_secret() -> None:
+    """Two replicas (or a restart) read one CA from the Secret: both certificates chain to the one caBundle."""
+    secret = authority_secret(new_authority(common_name="liqo-webhook"), namespace="liqo")
+    assert secret["metadata"]["name"] == c.WEBHOOK_CA_SECRET
+    first = serving_certificate(authority_of(secret), hosts=["10.0.0.1"], common_name="liqo-webhook")
+    second = serving_certificate(authority_of(secret), hosts=["10.0.0.2"], common_name="liqo-webhook")
+    assert first.ca == second.ca and first.key != second.key
+    ca = x509.load_pem_x509_certificate(first.ca)
+    for certificate in (first, second):
+        x509.load_pem_x509_certificate(certificate.certificate).verify_directly_issued_by(ca)
+    assert "key" not in repr(authority_of(secret)).replace("<key redacted>", "")
+
+
+@pytest.mark.parametrize(
+    ("data", "problem"),
+    [
+        ({}, "no key"),
+        ({c.WEBHOOK_CA_CERTIFICATE: "bm9wZQ==", c.WEBHOOK_CA_KEY: "bm9wZQ=="}, "not a PEM certificate"),
+        ("other-key", "is not the key of"),
+        ("expiring", "the CA expires at"),
+    ],
+    ids=["empty", "garbage", "mismatched-key", "expiring"],
+)
+def test_a_secret_without_a_usable_ca_says_why(data: Any, problem: str) -> None:
+    secret = authority_secret(new_authority(common_name="liqo-webhook"), namespace="liqo")
+    if data == "other-key":
+        other = authority_secret(new_authority(common_name="liqo-webhook"), namespace="liqo")
+        secret["data"][c.WEBHOOK_CA_KEY] = other["data"][c.WEBHOOK_CA_KEY]
+    elif data == "expiring":
+        old = datetime.datetime.now(datetime.UTC) - datetime.timedelta(days=3640)
+        secret = authority_secret(new_authority(common_name="liqo-webhook", now=old), namespace="liqo")
+    else:
+        secret["data"] = data
+    with pytest.raises(ValueError, match=problem):
+        authority_of(secret)
+
+
 async def test_https_clients_trusting_the_ca_reach_the_webhook() -> None:
-    certificate = serving_certificate(hosts=["127.0.0.1"], common_name="liqo-webhook")
-    app = application(validators(namespace="liqo"), metrics=ReviewMetrics(CollectorRegistry()))
+    authority = new_authority(common_name="liqo-webhook")
+    certificate = serving_certificate(authority, hosts=["127.0.0.1"], common_name="liqo-webhook")
+    app = application(
+        validators(namespace="liqo", shadow_pods=refuse_every_shadow_pod),
+        metrics=ReviewMetrics(CollectorRegistry()),
+    )
     runner = aiohttp.web.AppRunner(app)
     await runner.setup()
     site = aiohttp.web.TCPSite(runner, "127.0.0.1", 0, ssl_context=server_context(certificate))
@@ -137,6 +196,14 @@ def test_url_mode_points_every_webhook_at_the_listen_address_keeping_its_path() 
         },
         {
             "url": "https://127.0.0.9:9443/validate/namespaceoffloadings",
+            "caBundle": base64.b64encode(b"CA").decode(),
+        },
+        {
+            "url": "https://127.0.0.9:9443/validate/shadowpods",
+            "caBundle": base64.b64encode(b"CA").decode(),
+        },
+        {
+            "url": "https://127.0.0.9:9443/validate/gatewayservers",
             "caBundle": base64.b64encode(b"CA").decode(),
         },
     ]

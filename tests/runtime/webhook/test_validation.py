@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 from typing import Any
 
@@ -146,8 +147,24 @@ def test_responses_echo_the_uid_and_carry_every_problem() -> None:
             {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {}},
             "no request with a uid",
         ),
+        (
+            {
+                "apiVersion": "admission.k8s.io/v1",
+                "kind": "AdmissionReview",
+                "request": {"uid": "u", "object": []},
+            },
+            "request.object is not a JSON object",
+        ),
+        (
+            {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {"uid": 7}},
+            "no request with a uid",
+        ),
+        (b"{", "not JSON"),
+        (b"[" * 200 + b"]" * 200, "nests deeper than 100 levels"),
+        (b"[" * 100_000 + b"]" * 100_000, "nests deeper than 100 levels"),
     ],
+    ids=["list", "v1beta1", "no-uid", "object-list", "uid-number", "not-json", "deep", "very-deep"],
 )
 def test_bodies_that_are_not_reviews_are_refused(body: Any, message: str) -> None:
     with pytest.raises(ReviewError, match=message):
-        parse_review(body)
+        parse_review(body if isinstance(body, bytes) else json.dumps(body).encode())
