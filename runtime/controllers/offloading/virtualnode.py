@@ -137,6 +137,7 @@ class VirtualNodeReconciler:
             raise PermanentError(f"{request}: {error}; fix the VirtualNode's spec") from None
         for obj in objects:
             if not self._is_current(obj):
+                await self._unbind_other_role(obj)
                 await self._client.apply(
                     _KINDS[obj["kind"]], obj, field_manager=c.FIELD_MANAGER_CONTROLLER_MANAGER, force=True
                 )
@@ -206,6 +207,22 @@ class VirtualNodeReconciler:
         with contextlib.suppress(AlreadyExistsError):
             await self._client.create(NAMESPACEMAPS, body, field_manager=c.FIELD_MANAGER_CONTROLLER_MANAGER)
             logger.info("%s/%s: created the NamespaceMap of the provider", meta["namespace"], meta["name"])
+
+    async def _unbind_other_role(self, obj: JSON) -> None:
+        """A binding's roleRef cannot change: one bound to another role (an older install's) is deleted first."""
+        if "roleRef" not in obj:
+            return
+        meta = obj["metadata"]
+        cached = self._cached(obj["kind"], meta["name"], meta.get("namespace"))
+        if cached is not None and cached.get("roleRef") != obj["roleRef"]:
+            with contextlib.suppress(NotFoundError):
+                await self._client.delete(_KINDS[obj["kind"]], meta["name"], namespace=meta.get("namespace"))
+            logger.info(
+                "%s %s: bound another role; deleted to bind %s",
+                obj["kind"],
+                meta["name"],
+                obj["roleRef"]["name"],
+            )
 
     def _cached(self, kind: str, name: str, namespace: str | None) -> JSON | None:
         return self._owned[kind].store.get(name, namespace=namespace)
