@@ -148,7 +148,6 @@ def cluster_roles() -> list[JSON]:
                 # in its tenant namespace only (a RoleBinding): the slices it asks for, and what the provider says
                 _rule([c.AUTHENTICATION_GROUP], ["resourceslices"], [*READ, "create", "patch", "delete"]),
                 _rule([c.AUTHENTICATION_GROUP], ["resourceslices/status"], ["get"]),
-                _rule([c.AUTHENTICATION_GROUP], ["tenants"], ["get"]),
                 # the copy of its NamespaceMap, which asks for twin namespaces
                 _rule([c.OFFLOADING_GROUP], ["namespacemaps"], [*READ, "create", "patch"]),
                 _rule([c.OFFLOADING_GROUP], ["namespacemaps/status"], ["get"]),

@@ -224,6 +224,7 @@ ACCOUNTS: dict[tuple[str, str], list[Case]] = {
         may_not("delete", "configurations", group=c.NETWORKING_GROUP, namespace=TENANT, name="rome"),
         may_not("delete", "gatewayservers", group=c.NETWORKING_GROUP, namespace=TENANT, name="rome"),
         may_not("patch", "tenants", group=c.AUTHENTICATION_GROUP, namespace=TENANT, name="rome"),
+        may_not("get", "tenants", group=c.AUTHENTICATION_GROUP, namespace=TENANT, name="rome"),
         may_not("patch", "quotas", group=c.OFFLOADING_GROUP, namespace=TENANT, name="rome"),
         may_not("get", "secrets", namespace=TENANT),
         may_not("create", "shadowpods", group=c.OFFLOADING_GROUP, namespace="kube-system"),
