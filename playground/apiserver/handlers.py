@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 import yaml
 from aiohttp import web
 
-from . import decoding, errors, fieldvalidation, protobuf
+from . import decoding, errors, fieldvalidation, protobuf, rbac
+from .identity import RequestAttributes
 from .negotiation import Representation, negotiate
 from .printers import table
 from .registry import WriteOptions
@@ -354,12 +355,34 @@ class ResourceHandlers:
             raise errors.invalid("PatchOptions", "", [cause], group="meta.k8s.io")
         if not opts.field_manager and not content_type.startswith("application/apply-patch"):
             opts.field_manager = request.headers.get("User-Agent", "unknown").split("/")[0] or "unknown"
+        if (
+            applying
+            and not info.subresource
+            and self.server.registry.find(rt, info.namespace, info.name) is None
+        ):
+            self._authorize_create(info, rt, user)
         obj, created = await self.server.registry.patch(
             rt, info.namespace, info.name, content_type, body, opts, subresource=info.subresource, force=force
         )
         return json_response(
             render_object(rt, obj, self._rep(request)), status=201 if created else 200, warnings=opts.warnings
         )
+
+    def _authorize_create(self, info: RequestInfo, rt: ResourceType, user: Any) -> None:
+        """An apply that creates is also a create, authorized by name (the patch handler's `withAuthorization`)."""
+        attrs = RequestAttributes(
+            user=user,
+            verb="create",
+            api_group=rt.group,
+            api_version=rt.version,
+            resource=rt.plural,
+            name=info.name,
+            namespace=info.namespace,
+            path=info.path,
+        )
+        decision = self.server.authorizer.authorize(attrs)
+        if not decision.allowed:
+            raise rbac.forbidden_error(attrs, decision.reason)
 
     async def delete(
         self, request: web.Request, info: RequestInfo, rt: ResourceType, user: Any

@@ -237,6 +237,11 @@ AUTH_SERVING_KEY_SECRET: Final = "liqo-auth-serving-key"
 AUTH_SERVING_KEY: Final = "tls.key"
 #: the auth service's Service (in the runtime's namespace): its type decides the published `authURL`
 AUTH_SERVICE: Final = "liqo-auth"
+#: a consumer's ServiceAccount in its tenant namespace (its credential is a token of it; the auth service may
+#: make, patch and mint tokens for ServiceAccounts of this name only)
+CONSUMER_SERVICE_ACCOUNT: Final = "liqo-consumer"
+#: the RoleBinding of `liqo-remote-consumer` to that ServiceAccount (the only RoleBinding the auth service writes)
+CONSUMER_ROLE_BINDING: Final = "liqo-remote-consumer"
 #: the Secret (in the runtime's namespace) with the webhook's CA, made once by the first webhook to start and
 #: kept, so every replica and restart is trusted by the caBundle of the webhook configurations
 WEBHOOK_CA_SECRET: Final = "liqo-webhook-ca"

@@ -1,7 +1,8 @@
 """Issuing a consumer's identity on this provider: its objects, then a ServiceAccount token.
 
-On a valid peering token the consumer gets (server-side apply, field manager
-`liqo-auth`) its tenant namespace `liqo-tenant-<name>`, its Tenant (cluster id, name,
+On a valid peering token the consumer gets its tenant namespace `liqo-tenant-<name>`
+(created once, never patched: the service may not change any namespace), then (server-side
+apply, field manager `liqo-auth`) its Tenant (cluster id, name,
 public key), the ServiceAccount `liqo-consumer` and the RoleBinding of
 `liqo-remote-consumer` to it, all described by `runtime.forge.tenant`; then a
 TokenRequest for the ServiceAccount gives the credential. Renewal issues a fresh token
@@ -25,7 +26,7 @@ from typing import Any
 from runtime.api import constants as c
 from runtime.api.crds import TENANTS
 from runtime.api.kinds import NAMESPACES, ROLEBINDINGS, SERVICEACCOUNTS
-from runtime.core import Client, Informer, NotFoundError, Resource
+from runtime.core import AlreadyExistsError, Client, Informer, NotFoundError, Resource
 from runtime.forge.credential import ClusterInfo, Credential, parse_rfc3339, rfc3339
 from runtime.forge.tenant import (
     CONSUMER_SERVICE_ACCOUNT,
@@ -98,10 +99,8 @@ class IdentityIssuer:
         """Ensure the consumer's objects and return a fresh credential; 409/403/503 errors as described above."""
         async with self._lock:
             namespace = tenant_namespace_name(request.cluster_name)
-            await self._check(request, namespace)
-            await self._apply(
-                NAMESPACES, tenant_namespace(cluster_id=request.cluster_id, cluster_name=request.cluster_name)
-            )
+            if not await self._check(request, namespace):
+                await self._create_namespace(request, namespace)
             # the Tenant last, so its controller finds the consumer's access already in place
             await self._ensure_access(request.cluster_id, namespace)
             await self._apply(
@@ -153,7 +152,8 @@ class IdentityIssuer:
             meta["name"],
         )
 
-    async def _check(self, request: IdentityRequest, namespace: str) -> None:
+    async def _check(self, request: IdentityRequest, namespace: str) -> bool:
+        """Refuse a conflicting or terminating request; whether the tenant namespace (this consumer's) exists."""
         ref = f"{namespace}/{request.cluster_name}"
         for other in self._tenants.store.by_index(CLUSTER_ID_INDEX, request.cluster_id):
             other_meta = other["metadata"]
@@ -184,6 +184,15 @@ class IdentityIssuer:
                     f"namespace {namespace} exists and is not the tenant namespace of cluster "
                     f"{request.cluster_id}: give the consumer cluster another name, or remove that namespace"
                 )
+        return ns is not None
+
+    async def _create_namespace(self, request: IdentityRequest, namespace: str) -> None:
+        """Create the tenant namespace; an existing namespace is never changed (the service may not patch any)."""
+        body = tenant_namespace(cluster_id=request.cluster_id, cluster_name=request.cluster_name)
+        try:
+            await self._client.create(NAMESPACES, body, field_manager=c.FIELD_MANAGER_AUTH)
+        except AlreadyExistsError:
+            await self._check(request, namespace)  # made meanwhile: this consumer's, or refused as any other
 
     async def _ensure_access(self, cluster_id: str, namespace: str) -> None:
         """The consumer's ServiceAccount and its RoleBinding of `liqo-remote-consumer`."""

@@ -3,8 +3,12 @@
 A candidate takes the Lease when nobody holds it, or when its record has not changed
 for `leaseDurationSeconds` as measured by the candidate's own clock since it last saw
 the record change (never by comparing timestamps written by another machine, so clock
-skew does not matter). The leader renews every `retry_period`; if it cannot renew for
-`renew_deadline`, or sees another holder, it has lost. Every write is a replace with
+skew does not matter). The leader renews every `retry_period`; if it has not renewed
+within `renew_deadline` of sending its last successful renewal, or sees another holder,
+it has lost. A standby saw that renewal no earlier than it was sent, and waits
+`lease_duration` from then: the leader is told it lost `lease_duration - renew_deadline`
+before anyone can take over (`LeaderElectionSettings` refuses timings without that
+margin), and the manager stops its work at once. Every write is a replace with
 the Lease's resourceVersion, so two candidates cannot both win. Releasing clears the
 holder, so a standby takes over at its next try instead of after the lease duration.
 
@@ -53,6 +57,8 @@ class LeaderElector:
         self._observed_at = 0.0
         #: set when the last attempt found the Lease validly held by someone else
         self._held_elsewhere = False
+        #: when (loop time) the last successful write of the Lease was sent
+        self._renewed_at = 0.0
 
     @property
     def _ref(self) -> str:
@@ -67,13 +73,16 @@ class LeaderElector:
         logger.info("%s: %s is the leader", self._ref, self.identity)
 
     async def hold(self) -> None:
-        """Renew the Lease until leadership is lost, then return (`is_leader` is False by then)."""
+        """Renew the Lease until leadership is lost, then return (`is_leader` is False by then).
+
+        Lost means another holder, or no renewal within `renew_deadline` of the last one sent.
+        """
         settings = self._settings
         renewed = True
         while renewed:
             await asyncio.sleep(settings.retry_period)
             try:
-                async with asyncio.timeout(settings.renew_deadline):
+                async with asyncio.timeout_at(self._renewed_at + settings.renew_deadline):
                     renewed = await self._renew()
             except TimeoutError:
                 renewed = False
@@ -144,6 +153,7 @@ class LeaderElector:
     async def _attempt(self) -> bool:
         settings = self._settings
         loop = asyncio.get_running_loop()
+        sent = loop.time()
         now = _micro_time()
         self._held_elsewhere = False
         try:
@@ -159,7 +169,7 @@ class LeaderElector:
                 created = await self._client.create(LEASES, body)
             except AlreadyExistsError:
                 return False
-            return self._won(created, loop.time())
+            return self._won(created, loop.time(), sent=sent)
         spec: JSON = lease.get("spec") or {}
         if spec != self._observed_spec:
             self._observed_spec = spec
@@ -181,7 +191,7 @@ class LeaderElector:
             written = await self._client.replace(LEASES, updated)
         except ConflictError:
             return False
-        return self._won(written, loop.time())
+        return self._won(written, loop.time(), sent=sent)
 
     def _spec(self, *, acquire_time: str, renew_time: str, transitions: int) -> JSON:
         return {
@@ -192,8 +202,9 @@ class LeaderElector:
             "leaseTransitions": transitions,
         }
 
-    def _won(self, lease: JSON, at: float) -> bool:
+    def _won(self, lease: JSON, at: float, *, sent: float) -> bool:
         self._lease = lease
+        self._renewed_at = sent
         self._observed_spec = lease.get("spec") or {}
         self._observed_at = at
         self.is_leader = True

@@ -3,12 +3,16 @@
 Order of a run: the HTTP endpoint and every informer start; once every cache has
 synced, the controllers start (with leader election: once this replica also holds the
 Lease). Standby replicas keep their caches warm, so a takeover starts reconciling at
-once. Losing the Lease stops the controllers (reconciles in flight finish first) and
-the replica campaigns again; it never keeps working without it.
+once. Losing the Lease stops the controllers at once, reconciles in flight included (as
+controller-runtime does, which exits): the leader steps down at most `renew_deadline`
+after its last renewal was sent, while a standby waits `lease_duration` after it saw
+that renewal, so nothing this replica does lands after another took over. The replica
+then campaigns again; it never keeps working without the Lease.
 
-`run()` blocks until cancelled; shutdown stops the controllers, then releases the
-Lease (so a standby takes over without waiting out the lease), then the informers
-and the endpoint. `/readyz` is ready when the caches have synced and this replica leads
+`run()` blocks until cancelled; shutdown stops the controllers (reconciles in flight
+finish, up to `drain_timeout`, while the Lease is still renewed; if it is lost meanwhile
+they stop at once), then releases the Lease (so a standby takes over without waiting
+out the lease), then the informers and the endpoint. `/readyz` is ready when the caches have synced and this replica leads
 or nobody elects.
 """
 
@@ -125,12 +129,31 @@ class Manager:
         try:
             while True:
                 await elector.acquire()
-                async with asyncio.TaskGroup() as group:
-                    controllers = group.create_task(self._run_controllers(), name="controllers")
-                    await elector.hold()
-                    controllers.cancel()
+                await self._while_leading(elector)
                 logger.warning("controllers stopped after losing the leadership; campaigning again")
         finally:
             settings = self.settings.leader_election
             if settings is not None and settings.release_on_cancel:
                 await elector.release()
+
+    async def _while_leading(self, elector: LeaderElector) -> None:
+        """Run the controllers until leadership is lost (they stop at once) or this is cancelled (they drain)."""
+        controllers = asyncio.create_task(self._run_controllers(), name="controllers")
+        holding = asyncio.create_task(elector.hold(), name="leader election")
+        try:
+            await asyncio.wait({controllers, holding}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            if not holding.done():
+                # shutting down (or a controller failed): reconciles in flight finish while the Lease is renewed
+                controllers.cancel()
+                await asyncio.wait({controllers, holding}, return_when=asyncio.FIRST_COMPLETED)
+            if not controllers.done():
+                # leadership lost: another replica may take over soon, so nothing in flight may go on
+                for controller in self._controllers:
+                    controller.abandon()
+                controllers.cancel()
+            holding.cancel()
+            await asyncio.gather(controllers, holding, return_exceptions=True)
+        error = None if controllers.cancelled() else controllers.exception()
+        if error is not None:
+            raise error

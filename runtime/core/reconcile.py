@@ -18,7 +18,9 @@ A controller without a primary informer is fed only by its watches and `enqueue`
 virtual kubelet's reflectors, whose informers come and go with the namespaces they
 reflect). Each `run()` gets a fresh queue, so a controller stopped on lost leadership can run
 again; on cancellation it stops taking keys, lets reconciles in flight finish (up to
-`drain_timeout`), then cancels them. Metrics go to the registry the caller gives.
+`drain_timeout`), then cancels them. `abandon()` stops it at once, reconciles in flight
+included: what the manager does when leadership is lost, since another replica may
+already be writing. Metrics go to the registry the caller gives.
 """
 
 from __future__ import annotations
@@ -146,6 +148,9 @@ class Controller:
         self._queue: WorkQueue[Request] | None = None
         #: set while `run()` takes keys: from then on `enqueue` is heard
         self.running = asyncio.Event()
+        #: the workers of the current `run()`, and whether it was told to stop without draining them
+        self._workers: list[asyncio.Task[None]] = []
+        self._abandoned = False
 
     def watches(self, informer: Informer, mapper: MapFunc, *, when: EventFilter | None = None) -> None:
         """Reconcile the keys `mapper` gives for every change of an object in `informer` (only the changes
@@ -184,6 +189,7 @@ class Controller:
             asyncio.create_task(self._work(queue), name=f"{self.name} worker {i}")
             for i in range(self.settings.queueing.workers)
         ]
+        self._workers, self._abandoned = workers, False
         others: list[asyncio.Task[None]] = []
         if self.settings.resync.period is not None and self.primary is not None:
             others.append(
@@ -206,11 +212,17 @@ class Controller:
             await self._stop(workers, others)
             logger.info("%s: stopped", self.name)
 
+    def abandon(self) -> None:
+        """Stop now: cancel the reconciles in flight (even while draining); `run()` returns without waiting."""
+        self._abandoned = True
+        for task in self._workers:
+            task.cancel()
+
     async def _stop(self, workers: list[asyncio.Task[None]], others: list[asyncio.Task[None]]) -> None:
         for task in others:
             task.cancel()
         try:
-            if workers:
+            if workers and not self._abandoned:
                 await asyncio.wait(workers, timeout=self.settings.queueing.drain_timeout)
         finally:
             for task in workers:

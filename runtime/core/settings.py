@@ -54,6 +54,10 @@ class ResyncSettings:
     period: float | None = None
 
 
+#: client-go's `JitterFactor`: a renewal is retried up to this many retry periods late
+JITTER_FACTOR = 1.2
+
+
 @dataclass(frozen=True)
 class LeaderElectionSettings:
     #: the `coordination.k8s.io/v1` Lease that names the leader
@@ -69,6 +73,24 @@ class LeaderElectionSettings:
     retry_period: float = 2.0
     #: on shutdown, clear the Lease so a standby takes over at once instead of after `lease_duration`
     release_on_cancel: bool = True
+
+    def __post_init__(self) -> None:
+        """Refuse timings that would let two replicas lead at once (client-go's checks)."""
+        ref = f"leader election on {self.lease_namespace}/{self.lease_name}"
+        if self.retry_period <= 0:
+            raise ValueError(f"{ref}: retry_period must be positive, not {self.retry_period:g} s")
+        if self.renew_deadline <= JITTER_FACTOR * self.retry_period:
+            raise ValueError(
+                f"{ref}: renew_deadline ({self.renew_deadline:g} s) must exceed {JITTER_FACTOR:g} x retry_period "
+                f"({self.retry_period:g} s): the leader retries a failed renewal every retry_period before "
+                "it gives up"
+            )
+        if self.lease_duration <= self.renew_deadline:
+            raise ValueError(
+                f"{ref}: lease_duration ({self.lease_duration:g} s) must exceed renew_deadline "
+                f"({self.renew_deadline:g} s): a leader must know it lost before a standby may take over, "
+                "and the difference is the time it has to stop its work"
+            )
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,6 @@ from .rbac import cluster_roles, component_bindings
 from .reflection import ReflectionOptions, ReflectionOptionsError
 from .reflection import from_values as reflection_from_values
 from .services import EXPOSURES, ServiceType
-from .webhookaccess import webhook_access
 
 JSON = dict[str, Any]
 
@@ -255,7 +254,6 @@ def install_manifests(options: InstallOptions) -> list[JSON]:
             }
         )
         objects.extend(component_bindings(component, namespace=ns))
-    objects += webhook_access(namespace=ns)
     objects += [
         _deployment(options, CONTROLLER_MANAGER, _controller_manager_args(options), ports={}),
         _deployment(options, AUTH, _auth_args(options), ports={"https": AUTH_PORT}, node_name=True),

@@ -22,9 +22,9 @@ JSON = dict[str, Any]
 
 COMPONENT = "tenant"
 #: the consumer's ServiceAccount in its tenant namespace (its credential is a token of it)
-CONSUMER_SERVICE_ACCOUNT = "liqo-consumer"
+CONSUMER_SERVICE_ACCOUNT = c.CONSUMER_SERVICE_ACCOUNT
 #: the RoleBinding of `liqo-remote-consumer` to that ServiceAccount
-CONSUMER_ROLE_BINDING = "liqo-remote-consumer"
+CONSUMER_ROLE_BINDING = c.CONSUMER_ROLE_BINDING
 _MAX_NAME = 63
 _DIGEST = 8
 

@@ -5,17 +5,18 @@ it a ResourceSlice: the node standing for the provider, its labels and capacity,
 the credential for the provider lives. For each VirtualNode the controller then keeps the
 objects of its virtual kubelet (`virtual_kubelet()`), all named `liqo-vk-<provider name>`:
 
-- a ServiceAccount, bound cluster-wide to the `liqo-virtual-kubelet` ClusterRole (its Node,
-  its Lease, VirtualNodes), which the controller may bind without holding it (the `bind` verb);
-- a Role and RoleBinding in the tenant namespace allowing `get`/`watch` on exactly the
-  credential Secret, read through the API so a renewed credential reaches it without a restart;
+- a ServiceAccount with a ClusterRole of its own, bound cluster-wide: its Node and its Lease by
+  name, and what a kubelet does for the pods bound to its node (`rbac.virtual_kubelet_rules`);
+- a Role and RoleBinding in the tenant namespace allowing reads of exactly the credential Secret
+  (read through the API so a renewed credential reaches it without a restart), its VirtualNode,
+  its NamespaceMap and its provider's Configuration (`rbac.virtual_kubelet_namespace_rules`);
 - in each namespace offloaded to the provider, a RoleBinding to `liqo-virtual-kubelet-reflection`
   (`reflection_role_binding`): it reads what it reflects (ConfigMaps, Secrets, Services,
   EndpointSlices, Ingresses) there and nowhere else;
 - the Deployment running `python3 -m runtime virtual-kubelet` from the runtime image.
 
-Namespaced objects are owned by the VirtualNode; the ClusterRoleBinding cannot be (a
-cluster-scoped object cannot have a namespaced owner), so the controller deletes it itself.
+Namespaced objects are owned by the VirtualNode; the ClusterRole and its binding cannot be (a
+cluster-scoped object cannot have a namespaced owner), so the controller deletes them itself.
 """
 
 from __future__ import annotations
@@ -31,7 +32,12 @@ from . import podsecurity
 from .install import HEALTH_PORT
 from .meta import labels
 from .podsecurity import Level
-from .rbac import RBAC_GROUP, VIRTUAL_KUBELET_REFLECTION_ROLE, VIRTUAL_KUBELET_ROLE
+from .rbac import (
+    RBAC_GROUP,
+    VIRTUAL_KUBELET_REFLECTION_ROLE,
+    virtual_kubelet_namespace_rules,
+    virtual_kubelet_rules,
+)
 from .reflection import ReflectionOptions
 
 JSON = dict[str, Any]
@@ -170,30 +176,41 @@ def _subject(virtual_node: JSON) -> JSON:
     }
 
 
+def cluster_role(virtual_node: JSON) -> JSON:
+    """Its rights cluster-wide: its Node and Lease by name, and the kubelet's part in pods."""
+    return {
+        "apiVersion": f"{RBAC_GROUP}/v1",
+        "kind": "ClusterRole",
+        "metadata": _metadata(virtual_node, namespaced=False),
+        "rules": virtual_kubelet_rules(node_name=node_name(virtual_node)),
+    }
+
+
 def cluster_role_binding(virtual_node: JSON) -> JSON:
     return {
         "apiVersion": f"{RBAC_GROUP}/v1",
         "kind": "ClusterRoleBinding",
         "metadata": _metadata(virtual_node, namespaced=False),
-        "roleRef": {"apiGroup": RBAC_GROUP, "kind": "ClusterRole", "name": VIRTUAL_KUBELET_ROLE},
+        "roleRef": {
+            "apiGroup": RBAC_GROUP,
+            "kind": "ClusterRole",
+            "name": virtual_kubelet_name(virtual_node),
+        },
         "subjects": [_subject(virtual_node)],
     }
 
 
 def credential_role(virtual_node: JSON) -> JSON:
-    """`get`/`watch` on the credential Secret only."""
+    """Reads of the credential Secret, the VirtualNode, its NamespaceMap and the provider's Configuration, by name."""
     return {
         "apiVersion": f"{RBAC_GROUP}/v1",
         "kind": "Role",
         "metadata": _metadata(virtual_node),
-        "rules": [
-            {
-                "apiGroups": [""],
-                "resources": ["secrets"],
-                "verbs": ["get", "list", "watch"],
-                "resourceNames": [credential_secret(virtual_node)],
-            }
-        ],
+        "rules": virtual_kubelet_namespace_rules(
+            virtual_node=virtual_node["metadata"]["name"],
+            provider=provider_name(virtual_node),
+            credential_secret=credential_secret(virtual_node),
+        ),
     }
 
 
@@ -321,6 +338,7 @@ def virtual_kubelet(
         service_account(virtual_node),
         credential_role(virtual_node),
         credential_role_binding(virtual_node),
+        cluster_role(virtual_node),
         cluster_role_binding(virtual_node),
         deployment(
             virtual_node,

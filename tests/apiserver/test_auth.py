@@ -274,3 +274,50 @@ def test_impersonation_needs_permission_and_switches_user(cluster: Cluster, name
     )
     assert status == 403
     assert 'User "bob" cannot list resource "pods"' in body["message"]
+
+
+def test_an_apply_that_creates_is_authorized_as_a_create_of_that_name(
+    cluster: Cluster, token_api: client.ApiClient, namespace: str
+) -> None:
+    rbac = client.RbacAuthorizationV1Api(cluster.api)
+    rbac.create_namespaced_role(
+        namespace,
+        {
+            "metadata": {"name": "cm-applier"},
+            "rules": [
+                {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "patch"]},
+                {
+                    "apiGroups": [""],
+                    "resources": ["configmaps"],
+                    "verbs": ["create"],
+                    "resourceNames": ["named"],
+                },
+            ],
+        },
+    )
+    rbac.create_namespaced_role_binding(
+        namespace,
+        {
+            "metadata": {"name": "robot-applies"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "cm-applier"},
+            "subjects": [{"kind": "ServiceAccount", "name": "robot", "namespace": namespace}],
+        },
+    )
+    robot = client.CoreV1Api(token_api)
+
+    def apply(name: str) -> Any:
+        body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {"a": "b"}}
+        return robot.patch_namespaced_config_map(
+            name, namespace, body, field_manager="robot", _content_type="application/apply-patch+yaml"
+        )
+
+    with pytest.raises(client.ApiException) as err:
+        apply("other")
+    assert err.value.status == 403
+    assert json.loads(err.value.body)["message"].startswith(
+        f'configmaps "other" is forbidden: User "system:serviceaccount:{namespace}:robot" cannot create '
+        f'resource "configmaps" in API group "" in the namespace "{namespace}"'
+    )
+    assert apply("named").metadata.name == "named"
+    client.CoreV1Api(cluster.api).create_namespaced_config_map(namespace, {"metadata": {"name": "other"}})
+    assert apply("other").data == {"a": "b"}

@@ -16,7 +16,7 @@ whether the Node it registers is Ready (`Node`) and both at once (`Ready`).
 Deletion goes through the `offloading.liqo.io/virtualnode` finalizer: the Deployment is
 deleted first (foreground, so it is gone once its pods are) and waited for, because a
 virtual kubelet still running would register the Node again; then the Node, the
-ClusterRoleBinding (a cluster-scoped object cannot be owned by the VirtualNode) and the rest.
+ClusterRole and its binding (a cluster-scoped object cannot be owned by the VirtualNode) and the rest.
 The wait is bounded: `virtual_node_deletion_timeout` after the deletion started, cleanup
 goes on and the finalizer is removed whatever still fails, so no VirtualNode stays forever.
 """
@@ -33,6 +33,7 @@ from runtime.api import constants as c
 from runtime.api.crds import NAMESPACEMAPS, VIRTUALNODES
 from runtime.api.kinds import (
     CLUSTERROLEBINDINGS,
+    CLUSTERROLES,
     CONFIGMAPS,
     DEPLOYMENTS,
     NODES,
@@ -72,10 +73,13 @@ DELETION_POLL = 1.0
 #: how soon a VirtualNode waiting for this cluster's identity looks again
 IDENTITY_MISSING_RETRY = 5.0
 _VK_SELECTOR = f"{c.LABEL_COMPONENT}={forge.COMPONENT}"
+#: the kinds the VirtualNode cannot own (a cluster-scoped object cannot have a namespaced owner)
+_CLUSTER_SCOPED = ("ClusterRole", "ClusterRoleBinding")
 _KINDS: dict[str, Resource] = {
     "ServiceAccount": SERVICEACCOUNTS,
     "Role": ROLES,
     "RoleBinding": ROLEBINDINGS,
+    "ClusterRole": CLUSTERROLES,
     "ClusterRoleBinding": CLUSTERROLEBINDINGS,
     "Deployment": DEPLOYMENTS,
 }
@@ -133,6 +137,7 @@ class VirtualNodeReconciler:
             raise PermanentError(f"{request}: {error}; fix the VirtualNode's spec") from None
         for obj in objects:
             if not self._is_current(obj):
+                await self._unbind_other_role(obj)
                 await self._client.apply(
                     _KINDS[obj["kind"]], obj, field_manager=c.FIELD_MANAGER_CONTROLLER_MANAGER, force=True
                 )
@@ -202,6 +207,22 @@ class VirtualNodeReconciler:
         with contextlib.suppress(AlreadyExistsError):
             await self._client.create(NAMESPACEMAPS, body, field_manager=c.FIELD_MANAGER_CONTROLLER_MANAGER)
             logger.info("%s/%s: created the NamespaceMap of the provider", meta["namespace"], meta["name"])
+
+    async def _unbind_other_role(self, obj: JSON) -> None:
+        """A binding's roleRef cannot change: one bound to another role (an older install's) is deleted first."""
+        if "roleRef" not in obj:
+            return
+        meta = obj["metadata"]
+        cached = self._cached(obj["kind"], meta["name"], meta.get("namespace"))
+        if cached is not None and cached.get("roleRef") != obj["roleRef"]:
+            with contextlib.suppress(NotFoundError):
+                await self._client.delete(_KINDS[obj["kind"]], meta["name"], namespace=meta.get("namespace"))
+            logger.info(
+                "%s %s: bound another role; deleted to bind %s",
+                obj["kind"],
+                meta["name"],
+                obj["roleRef"]["name"],
+            )
 
     def _cached(self, kind: str, name: str, namespace: str | None) -> JSON | None:
         return self._owned[kind].store.get(name, namespace=namespace)
@@ -367,7 +388,7 @@ class VirtualNodeReconciler:
         )
         for kind, resource in _KINDS.items():
             if kind != "Deployment":
-                scope = None if kind == "ClusterRoleBinding" else namespace
+                scope = None if kind in _CLUSTER_SCOPED else namespace
                 await self._step(
                     request,
                     overdue,
@@ -446,6 +467,16 @@ def _by_node(virtual_nodes: Informer) -> MapFunc:
     return requests
 
 
+def _by_name(virtual_nodes: Informer) -> MapFunc:
+    """A virtual kubelet's ClusterRole -> the VirtualNodes whose virtual kubelet it is named after."""
+
+    def requests(role: JSON) -> Iterable[Request]:
+        name = role["metadata"]["name"]
+        return [Request.of(vn) for vn in virtual_nodes.store if forge.virtual_kubelet_name(vn) == name]
+
+    return requests
+
+
 def _by_subject(binding: JSON) -> Iterable[Request]:
     """A virtual kubelet's ClusterRoleBinding (or reflection RoleBinding) -> its VirtualNode (named in a label, in
     its subject's namespace)."""
@@ -481,6 +512,8 @@ def setup(manager: Manager, options: ControllerOptions) -> None:
     for kind, informer in owned.items():
         if kind == "ClusterRoleBinding":
             controller.watches(informer, _by_subject)
+        elif kind == "ClusterRole":
+            controller.watches(informer, _by_name(virtual_nodes))
         else:
             controller.owns(informer)
     # the reflection RoleBindings, in the offloaded namespaces, cannot be owned by the VirtualNode

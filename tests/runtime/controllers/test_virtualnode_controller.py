@@ -17,6 +17,7 @@ from runtime.api import constants as c
 from runtime.api.crds import VIRTUALNODES
 from runtime.api.kinds import (
     CLUSTERROLEBINDINGS,
+    CLUSTERROLES,
     DEPLOYMENTS,
     NAMESPACES,
     NODES,
@@ -101,7 +102,7 @@ async def conditions_of(admin: Client) -> dict[str, tuple[str, str]]:
 
 async def all_there(admin: Client) -> bool:
     checks = [exists(admin, resource, VK, NAMESPACE) for resource, _ in NAMESPACED]
-    checks.append(exists(admin, CLUSTERROLEBINDINGS, VK))
+    checks += [exists(admin, CLUSTERROLES, VK), exists(admin, CLUSTERROLEBINDINGS, VK)]
     return all(await asyncio.gather(*checks))
 
 
@@ -165,6 +166,32 @@ async def test_a_virtual_node_gets_its_virtual_kubelet_and_reports_it(
         await eventually(lambda: exists(admin, ROLES, VK, NAMESPACE), within=10)
 
 
+async def test_a_binding_from_an_older_install_is_rebound_to_the_virtual_kubelet_s_own_role(
+    admin: Client, kubeconfig: Path
+) -> None:
+    """Installs before the per-virtual-kubelet ClusterRole bound the shared `liqo-virtual-kubelet` (roleRef is
+    immutable, so an apply alone cannot move it)."""
+    role_ref = {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "ClusterRole",
+        "name": "liqo-virtual-kubelet",
+    }
+    subject = {"kind": "ServiceAccount", "name": VK, "namespace": NAMESPACE}
+    labels = {c.LABEL_COMPONENT: "virtual-kubelet", c.LABEL_VIRTUAL_NODE_NAME: "rome"}
+    await admin.create(
+        CLUSTERROLEBINDINGS,
+        {"metadata": {"name": VK, "labels": labels}, "roleRef": role_ref, "subjects": [subject]},
+    )
+    async with running(admin, kubeconfig, virtualnode.setup, options=CONTROLLER_OPTIONS):
+        await create_virtual_node(admin)
+
+        async def rebound() -> bool:
+            binding = await admin.get(CLUSTERROLEBINDINGS, VK)
+            return bool(binding["roleRef"]["name"] == VK)
+
+        await eventually(rebound, within=15)
+
+
 async def test_the_virtual_kubelet_may_read_its_credential_and_no_other_secret(
     admin: Client, kubeconfig: Path
 ) -> None:
@@ -205,6 +232,7 @@ async def deleted_everything(admin: Client) -> bool:
     return (
         all(gone)
         and not await exists(admin, CLUSTERROLEBINDINGS, VK)
+        and not await exists(admin, CLUSTERROLES, VK)
         and not await exists(admin, NODES, "liqo-rome")
         and not await exists(admin, VIRTUALNODES, "rome", NAMESPACE)
     )

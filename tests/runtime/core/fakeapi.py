@@ -53,6 +53,8 @@ class FakeAPI:
         self._rv = 0
         #: requests under these paths fail with 500 (an outage of one resource)
         self.failing: set[str] = set()
+        #: bearer token -> paths under which that client's requests fail with 500 (one client cut off from them)
+        self.failing_for: dict[str, set[str]] = {}
         self._runner: web.AppRunner | None = None
         self.url = ""
 
@@ -71,11 +73,15 @@ class FakeAPI:
 
     @property
     def kubeconfig(self) -> JSON:
+        return self.kubeconfig_with_token("fake-token")
+
+    def kubeconfig_with_token(self, token: str) -> JSON:
+        """The kubeconfig of a client that sends this bearer token (see `failing_for`)."""
         return {
             "apiVersion": "v1",
             "kind": "Config",
             "clusters": [{"name": "fake", "cluster": {"server": self.url}}],
-            "users": [{"name": "fake", "user": {"token": "fake-token"}}],
+            "users": [{"name": "fake", "user": {"token": token}}],
             "contexts": [{"name": "fake", "context": {"cluster": "fake", "user": "fake"}}],
             "current-context": "fake",
         }
@@ -106,7 +112,9 @@ class FakeAPI:
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         loop = asyncio.get_running_loop()
         self.calls.append(Call(loop.time(), request.method, request.path, dict(request.query)))
-        if any(request.path.startswith(prefix) for prefix in self.failing):
+        token = request.headers.get("Authorization", "").removeprefix("Bearer ")
+        failing = self.failing | self.failing_for.get(token, set())
+        if any(request.path.startswith(prefix) for prefix in failing):
             return web.json_response(status(500, "InternalError", "scripted outage"), status=500)
         if request.method == "GET" and request.query.get("watch") == "true":
             return await self._watch(request)

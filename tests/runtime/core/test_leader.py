@@ -120,8 +120,8 @@ async def test_a_leader_that_cannot_renew_steps_down_at_the_renew_deadline(
     one = LeaderElector(fake_client, settings=election("one"))
     await one.acquire()
     fake_api.failing.add(LEASE_PATH)
-    # renewal starts at 2 and is retried every 2 s until the 10 s deadline
-    assert await timed(one.hold()) == 12
+    # the last renewal sent was the acquisition at 0; retried every 2 s until 10 s after it
+    assert await timed(one.hold()) == 10
     assert not one.is_leader
 
 
@@ -186,3 +186,86 @@ async def test_a_manager_stops_its_controllers_when_it_loses_the_lease_and_resum
     # none until its lease runs out at 4 + 15; the campaign tries every 2 s and wins at 20
     assert recorder.times == [0, 1.5, 3, 20, 21.5, 23, 24.5, 26, 27.5, 29]
     assert spec(fake_api)["leaseTransitions"] == 1
+
+
+class Writer:
+    """A reconcile that writes a ConfigMap every second for 30 s (a long batch, as a busy controller has)."""
+
+    def __init__(self, client: Client, namespace: str) -> None:
+        self._client = client
+        self._namespace = namespace
+        self._written = 0
+
+    async def reconcile(self, request: Request) -> Result | None:
+        for _ in range(30):
+            self._written += 1
+            await self._client.create(
+                CONFIGMAPS,
+                {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"w{self._written}"}},
+                namespace=self._namespace,
+            )
+            await asyncio.sleep(1)
+        return None
+
+
+def writes(fake_api: FakeAPI, namespace: str) -> list[float]:
+    path = CONFIGMAPS.path(namespace=namespace)
+    return [call.at for call in fake_api.calls if call.method == "POST" and call.path == path]
+
+
+async def test_a_leader_cut_off_from_its_lease_writes_nothing_once_the_standby_took_over(
+    fake_api: FakeAPI,
+) -> None:
+    """Default timings (15 s lease, 10 s renew deadline, 2 s retry, 10 s drain on shutdown)."""
+    fake_api.on_list(CONFIGMAPS, [_config_map("a")], resource_version="1")
+    watching = WatchingSettings(server_timeout=3600, client_timeout=7200)
+    async with (
+        await Client.from_kubeconfig_dict(fake_api.kubeconfig_with_token("one")) as one_client,
+        await Client.from_kubeconfig_dict(fake_api.kubeconfig_with_token("two")) as two_client,
+    ):
+        one = Manager(
+            one_client, settings=Settings(watching=watching, leader_election=election("one"), server=None)
+        )
+        one.controller("writer", Writer(one_client, "one"), primary=one.informer(CONFIGMAPS))
+        two = Manager(
+            two_client, settings=Settings(watching=watching, leader_election=election("two"), server=None)
+        )
+        two.controller("writer", Writer(two_client, "two"), primary=two.informer(CONFIGMAPS))
+        async with background(one.run(), "one"):
+            await asyncio.sleep(1)
+            async with background(two.run(), "two"):
+                # one renews at 2 and 4, which two sees at 3 and 5; then one's Lease requests fail
+                await asyncio.sleep(3.5)
+                fake_api.failing_for["one"] = {LEASE_PATH}
+                await asyncio.sleep(40)
+    taken_over = min(writes(fake_api, "two"))
+    # two takes over at its first try 15 s after it saw the renewal sent at 4: at 21
+    assert taken_over == 21
+    # one stepped down 10 s after that renewal was sent, and stopped writing there and then
+    assert max(writes(fake_api, "one")) <= 14 < taken_over
+
+
+def _config_map(name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": "ns", "resourceVersion": "1"},
+    }
+
+
+@pytest.mark.parametrize(
+    ("timings", "message"),
+    [
+        ({"retry_period": 0}, "retry_period must be positive"),
+        (
+            {"renew_deadline": 2, "retry_period": 2},
+            "renew_deadline (2 s) must exceed 1.2 x retry_period (2 s)",
+        ),
+        ({"lease_duration": 10}, "lease_duration (10 s) must exceed renew_deadline (10 s)"),
+    ],
+    ids=["no retry period", "deadline within one retry", "lease no longer than the deadline"],
+)
+def test_inconsistent_timings_are_refused(timings: dict[str, float], message: str) -> None:
+    with pytest.raises(ValueError, match="leader election on ns/lock: ") as caught:
+        LeaderElectionSettings(lease_name="lock", lease_namespace="ns", **timings)  # type: ignore[arg-type]
+    assert message in str(caught.value)

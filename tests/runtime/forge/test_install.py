@@ -166,7 +166,7 @@ async def test_the_auth_service_reads_nodes_and_its_own_service_only(admin: Clie
             await auth.patch(NODES, "any", {"metadata": {"labels": {"a": "b"}}})
 
 
-async def test_the_controller_manager_may_bind_the_virtual_kubelet_role_but_nothing_else(
+async def test_the_controller_manager_may_bind_the_reflection_role_but_nothing_else(
     admin: Client, kubeconfig: Path
 ) -> None:
     await _apply_all(admin)
@@ -180,7 +180,7 @@ async def test_the_controller_manager_may_bind_the_virtual_kubelet_role_but_noth
             "roleRef": {
                 "apiGroup": "rbac.authorization.k8s.io",
                 "kind": "ClusterRole",
-                "name": "liqo-virtual-kubelet",
+                "name": "liqo-virtual-kubelet-reflection",
             },
             "subjects": [{"kind": "ServiceAccount", "name": "vk", "namespace": "liqo-tenant-x"}],
         }

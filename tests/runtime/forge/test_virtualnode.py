@@ -53,13 +53,14 @@ def test_the_virtual_kubelet_objects_are_named_after_the_provider_and_owned_by_t
         "ServiceAccount",
         "Role",
         "RoleBinding",
+        "ClusterRole",
         "ClusterRoleBinding",
         "Deployment",
     ]
     assert {o["metadata"]["name"] for o in objects} == {"liqo-vk-milan"}
     for obj in objects:
         owners = obj["metadata"].get("ownerReferences")
-        if obj["kind"] == "ClusterRoleBinding":
+        if obj["kind"] in ("ClusterRole", "ClusterRoleBinding"):
             assert owners is None and "namespace" not in obj["metadata"]
         else:
             assert obj["metadata"]["namespace"] == "liqo-tenant-milan"
@@ -75,20 +76,49 @@ def test_the_virtual_kubelet_objects_are_named_after_the_provider_and_owned_by_t
         assert obj["metadata"]["labels"][c.LABEL_VIRTUAL_NODE_NAME] == "milan"
 
 
-def test_the_virtual_kubelet_may_read_exactly_its_credential() -> None:
+def test_the_virtual_kubelet_may_read_exactly_its_credential_virtual_node_map_and_configuration() -> None:
     role = vn.credential_role(virtual_node())
+    read = ["get", "list", "watch"]
     assert role["rules"] == [
         {
             "apiGroups": [""],
             "resources": ["secrets"],
-            "verbs": ["get", "list", "watch"],
+            "verbs": read,
             "resourceNames": ["liqo-credential-milan"],
-        }
+        },
+        {
+            "apiGroups": [c.OFFLOADING_GROUP],
+            "resources": ["virtualnodes", "namespacemaps"],
+            "verbs": read,
+            "resourceNames": ["milan"],
+        },
+        {
+            "apiGroups": [c.NETWORKING_GROUP],
+            "resources": ["configurations"],
+            "verbs": read,
+            "resourceNames": ["milan"],
+        },
     ]
     binding = vn.credential_role_binding(virtual_node())
     assert binding["roleRef"]["name"] == "liqo-vk-milan"
+
+
+def test_the_virtual_kubelet_writes_only_its_own_node_and_lease() -> None:
+    role = vn.cluster_role(virtual_node())
+    assert role["metadata"]["name"] == "liqo-vk-milan"
+    writes = [
+        rule
+        for rule in role["rules"]
+        if rule["resources"][0] in ("nodes", "nodes/status", "leases")
+        and set(rule["verbs"]) - {"get", "list", "watch"}
+    ]
+    assert all(rule.get("resourceNames") == ["liqo-milan"] or rule["verbs"] == ["create"] for rule in writes)
     cluster_binding = vn.cluster_role_binding(virtual_node())
-    assert cluster_binding["roleRef"]["name"] == "liqo-virtual-kubelet"
+    assert cluster_binding["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "ClusterRole",
+        "name": "liqo-vk-milan",
+    }
     assert cluster_binding["subjects"] == [
         {"kind": "ServiceAccount", "name": "liqo-vk-milan", "namespace": "liqo-tenant-milan"}
     ]

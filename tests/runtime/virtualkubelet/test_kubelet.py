@@ -14,9 +14,8 @@ import aiohttp
 
 from runtime.api import constants as c
 from runtime.api.crds import VIRTUALNODES
-from runtime.api.kinds import CLUSTERROLES, LEASES, NODES, SECRETS, SERVICEACCOUNTS
-from runtime.core import AlreadyExistsError, Client, NotFoundError
-from runtime.forge.rbac import VIRTUAL_KUBELET_ROLE, cluster_roles
+from runtime.api.kinds import LEASES, NODES, SECRETS, SERVICEACCOUNTS
+from runtime.core import Client, NotFoundError
 from runtime.forge.virtualnode import virtual_kubelet, virtual_kubelet_name
 from runtime.virtualkubelet.main import main
 from tests.playground.conftest import eventually
@@ -228,11 +227,8 @@ async def test_a_deleted_node_is_registered_again(client: Client, peering: Peeri
 
 
 async def test_the_rights_the_controller_manager_grants_are_enough(client: Client, peering: Peering) -> None:
-    """Run as the ServiceAccount `runtime.forge.virtualnode` sets up, bound to the install's ClusterRole."""
+    """Run as the ServiceAccount `runtime.forge.virtualnode` sets up, with the ClusterRole and Role it makes."""
     virtual_node = await client.get(VIRTUALNODES, peering.name, namespace=peering.namespace)
-    role = next(r for r in cluster_roles() if r["metadata"]["name"] == VIRTUAL_KUBELET_ROLE)
-    with contextlib.suppress(AlreadyExistsError):
-        await client.create(CLUSTERROLES, role)
     for obj in virtual_kubelet(virtual_node, home_cluster_id="home")[:-1]:  # everything but the Deployment
         await client.create(await client.resource_for(obj["apiVersion"], obj["kind"]), obj)
     account = virtual_kubelet_name(virtual_node)
