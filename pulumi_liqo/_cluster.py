@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 import yaml
 
-from runtime.core import Client, ClusterConfig
+from runtime.core import Client, ClusterConfig, KubeconfigError, KubeconfigField
 from runtime.core.kubeconfig import load_kubeconfig_dict
 
 T = TypeVar("T")
@@ -24,12 +24,27 @@ T = TypeVar("T")
 REQUEST_TIMEOUT = 30.0
 
 
+class ClusterArgumentError(ValueError):
+    """The `kubeconfig` or `context` argument of a component cannot be used; `argument` names which."""
+
+    def __init__(self, message: str, *, argument: str) -> None:
+        super().__init__(f"{argument}: {message}")
+        self.argument = argument
+
+
 def cluster_config(kubeconfig: str, *, context: str | None = None) -> ClusterConfig:
-    """The cluster a kubeconfig (its content, YAML or JSON) and an optional context name point at."""
+    """The cluster a kubeconfig (its content, YAML or JSON) and an optional context name point at
+    (ClusterArgumentError naming the argument at fault)."""
     parsed = yaml.safe_load(kubeconfig) if kubeconfig.strip() else None
     if not isinstance(parsed, Mapping):
-        raise ValueError("kubeconfig: the value is not a kubeconfig (a YAML or JSON object)")
-    return load_kubeconfig_dict(parsed, context=context or None)
+        raise ClusterArgumentError(
+            "the value is not a kubeconfig (a YAML or JSON object)", argument="kubeconfig"
+        )
+    try:
+        return load_kubeconfig_dict(parsed, context=context or None)
+    except KubeconfigError as exc:
+        argument = "context" if exc.field == KubeconfigField.CONTEXT else "kubeconfig"
+        raise ClusterArgumentError(str(exc), argument=argument) from None
 
 
 class OperationTimeoutError(TimeoutError):
