@@ -19,19 +19,22 @@ from tf.types import Unknown
 from provider.framework.resource import Resource
 from provider.framework.schema import SingleNestedBlock
 from provider.framework.timeouts import BLOCK as TIMEOUTS_BLOCK
+from provider.resources.generate import GenerateResource
 from provider.resources.offload import OffloadResource
 from provider.resources.peer import PeerResource
 from pulumi_liqo import _schema
-from pulumi_liqo.providers.base import CONNECTION, SpecProvider
+from pulumi_liqo.providers.base import CONNECTION, ContractProvider
 from pulumi_liqo.providers.offload import OffloadingProvider
 from pulumi_liqo.providers.peering import PeeringProvider
-from runtime.operations import offload, peering
+from pulumi_liqo.providers.token import TokenProvider
+from runtime.operations import offload, peering, token
 from runtime.operations.contract import Change, Contract, Words
 
 #: (contract, Terraform resource, Pulumi component type, Pulumi dynamic provider)
 FRONT_ENDS = [
     pytest.param(offload.CONTRACT, OffloadResource, "liqo:index:Offload", OffloadingProvider, id="offload"),
     pytest.param(peering.CONTRACT, PeerResource, "liqo:index:Peer", PeeringProvider, id="peer"),
+    pytest.param(token.CONTRACT, GenerateResource, "liqo:index:Generate", TokenProvider, id="generate"),
 ]
 
 
@@ -58,7 +61,7 @@ def terraform_inputs(resource: type[Resource]) -> dict[str, dict[str, Any]]:
     }
 
 
-def pulumi_change(provider: SpecProvider, name: str) -> Change:
+def pulumi_change(provider: ContractProvider, name: str) -> Change:
     """What a new value of input `name` does, as the dynamic provider's diff says."""
     olds = {key: "old" for key in provider.contract.names}
     result: pulumi.dynamic.DiffResult = provider.diff("id", olds, {**olds, name: "new"})
@@ -68,7 +71,7 @@ def pulumi_change(provider: SpecProvider, name: str) -> Change:
 
 @pytest.mark.parametrize(("contract", "resource", "component", "provider"), FRONT_ENDS)
 def test_the_terraform_schema_says_what_the_contract_says(
-    contract: Contract, resource: type[Resource], component: str, provider: type[SpecProvider]
+    contract: Contract, resource: type[Resource], component: str, provider: type[ContractProvider]
 ) -> None:
     expected = {
         i.name: {"required": i.required, "default": i.default, "change": i.change} for i in contract.inputs
@@ -82,7 +85,7 @@ def test_the_terraform_schema_says_what_the_contract_says(
 
 @pytest.mark.parametrize(("contract", "resource", "component", "provider"), FRONT_ENDS)
 def test_the_pulumi_component_and_its_provider_say_what_the_contract_says(
-    contract: Contract, resource: type[Resource], component: str, provider: type[SpecProvider]
+    contract: Contract, resource: type[Resource], component: str, provider: type[ContractProvider]
 ) -> None:
     served = pulumi_schema()["resources"][component]
     own = set(served["inputProperties"]) - {camel(name) for name in CONNECTION}
@@ -97,7 +100,7 @@ def test_the_pulumi_component_and_its_provider_say_what_the_contract_says(
 
 @pytest.mark.parametrize(("contract", "resource", "component", "provider"), FRONT_ENDS)
 def test_both_front_ends_agree(
-    contract: Contract, resource: type[Resource], component: str, provider: type[SpecProvider]
+    contract: Contract, resource: type[Resource], component: str, provider: type[ContractProvider]
 ) -> None:
     terraform = {name: spec["change"] for name, spec in terraform_inputs(resource).items()}
     dynamic = provider()

@@ -139,10 +139,9 @@ def words(this: str) -> Words:
     )
 
 
-class SpecProvider(pulumi.dynamic.ResourceProvider):
-    """A provider of a resource with a `Contract`: a change of the inputs that replace the object replaces it,
-    one of the others is written in place by `_write`, and a change of connection properties alone writes
-    nothing. `this` names the component in errors ("the Offload")."""
+class ContractProvider(pulumi.dynamic.ResourceProvider):
+    """A provider of a resource with a `Contract`: its diff (what replaces the object, what is written in
+    place), its bounds and its refusals come from it. `this` names the component in errors ("the Offload")."""
 
     contract: ClassVar[Contract]
     this: ClassVar[str]
@@ -159,6 +158,14 @@ class SpecProvider(pulumi.dynamic.ResourceProvider):
     def inputs(self, props: Mapping[str, Any]) -> dict[str, Any]:
         """The resource's own inputs, as given (the next diff compares with them)."""
         return {key: props.get(key) for key in self.contract.names}
+
+    def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> pulumi.dynamic.DiffResult:
+        return diff(olds, news, replace=self.contract.replacing, update=self.contract.in_place)
+
+
+class SpecProvider(ContractProvider):
+    """A `ContractProvider` whose object changes in place: a change of an input that does not replace it is
+    written by `_write`, and a change of connection properties alone writes nothing."""
 
     def _write(self, props: dict[str, Any], operation: str) -> dict[str, Any]:
         raise NotImplementedError
@@ -179,9 +186,6 @@ class SpecProvider(pulumi.dynamic.ResourceProvider):
         except LiqoError as exc:
             undone = roll_back(props, undo, seconds=seconds, what=what, by_hand=by_hand)
             raise LiqoError(f"{exc} {undone}") from None
-
-    def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> pulumi.dynamic.DiffResult:
-        return diff(olds, news, replace=self.contract.replacing, update=self.contract.in_place)
 
     def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> pulumi.dynamic.UpdateResult:
         if all(olds.get(key) == news.get(key) for key in self.contract.in_place):

@@ -2,8 +2,9 @@
 their defaults, the bounds of its operations, and what a create refuses, in words.
 
 Each operations module declares its resource's `Contract` (`offload.CONTRACT`,
-`peering.CONTRACT`); the Terraform resource derives its schema's flags (required,
-optional with a default, requires_replace) and its `timeouts` block from it, the
+`peering.CONTRACT`, `token.CONTRACT` for `liqo_generate`); the Terraform resource
+derives its schema's flags (required, optional with a default, requires_replace) and
+its `timeouts` block from it, the
 Pulumi component its required arguments and defaults, and its dynamic provider its
 diff (what replaces, what is written in place) and bounds. The front ends keep what is
 theirs: types, descriptions, and how they say an error (a diagnostic on an attribute,
