@@ -20,6 +20,7 @@ from provider.framework.resource import Resource
 from provider.framework.schema import SingleNestedBlock
 from provider.framework.timeouts import BLOCK as TIMEOUTS_BLOCK
 from provider.resources.generate import GenerateResource
+from provider.resources.install import InstallResource
 from provider.resources.offload import OffloadResource
 from provider.resources.peer import PeerResource
 from pulumi_liqo import _schema
@@ -27,14 +28,22 @@ from pulumi_liqo.providers.base import CONNECTION, ContractProvider
 from pulumi_liqo.providers.offload import OffloadingProvider
 from pulumi_liqo.providers.peering import PeeringProvider
 from pulumi_liqo.providers.token import TokenProvider
-from runtime.operations import offload, peering, token
+from runtime.operations import install, offload, peering, token
 from runtime.operations.contract import Change, Contract, Words
 
-#: (contract, Terraform resource, Pulumi component type, Pulumi dynamic provider)
-FRONT_ENDS = [
-    pytest.param(offload.CONTRACT, OffloadResource, "liqo:index:Offload", OffloadingProvider, id="offload"),
-    pytest.param(peering.CONTRACT, PeerResource, "liqo:index:Peer", PeeringProvider, id="peer"),
-    pytest.param(token.CONTRACT, GenerateResource, "liqo:index:Generate", TokenProvider, id="generate"),
+#: (contract, Terraform resource, Pulumi component type)
+SCHEMAS = [
+    pytest.param(offload.CONTRACT, OffloadResource, "liqo:index:Offload", id="offload"),
+    pytest.param(peering.CONTRACT, PeerResource, "liqo:index:Peer", id="peer"),
+    pytest.param(token.CONTRACT, GenerateResource, "liqo:index:Generate", id="generate"),
+    pytest.param(install.CONTRACT, InstallResource, "liqo:index:Install", id="install"),
+]
+#: (contract, Terraform resource, the Pulumi dynamic provider whose diff is the contract's); Install's objects
+#: are pulumi_kubernetes resources, diffed by their own provider
+DIFFS = [
+    pytest.param(offload.CONTRACT, OffloadResource, OffloadingProvider, id="offload"),
+    pytest.param(peering.CONTRACT, PeerResource, PeeringProvider, id="peer"),
+    pytest.param(token.CONTRACT, GenerateResource, TokenProvider, id="generate"),
 ]
 
 
@@ -69,9 +78,9 @@ def pulumi_change(provider: ContractProvider, name: str) -> Change:
     return Change.REPLACE if name in (result.replaces or []) else Change.UPDATE
 
 
-@pytest.mark.parametrize(("contract", "resource", "component", "provider"), FRONT_ENDS)
+@pytest.mark.parametrize(("contract", "resource", "component"), SCHEMAS)
 def test_the_terraform_schema_says_what_the_contract_says(
-    contract: Contract, resource: type[Resource], component: str, provider: type[ContractProvider]
+    contract: Contract, resource: type[Resource], component: str
 ) -> None:
     expected = {
         i.name: {"required": i.required, "default": i.default, "change": i.change} for i in contract.inputs
@@ -83,31 +92,31 @@ def test_the_terraform_schema_says_what_the_contract_says(
     assert set(block.object.by_name) == set(contract.timeouts)
 
 
-@pytest.mark.parametrize(("contract", "resource", "component", "provider"), FRONT_ENDS)
-def test_the_pulumi_component_and_its_provider_say_what_the_contract_says(
-    contract: Contract, resource: type[Resource], component: str, provider: type[ContractProvider]
+@pytest.mark.parametrize(("contract", "resource", "component"), SCHEMAS)
+def test_the_pulumi_component_takes_the_contract_s_inputs_as_the_provider_does(
+    contract: Contract, resource: type[Resource], component: str
 ) -> None:
     served = pulumi_schema()["resources"][component]
     own = set(served["inputProperties"]) - {camel(name) for name in CONNECTION}
-    assert own == {camel(name) for name in contract.names}
+    assert (
+        own
+        == {camel(name) for name in contract.names}
+        == {camel(name) for name in terraform_inputs(resource)}
+    )
+    required = {name for name, spec in terraform_inputs(resource).items() if spec["required"]}
     assert set(served["requiredInputs"]) - {"kubeconfig"} == {camel(name) for name in contract.required}
+    assert {camel(name) for name in required} == {camel(name) for name in contract.required}
+
+
+@pytest.mark.parametrize(("contract", "resource", "provider"), DIFFS)
+def test_a_change_replaces_in_both_front_ends_what_the_contract_says(
+    contract: Contract, resource: type[Resource], provider: type[ContractProvider]
+) -> None:
     dynamic = provider()
     assert dynamic.contract is contract
-    assert {name: pulumi_change(dynamic, name) for name in contract.names} == {
-        i.name: i.change for i in contract.inputs
-    }
-
-
-@pytest.mark.parametrize(("contract", "resource", "component", "provider"), FRONT_ENDS)
-def test_both_front_ends_agree(
-    contract: Contract, resource: type[Resource], component: str, provider: type[ContractProvider]
-) -> None:
+    pulumi = {name: pulumi_change(dynamic, name) for name in contract.names}
     terraform = {name: spec["change"] for name, spec in terraform_inputs(resource).items()}
-    dynamic = provider()
-    assert terraform == {name: pulumi_change(dynamic, name) for name in terraform}
-    served = pulumi_schema()["resources"][component]
-    required = {name for name, spec in terraform_inputs(resource).items() if spec["required"]}
-    assert {camel(name) for name in required} == set(served["requiredInputs"]) - {"kubeconfig"}
+    assert pulumi == terraform == {i.name: i.change for i in contract.inputs}
 
 
 def test_a_refusal_reads_in_each_front_end_s_words() -> None:

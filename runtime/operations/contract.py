@@ -2,7 +2,7 @@
 their defaults, the bounds of its operations, and what a create refuses, in words.
 
 Each operations module declares its resource's `Contract` (`offload.CONTRACT`,
-`peering.CONTRACT`, `token.CONTRACT` for `liqo_generate`); the Terraform resource
+`peering.CONTRACT`, `token.CONTRACT` for `liqo_generate`, `install.CONTRACT`); the Terraform resource
 derives its schema's flags (required, optional with a default, requires_replace) and
 its `timeouts` block from it, the
 Pulumi component its required arguments and defaults, and its dynamic provider its
@@ -44,7 +44,7 @@ class Input:
     change: Change
     required: bool = False
     #: the value an omitted input takes (None: it has none; the runtime's choice is read back)
-    default: str | bool | None = None
+    default: str | int | bool | None = None
 
 
 @dataclass(frozen=True)
