@@ -39,6 +39,19 @@ from tf.types import Bool, List, Map, Number, String, Unknown
 from tf.utils import Diagnostics
 
 from runtime.api import constants as c
+from runtime.api.image import package_version, runtime_image
+from runtime.forge.install import (
+    GATEWAY_SERVICE_TYPES,
+    SERVICE_TYPES,
+    USER_OPTIONS,
+    WEBHOOK_MODES,
+    WIREGUARD_IMPLEMENTATIONS,
+    InstallOptions,
+    InstallOptionsError,
+    option_problem,
+)
+from runtime.forge.quota import ENFORCEMENTS
+from runtime.forge.reflection import KINDS, ReflectionOptions, ReflectionOptionsError, from_values
 from runtime.operations.install import CONTRACT
 
 from ..framework.contract import flags
@@ -51,8 +64,6 @@ from . import checks
 
 if TYPE_CHECKING:
     from runtime.core import Client
-    from runtime.forge.install import InstallOptions
-    from runtime.forge.reflection import ReflectionOptions
     from runtime.operations.install import Cidrs, Observed, Ready
 
 logger = logging.getLogger(__name__)
@@ -65,21 +76,15 @@ _AUTH_INPUTS: Final = ("namespace", "image", "api_server_url", "auth_url", "auth
 
 def _defaults() -> dict[str, Any]:
     """The inputs' defaults: the contract's, and the image of this provider's version."""
-    from runtime.api.image import runtime_image
-
     return {**CONTRACT.defaults, "image": runtime_image()}
 
 
 def _version() -> str:
     """The runtime version this provider installs (its own: runtime/version.py, through `runtime.api.image`)."""
-    from runtime.api.image import package_version
-
     return package_version()
 
 
 def _reflection_attributes() -> list[Attribute]:
-    from runtime.forge.reflection import KINDS, ReflectionOptions
-
     defaults = ReflectionOptions()
     what = {
         "pod": "pods offloaded at once (ShadowPods, token Secrets, status back); 0: no pod is offloaded",
@@ -367,12 +372,9 @@ class InstallResource(Resource):
         return old
 
     def check(self, diags: Diagnostics, config: State) -> None:
-        from runtime.forge.install import USER_OPTIONS
-
         for attribute in USER_OPTIONS:
             _check_option(diags, attribute, config.get(attribute))
         mode = config.get("webhook_mode")
-        from runtime.forge.install import WEBHOOK_MODES
 
         if checks.known(mode) and mode not in WEBHOOK_MODES:
             diags.add_error(
@@ -381,7 +383,6 @@ class InstallResource(Resource):
                 'Service) or "url" (by pod address).',
                 path=["webhook_mode"],
             )
-        from runtime.forge.install import SERVICE_TYPES
 
         service_type = config.get("auth_service_type")
         if checks.known(service_type) and service_type not in SERVICE_TYPES:
@@ -477,7 +478,6 @@ class InstallResource(Resource):
         return self._apply(ctx, planned, prior=current)
 
     def _apply(self, ctx: ApplyContext, planned: State, *, prior: State | None) -> State | None:
-        from runtime.forge.install import InstallOptionsError
         from runtime.operations.install import Cidrs, Progress, apply, complete_options, wait_ready
 
         operation = "create" if prior is None else "update"
@@ -627,14 +627,6 @@ class InstallResource(Resource):
 
 
 def _options(planned: State, *, cluster_id: str, host: str) -> InstallOptions:
-    from runtime.forge.install import (
-        GATEWAY_SERVICE_TYPES,
-        SERVICE_TYPES,
-        WIREGUARD_IMPLEMENTATIONS,
-        InstallOptions,
-    )
-    from runtime.forge.quota import ENFORCEMENTS
-
     mtu = planned.get("gateway_mtu")
 
     def text(name: str, default: str = "") -> str:
@@ -746,8 +738,6 @@ def _observed_state(current: State, namespace: str, observed: Observed) -> State
 
 def _planned_reflection(configured: Any) -> Any:
     """The reflection options as planned: each field configured, else its default (all known at plan time)."""
-    from runtime.forge.reflection import KINDS, ReflectionOptions
-
     if configured is Unknown:
         return Unknown
     configured = configured or {}
@@ -765,16 +755,12 @@ def _planned_reflection(configured: Any) -> Any:
 
 def _reflection_options(value: Any) -> ReflectionOptions:
     """The options planned (values not known yet: their defaults; the plan checked every known one)."""
-    from runtime.forge.reflection import ReflectionOptions, from_values
-
     if not isinstance(value, Mapping):
         return ReflectionOptions()
     return from_values({name: field for name, field in value.items() if is_known(field)})
 
 
 def _reflection_state(options: ReflectionOptions) -> dict[str, Any]:
-    from runtime.forge.reflection import KINDS
-
     state: dict[str, Any] = {f"{kind}_workers": options.workers(kind) for kind in KINDS}
     state["ingress_classes"] = dict(options.ingress_classes)
     return state
@@ -783,8 +769,6 @@ def _reflection_state(options: ReflectionOptions) -> dict[str, Any]:
 def _check_reflection(diags: Diagnostics, configured: Any) -> None:
     """Each configured reflection option, as `runtime.forge.reflection.from_values` sees it, an error on its
     field."""
-    from runtime.forge.reflection import ReflectionOptionsError, from_values
-
     if not isinstance(configured, Mapping):
         return
     for name, value in configured.items():
@@ -809,8 +793,6 @@ def _sentence(message: str) -> str:
 
 def _check_option(diags: Diagnostics, attribute: str, value: Any) -> None:
     """`InstallOptions.validate` on one configured value (the others valid), as an error on its attribute."""
-    from runtime.forge.install import option_problem
-
     if value is not None and is_known(value) and (problem := option_problem(attribute, value)):
         diags.add_error(f"Invalid {attribute}", problem, path=[attribute])
 

@@ -33,6 +33,11 @@ from tf.utils import Diagnostics
 
 from runtime.api import constants as c
 from runtime.api import validation
+from runtime.forge.peering import split_resources
+from runtime.forge.podsecurity import DEFAULT_LEVEL, LEVELS, InvalidLevelError, Level
+from runtime.forge.podsecurity import level as pod_security_level
+from runtime.forge.tokens import is_token
+from runtime.forge.virtualnode import node_name_for
 from runtime.operations.peering import CONTRACT, RESOURCE_ARGUMENTS, requested, same_amount
 
 from ..framework.contract import flags, refuse
@@ -45,7 +50,6 @@ from . import checks
 
 if TYPE_CHECKING:
     from runtime.core import Client
-    from runtime.forge.podsecurity import Level
     from runtime.operations.peering import Established, Peering
 
 logger = logging.getLogger(__name__)
@@ -224,16 +228,13 @@ class PeerResource(Resource):
             diags, config.get("cluster_authurl"), path=["cluster_authurl"], what="authentication URL"
         )
         token = config.get("cluster_token")
-        if checks.known(token):
-            from runtime.forge.tokens import is_token
-
-            if not is_token(str(token).strip()):
-                diags.add_error(
-                    "Invalid cluster_token",
-                    "The value is not a peering token (64 hexadecimal digits): use liqo_generate.local_token of "
-                    "the provider.",
-                    path=["cluster_token"],
-                )
+        if checks.known(token) and not is_token(str(token).strip()):
+            diags.add_error(
+                "Invalid cluster_token",
+                "The value is not a peering token (64 hexadecimal digits): use liqo_generate.local_token of "
+                "the provider.",
+                path=["cluster_token"],
+            )
         for attribute, resource in RESOURCE_ARGUMENTS.items():
             checks.quantity(diags, config.get(attribute), path=[attribute], what=resource)
         extended = config.get("extended_resources")
@@ -244,9 +245,6 @@ class PeerResource(Resource):
         checks.namespace(diags, config.get("namespace"), path=["namespace"])
         level = config.get("pod_security")
         if checks.known(level) and level is not None:
-            from runtime.forge.podsecurity import InvalidLevelError
-            from runtime.forge.podsecurity import level as pod_security_level
-
             try:
                 pod_security_level(level)
             except InvalidLevelError as exc:
@@ -255,8 +253,6 @@ class PeerResource(Resource):
                 )
 
     def plan(self, ctx: PlanContext, current: State | None, planned: State) -> State:  # type: ignore[override]
-        from runtime.forge.virtualnode import node_name_for
-
         planned = dict(planned)
         if ctx.config.get("namespace") is None:
             planned["namespace"] = CONTRACT.defaults["namespace"]
@@ -490,8 +486,6 @@ def _spec_inputs(state: State) -> tuple[Any, ...]:
 
 
 def _pod_security(state: State) -> Level:
-    from runtime.forge.podsecurity import DEFAULT_LEVEL, LEVELS
-
     return next((level for level in LEVELS if level == state.get("pod_security")), DEFAULT_LEVEL)
 
 
@@ -513,8 +507,6 @@ def _state(planned: State, peering: Peering | None) -> State:
 
 
 def _observed_state(current: State, peering: Peering, *, token: str, namespace: str) -> State:
-    from runtime.forge.peering import split_resources
-
     spec = peering.spec
     standard, extended = split_resources(spec.get("resources") or {})
     state = {
