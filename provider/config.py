@@ -73,6 +73,24 @@ def _string(name: str, description: str, *, sensitive: bool = False) -> Attribut
     return Attribute(name, String(), optional=True, sensitive=sensitive, description=description)
 
 
+#: the `kubernetes` attribute a `KubeconfigError` belongs to, by its `KubeconfigField` (a StrEnum: its
+#: values key this map, so runtime.core stays unimported until configure needs it)
+ATTRIBUTE_OF_FIELD: Final[Mapping[str, str]] = {
+    "kubeconfig": "config_path",
+    "context": "config_context",
+    "cluster": "config_context_cluster",
+    "user": "config_context_auth_info",
+    "server": "host",
+    "certificate-authority": "cluster_ca_certificate",
+    "insecure-skip-tls-verify": "insecure",
+    "client-certificate": "client_certificate",
+    "client-key": "client_key",
+    "token": "token",
+    "username": "username",
+    "exec": "exec",
+    "proxy-url": "proxy_url",
+}
+
 KUBERNETES_ATTRIBUTE: Final = NestedAttribute(
     KUBERNETES,
     [
@@ -306,7 +324,7 @@ def load(
             overrides=_overrides(effective, ConfigOverrides),
         )
     except KubeconfigError as exc:
-        attribute = exc.attribute or ""
+        attribute = ATTRIBUTE_OF_FIELD[exc.field] if exc.field else ""
         if attribute == "config_path" and "config_paths" in block(config) and block(config)["config_paths"]:
             attribute = "config_paths"
         detail = str(exc)

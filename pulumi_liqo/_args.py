@@ -13,6 +13,7 @@ from typing import Any
 import pulumi
 
 from runtime.api.validation import DurationError, parse_duration
+from runtime.operations.contract import Contract
 
 
 class ArgumentError(ValueError):
@@ -66,6 +67,14 @@ def checked(
     for name, problem in rules.items():
         values[name] = check(component, name, values.get(name), problem)
     return values
+
+
+def defaulted(contract: Contract, values: Mapping[str, Any]) -> dict[str, Any]:
+    """The arguments with each omitted one that has a default in the resource's contract set to it."""
+    return {
+        **values,
+        **{name: default for name, default in contract.defaults.items() if values.get(name) is None},
+    }
 
 
 def timeouts(

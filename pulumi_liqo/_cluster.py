@@ -4,32 +4,48 @@ carries as a secret input, for the span of one operation.
 A dynamic provider runs in its own process (`pulumi.dynamic`) and gets only the
 resource's properties, so the kubeconfig travels with them, as a secret end to end. The
 provider's methods are synchronous and called on gRPC worker threads: each operation
-gets its own event loop (`asyncio.run`), bounded by the resource's timeout.
+gets its own bridge (`runtime.operations.bridge`, the Terraform provider's too): an event
+loop and a client for its span, bounded by the resource's timeout.
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
 import yaml
 
-from runtime.core import Client, ClusterConfig
+from runtime.core import Client, ClusterConfig, KubeconfigError, KubeconfigField
 from runtime.core.kubeconfig import load_kubeconfig_dict
+from runtime.operations.bridge import BoundExceededError, Bridge
 
 T = TypeVar("T")
 
-#: the bound of one HTTP request (an operation's timeout bounds the whole operation)
-REQUEST_TIMEOUT = 30.0
+#: the name of the thread that runs an operation's event loop
+THREAD_NAME = "liqo-pulumi-operation"
+
+
+class ClusterArgumentError(ValueError):
+    """The `kubeconfig` or `context` argument of a component cannot be used; `argument` names which."""
+
+    def __init__(self, message: str, *, argument: str) -> None:
+        super().__init__(f"{argument}: {message}")
+        self.argument = argument
 
 
 def cluster_config(kubeconfig: str, *, context: str | None = None) -> ClusterConfig:
-    """The cluster a kubeconfig (its content, YAML or JSON) and an optional context name point at."""
+    """The cluster a kubeconfig (its content, YAML or JSON) and an optional context name point at
+    (ClusterArgumentError naming the argument at fault)."""
     parsed = yaml.safe_load(kubeconfig) if kubeconfig.strip() else None
     if not isinstance(parsed, Mapping):
-        raise ValueError("kubeconfig: the value is not a kubeconfig (a YAML or JSON object)")
-    return load_kubeconfig_dict(parsed, context=context or None)
+        raise ClusterArgumentError(
+            "the value is not a kubeconfig (a YAML or JSON object)", argument="kubeconfig"
+        )
+    try:
+        return load_kubeconfig_dict(parsed, context=context or None)
+    except KubeconfigError as exc:
+        argument = "context" if exc.field == KubeconfigField.CONTEXT else "kubeconfig"
+        raise ClusterArgumentError(str(exc), argument=argument) from None
 
 
 class OperationTimeoutError(TimeoutError):
@@ -38,25 +54,18 @@ class OperationTimeoutError(TimeoutError):
 
 def run(props: Mapping[str, Any], operation: Callable[[Client], Awaitable[T]], *, seconds: float) -> T:
     """`operation(client)` against the cluster of a resource's `kubeconfig`/`context` properties, within
-    `seconds` (OperationTimeoutError past them)."""
+    `seconds` (OperationTimeoutError past them), on a bridge of its own for the span of the operation."""
     config = cluster_config(str(props.get("kubeconfig") or ""), context=props.get("context"))
-
-    async def main() -> T:
-        client = await Client.from_config(config, request_timeout=REQUEST_TIMEOUT)
-        try:
-            async with asyncio.timeout(seconds) as bound:
-                return await operation(client)
-        except TimeoutError:
-            if not bound.expired():
-                raise
-            raise OperationTimeoutError(
-                f"This did not finish within {seconds:g}s against {config.cluster_label}. Check that the cluster "
-                "is reachable and healthy, or raise the component's customTimeouts if it is only slow."
-            ) from None
-        finally:
-            await client.close()
-
-    return asyncio.run(main())
+    bridge = Bridge(config, thread_name=THREAD_NAME)
+    try:
+        return bridge.run(operation, seconds=seconds)
+    except BoundExceededError:
+        raise OperationTimeoutError(
+            f"This did not finish within {seconds:g}s against {config.cluster_label}. Check that the cluster "
+            "is reachable and healthy, or raise the component's customTimeouts if it is only slow."
+        ) from None
+    finally:
+        bridge.close()
 
 
 def host(props: Mapping[str, Any]) -> str:

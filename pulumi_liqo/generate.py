@@ -6,11 +6,11 @@ from typing import NotRequired, TypedDict
 
 import pulumi
 
-from runtime.api import constants as c
 from runtime.api import validation
+from runtime.operations.token import CONTRACT
 
 from . import _args
-from .providers.token import TIMEOUTS, Token
+from .providers.token import Token
 
 TYPE = "liqo:index:Generate"
 
@@ -54,13 +54,16 @@ class Generate(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: GenerateArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         # checked before anything is registered: a bad argument leaves no half-made component
-        values = _args.checked(
-            "Generate",
-            args,
-            required=("kubeconfig",),
-            rules={"namespace": validation.namespace, "expires_in": _duration_problem},
+        values = _args.defaulted(
+            CONTRACT,
+            _args.checked(
+                "Generate",
+                args,
+                required=("kubeconfig", *CONTRACT.required),
+                rules={"namespace": validation.namespace, "expires_in": _duration_problem},
+            ),
         )
-        bounds = _args.timeouts("Generate", opts, TIMEOUTS)
+        bounds = _args.timeouts("Generate", opts, CONTRACT.timeouts)
         super().__init__(TYPE, name, {}, opts)
         token = Token(
             f"{name}-token",
@@ -68,7 +71,7 @@ class Generate(pulumi.ComponentResource):
                 "kubeconfig": pulumi.Output.secret(values["kubeconfig"]),
                 "context": values.get("context"),
                 "timeouts": bounds,
-                "namespace": values.get("namespace") or c.DEFAULT_NAMESPACE,
+                "namespace": values["namespace"],
                 "expires_in": values.get("expires_in") or "",
             },
             _args.child_options(self, opts),

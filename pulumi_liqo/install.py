@@ -33,10 +33,11 @@ from runtime.forge.install import (
 )
 from runtime.forge.reflection import ReflectionOptionsError
 from runtime.forge.reflection import from_values as reflection_from_values
+from runtime.operations.install import CONTRACT
 
 from . import _args
 from ._objects import kubernetes_object, resource_name
-from .providers.install import TIMEOUTS, Discovery, Runtime
+from .providers.install import Discovery, Runtime
 
 TYPE = "liqo:index:Install"
 #: a type of the kubernetes package, to find the Provider the component was given for it
@@ -160,12 +161,12 @@ class Install(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: InstallArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         # checked before anything is registered: a bad argument leaves no half-made component
-        values = _check(args)
-        bounds = _args.timeouts("Install", opts, TIMEOUTS)
+        values = _args.defaulted(CONTRACT, _check(args))
+        bounds = _args.timeouts("Install", opts, CONTRACT.timeouts)
         super().__init__(TYPE, name, {}, opts)
         kubeconfig = pulumi.Output.secret(values["kubeconfig"])
         context = values.get("context")
-        namespace = values.get("namespace") or c.DEFAULT_NAMESPACE
+        namespace = values["namespace"]
         purge = bool(values.get("purge"))
 
         self.kubernetes: pulumi.ProviderResource = self.get_provider(KUBERNETES_TYPE) or k8s.Provider(
@@ -195,18 +196,18 @@ class Install(pulumi.ComponentResource):
             "cluster_name": values["cluster_name"],
             "cluster_labels": values.get("cluster_labels") or {},
             "namespace": namespace,
-            "sharing_percentage": values.get("sharing_percentage") or 90,
+            "sharing_percentage": values["sharing_percentage"],
             "image": values.get("image") or runtime_image(),
-            "webhook_mode": values.get("webhook_mode") or "service",
-            "auth_service_type": values.get("auth_service_type") or "NodePort",
+            "webhook_mode": values["webhook_mode"],
+            "auth_service_type": values["auth_service_type"],
             "auth_url": values.get("auth_url") or "",
             "reflection": values.get("reflection") or {},
-            "gateway_service_type": values.get("gateway_service_type") or "NodePort",
-            "gateway_mtu": values.get("gateway_mtu") or 1340,
-            "wireguard_implementation": values.get("wireguard_implementation") or "auto",
-            "quota_enforcement": values.get("quota_enforcement") or "None",
-            "max_twin_namespaces": values.get("max_twin_namespaces") or 50,
-            "max_consumer_service_type": values.get("max_consumer_service_type") or "ClusterIP",
+            "gateway_service_type": values["gateway_service_type"],
+            "gateway_mtu": values["gateway_mtu"],
+            "wireguard_implementation": values["wireguard_implementation"],
+            "quota_enforcement": values["quota_enforcement"],
+            "max_twin_namespaces": values["max_twin_namespaces"],
+            "max_consumer_service_type": values["max_consumer_service_type"],
         }
         options = pulumi.Output.all(
             cluster_id=discovery.cluster_id,
@@ -334,7 +335,7 @@ def _check(args: InstallArgs) -> dict[str, Any]:
     rules["webhook_mode"] = _webhook_mode_problem
     rules["image"] = _image_problem
     rules["reflection"] = _reflection_problem
-    return _args.checked("Install", args, required=("kubeconfig", "cluster_name"), rules=rules)
+    return _args.checked("Install", args, required=("kubeconfig", *CONTRACT.required), rules=rules)
 
 
 def _webhook_mode_problem(mode: Any) -> str:

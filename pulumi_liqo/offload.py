@@ -10,9 +10,10 @@ import pulumi
 from runtime.api import constants as c
 from runtime.api import validation
 from runtime.forge.namespaceoffloading import node_selector_terms
+from runtime.operations.offload import CONTRACT
 
 from . import _args
-from .providers.offload import TIMEOUTS, Offloading
+from .providers.offload import Offloading
 
 TYPE = "liqo:index:Offload"
 
@@ -92,8 +93,8 @@ class Offload(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: OffloadArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         # checked before anything is registered: a bad argument leaves no half-made component
-        values = _check(args)
-        bounds = _args.timeouts("Offload", opts, TIMEOUTS)
+        values = _args.defaulted(CONTRACT, _check(args))
+        bounds = _args.timeouts("Offload", opts, CONTRACT.timeouts)
         super().__init__(TYPE, name, {}, opts)
         terms = values.get("cluster_selector_terms")
         props: dict[str, Any] = {
@@ -101,9 +102,8 @@ class Offload(pulumi.ComponentResource):
             "context": values.get("context"),
             "timeouts": bounds,
             "namespace": values["namespace"],
-            "pod_offloading_strategy": values.get("pod_offloading_strategy")
-            or c.POD_OFFLOADING_LOCAL_AND_REMOTE,
-            "namespace_mapping_strategy": values.get("namespace_mapping_strategy") or c.MAPPING_DEFAULT_NAME,
+            "pod_offloading_strategy": values["pod_offloading_strategy"],
+            "namespace_mapping_strategy": values["namespace_mapping_strategy"],
             "remote_namespace_name": values.get("remote_namespace_name") or "",
             "cluster_selector_terms": pulumi.Output.from_input(terms).apply(node_selector_terms)
             if _args.holds_output(terms)
@@ -128,7 +128,7 @@ def _check(args: OffloadArgs) -> dict[str, Any]:
     values = _args.checked(
         "Offload",
         args,
-        required=("kubeconfig", "namespace"),
+        required=("kubeconfig", *CONTRACT.required),
         rules={
             "namespace": validation.namespace,
             "pod_offloading_strategy": _pod_strategy_problem,
@@ -138,7 +138,11 @@ def _check(args: OffloadArgs) -> dict[str, Any]:
     )
     # the twin namespaces' name goes with the SelectedName strategy, and only with it
     remote = values.get("remote_namespace_name")
-    pair = {"strategy": values.get("namespace_mapping_strategy") or c.MAPPING_DEFAULT_NAME, "remote": remote}
+    pair = {
+        "strategy": values.get("namespace_mapping_strategy")
+        or CONTRACT.defaults["namespace_mapping_strategy"],
+        "remote": remote,
+    }
     checked = _args.check("Offload", "remote_namespace_name", pair, _remote_name_problem)
     if isinstance(checked, pulumi.Output):
         values["remote_namespace_name"] = checked.apply(operator.itemgetter("remote"))

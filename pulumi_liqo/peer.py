@@ -8,14 +8,13 @@ from typing import Any, NotRequired, TypedDict
 
 import pulumi
 
-from runtime.api import constants as c
 from runtime.api import validation
 from runtime.forge import podsecurity
 from runtime.forge.tokens import is_token
-from runtime.operations.peering import RESOURCE_ARGUMENTS
+from runtime.operations.peering import CONTRACT, RESOURCE_ARGUMENTS
 
 from . import _args
-from .providers.peering import TIMEOUTS, Peering
+from .providers.peering import Peering
 
 TYPE = "liqo:index:Peer"
 
@@ -80,8 +79,8 @@ class Peer(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: PeerArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         # checked before anything is registered: a bad argument leaves no half-made component
-        values = _check(args)
-        bounds = _args.timeouts("Peer", opts, TIMEOUTS)
+        values = _args.defaulted(CONTRACT, _check(args))
+        bounds = _args.timeouts("Peer", opts, CONTRACT.timeouts)
         super().__init__(TYPE, name, {}, opts)
         props: dict[str, Any] = {
             "kubeconfig": pulumi.Output.secret(values["kubeconfig"]),
@@ -91,11 +90,11 @@ class Peer(pulumi.ComponentResource):
             "cluster_name": values["cluster_name"],
             "cluster_authurl": values["cluster_authurl"],
             "cluster_token": pulumi.Output.secret(values["cluster_token"]),
-            "namespace": values.get("namespace") or c.DEFAULT_NAMESPACE,
+            "namespace": values["namespace"],
             "extended_resources": values.get("extended_resources") or {},
             "node_labels": values.get("node_labels") or {},
-            "networking_disabled": bool(values.get("networking_disabled")),
-            "pod_security": values.get("pod_security") or podsecurity.DEFAULT_LEVEL,
+            "networking_disabled": values["networking_disabled"],
+            "pod_security": values["pod_security"],
             **{argument: values.get(argument) for argument in RESOURCE_ARGUMENTS},
         }
         peering = Peering(f"{name}-peering", props, _args.child_options(self, opts))
@@ -133,7 +132,7 @@ def _check(args: PeerArgs) -> dict[str, Any]:
     return _args.checked(
         "Peer",
         args,
-        required=("kubeconfig", "cluster_id", "cluster_name", "cluster_authurl", "cluster_token"),
+        required=("kubeconfig", *CONTRACT.required),
         rules=rules,
     )
 

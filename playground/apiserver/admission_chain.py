@@ -12,18 +12,16 @@ the emulator serves outside the generic store, get NodeRestriction's checks thro
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 from . import rbac
 from .admission import AdmissionRequest, WebhookDispatcher
+from .authorizer import Authorizer
 from .identity import UserInfo
 from .node_restriction import NodeRestriction
 from .plugins import NamespaceLifecycle, PriorityAdmission, ServiceAccountAdmission, default_tolerations
 from .registry import AdmissionAttributes
 from .resources.base import Obj
-
-if TYPE_CHECKING:
-    from .server import APIServer
+from .storage import Storage
 
 RBAC_GROUP = "rbac.authorization.k8s.io"
 
@@ -49,9 +47,10 @@ def _request(attrs: AdmissionAttributes, obj: Obj | None) -> AdmissionRequest:
 
 
 class AdmissionChain:
-    def __init__(self, server: APIServer, webhooks: WebhookDispatcher) -> None:
-        storage = server.storage
-        self._policy = server.policy
+    def __init__(
+        self, storage: Storage, policy: rbac.PolicySource, authorizer: Authorizer, webhooks: WebhookDispatcher
+    ) -> None:
+        self._policy = policy
         self._lifecycle = NamespaceLifecycle(namespace=lambda name: storage.get("namespaces", "", name))
         self._service_accounts = ServiceAccountAdmission(
             service_account=lambda ns, name: storage.get("serviceaccounts", ns, name)
@@ -62,7 +61,7 @@ class AdmissionChain:
         self._node_restriction = NodeRestriction(
             pod=lambda ns, name: storage.get("pods", ns, name),
             node=lambda name: storage.get("nodes", "", name),
-            authorize=server.authorizer.authorize,
+            authorize=authorizer.authorize,
         )
         self._webhooks = webhooks
 

@@ -10,18 +10,24 @@ logged and answered 500 without leaking internals.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
 
 from aiohttp import web
 
 from . import discovery, errors, rbac, requestinfo
-from .handlers import json_response
+from .authn import Authenticator
+from .authorizer import Authorizer
+from .handlers import ResourceHandlers
 from .identity import ANONYMOUS_USER, AUTHENTICATED_GROUP, UNAUTHENTICATED_GROUP, RequestAttributes, UserInfo
+from .resources.base import Obj
 from .resources.builtin import REVIEW_RESOURCES
+from .resources.catalog import Catalog
+from .reviews import Reviews
 from .selectors import FieldSelector
-
-if TYPE_CHECKING:
-    from .server import APIServer
+from .subresources import Subresources
+from .wire import json_response
 
 logger = logging.getLogger(__name__)
 
@@ -40,9 +46,27 @@ READY_CHECKS = ("etcd-readiness", "informer-sync", "shutdown")
 _AGGREGATED = "apidiscovery.k8s.io"
 
 
-def build_app(server: APIServer) -> web.Application:
+@dataclass(frozen=True)
+class Endpoints:
+    """What the dispatcher sends requests to, and the little it says itself (version, address, OpenAPI)."""
+
+    authenticator: Authenticator
+    authorizer: Authorizer
+    catalog: Catalog
+    resources: ResourceHandlers
+    subresources: Subresources
+    reviews: Reviews
+    #: the `/openapi/v2` and `/openapi/v3/...` answers, by the path's parts after `openapi`
+    openapi: Callable[[web.Request, list[str]], web.Response]
+    version_info: Obj
+    #: host:port the server is reached at (known once it listens)
+    address: Callable[[], str]
+    now: Callable[[], datetime]
+
+
+def build_app(endpoints: Endpoints) -> web.Application:
     app = web.Application(client_max_size=errors.MAX_BODY_BYTES + 1024)
-    dispatcher = Dispatcher(server)
+    dispatcher = Dispatcher(endpoints)
     app.router.add_route("*", "/{tail:.*}", dispatcher.dispatch)
     return app
 
@@ -52,8 +76,8 @@ def _wants_aggregated(request: web.Request) -> bool:
 
 
 class Dispatcher:
-    def __init__(self, server: APIServer) -> None:
-        self.server = server
+    def __init__(self, endpoints: Endpoints) -> None:
+        self._to = endpoints
 
     async def dispatch(self, request: web.Request) -> web.StreamResponse:
         try:
@@ -84,12 +108,12 @@ class Dispatcher:
             path=info.path,
             fields=fields,
         )
-        decision = self.server.authorizer.authorize(attrs)
+        decision = self._to.authorizer.authorize(attrs)
         if not decision.allowed:
             raise rbac.forbidden_error(attrs, decision.reason)
         if not info.resource_request:
             return await self._non_resource(request, info)
-        rt = self.server.catalog.get(info.group, info.version, info.resource)
+        rt = self._to.catalog.get(info.group, info.version, info.resource)
         if rt is None:
             raise errors.path_not_found()
         if info.namespace and not rt.namespaced:
@@ -98,17 +122,17 @@ class Dispatcher:
             raise errors.path_not_found()
         if (rt.group, rt.plural) in REVIEW_RESOURCES:
             if rt.plural == "bindings":
-                return await self.server.subresources.binding_resource(request, info, user)
-            return await self.server.reviews.handle(request, info, rt, user)
+                return await self._to.subresources.binding_resource(request, info, user)
+            return await self._to.reviews.handle(request, info, rt, user)
         if info.subresource:
-            return await self.server.subresources.handle(request, info, rt, user)
-        return await self.server.resources.handle(request, info, rt, user)
+            return await self._to.subresources.handle(request, info, rt, user)
+        return await self._to.resources.handle(request, info, rt, user)
 
     def _authenticate(self, request: web.Request, info: requestinfo.RequestInfo) -> UserInfo:
         ssl_object = request.transport.get_extra_info("ssl_object") if request.transport else None
         peer = ssl_object.getpeercert(binary_form=True) if ssl_object is not None else None
-        user = self.server.authenticator.authenticate(
-            peer_cert_der=peer, authorization=request.headers.get("Authorization"), now=self.server.now()
+        user = self._to.authenticator.authenticate(
+            peer_cert_der=peer, authorization=request.headers.get("Authorization"), now=self._to.now()
         )
         if user is not None:
             return user
@@ -137,7 +161,7 @@ class Dispatcher:
                         namespace=parts[2],
                         name=parts[3],
                     )
-            if not self.server.authorizer.authorize(attrs).allowed:
+            if not self._to.authorizer.authorize(attrs).allowed:
                 raise errors.forbidden(
                     f'{resource} "{value}" is forbidden: User "{user.name}" cannot impersonate resource '
                     f'"{resource}" in API group "" at the cluster scope',
@@ -148,17 +172,17 @@ class Dispatcher:
 
     async def _non_resource(self, request: web.Request, info: requestinfo.RequestInfo) -> web.StreamResponse:
         path = "/" + info.path.strip("/")
-        catalog = self.server.catalog
+        catalog = self._to.catalog
         if request.method not in ("GET", "HEAD"):
             raise errors.method_not_allowed()
         if _is_health(path):
             return _health(path, request.query.getall("exclude", []), verbose="verbose" in request.query)
         if path == "/version":
-            return json_response(self.server.settings.version_info())
+            return json_response(self._to.version_info)
         if path == "/api":
             if _wants_aggregated(request):
                 return self._aggregated(discovery.aggregated(catalog, legacy=True))
-            return json_response(discovery.api_versions(self.server.address))
+            return json_response(discovery.api_versions(self._to.address()))
         if path == "/apis":
             if _wants_aggregated(request):
                 return self._aggregated(discovery.aggregated(catalog, legacy=False))
@@ -171,7 +195,7 @@ class Dispatcher:
         if parts[0] == "apis" and len(parts) == 3:
             return _found(discovery.api_resource_list(catalog, parts[1], parts[2]))
         if parts[0] == "openapi":
-            return self.server.openapi_response(request, parts[1:])
+            return self._to.openapi(request, parts[1:])
         raise errors.path_not_found()
 
     def _aggregated(self, body: dict[str, object]) -> web.Response:

@@ -19,16 +19,14 @@ import asyncio
 import contextlib
 import copy
 import logging
-from typing import TYPE_CHECKING
 
 from . import crds, errors
 from .identity import MASTERS_GROUP, UserInfo
-from .registry import WriteOptions
+from .registry import Registry, WriteOptions
 from .resources.base import Obj, ResourceType
+from .resources.catalog import Catalog
 from .resources.extensions import CLEANUP_FINALIZER, CustomResourceStrategy
-
-if TYPE_CHECKING:
-    from .server import APIServer
+from .storage import Storage
 
 logger = logging.getLogger(__name__)
 
@@ -40,24 +38,26 @@ RETRY_DELAY = 1.0
 
 
 class CRDController:
-    def __init__(self, server: APIServer) -> None:
-        self.server = server
+    def __init__(self, catalog: Catalog, registry: Registry, storage: Storage) -> None:
+        self._catalog = catalog
+        self._registry = registry
+        self._storage = storage
         self._finalizers: dict[str, asyncio.Task[None]] = {}
 
     @property
     def _crd_type(self) -> ResourceType:
-        rt = self.server.catalog.get("apiextensions.k8s.io", "v1", "customresourcedefinitions")
+        rt = self._catalog.get("apiextensions.k8s.io", "v1", "customresourcedefinitions")
         if rt is None:
             raise errors.internal("customresourcedefinitions are not served")
         return rt
 
     def serve_stored(self) -> None:
         """Serve every stored CRD (terminating ones too: their objects stay reachable)."""
-        for crd in self.server.storage.objects(crds.STORAGE_KEY):
+        for crd in self._storage.objects(crds.STORAGE_KEY):
             self._serve(crd)
 
     async def run(self) -> None:
-        storage = self.server.storage
+        storage = self._storage
         sub = storage.subscribe(crds.STORAGE_KEY, None)
         try:
             # CRDs deleted before a restart finish finalizing now
@@ -86,7 +86,7 @@ class CRDController:
             schema = (version.get("schema") or {}).get("openAPIV3Schema")
             return CustomResourceStrategy(schema, kind=crd_obj["spec"]["names"]["kind"])
 
-        self.server.catalog.replace_crd(
+        self._catalog.replace_crd(
             crd["metadata"]["name"], crds.resource_types(crd, strategy_factory=strategy)
         )
 
@@ -96,10 +96,10 @@ class CRDController:
             task = self._finalizers.pop(name, None)
             if task is not None:
                 task.cancel()
-            for rt in self.server.catalog.remove_crd(name):
-                self.server.storage.close_watches(rt.storage_key)
+            for rt in self._catalog.remove_crd(name):
+                self._storage.close_watches(rt.storage_key)
             return
-        crd = self.server.registry.find(self._crd_type, "", name)
+        crd = self._registry.find(self._crd_type, "", name)
         if crd is None:
             return
         if crd["metadata"].get("deletionTimestamp"):
@@ -110,7 +110,7 @@ class CRDController:
         if crd.get("status") != status:
             updated = copy.deepcopy(crd)
             updated["status"] = status
-            await self.server.registry.write_internal(self._crd_type, updated, crd, user=SYSTEM_USER)
+            await self._registry.write_internal(self._crd_type, updated, crd, user=SYSTEM_USER)
 
     # the finalizer controller
 
@@ -161,11 +161,11 @@ class CRDController:
             updated["metadata"]["finalizers"] = finalizers
         else:
             updated["metadata"].pop("finalizers", None)
-        await self.server.registry.write_internal(self._crd_type, updated, current, user=SYSTEM_USER)
+        await self._registry.write_internal(self._crd_type, updated, current, user=SYSTEM_USER)
 
     def _deleting(self, name: str) -> Obj | None:
         """The CRD if it is being deleted and still waits for the cleanup finalizer."""
-        crd = self.server.registry.find(self._crd_type, "", name)
+        crd = self._registry.find(self._crd_type, "", name)
         if crd is None or not crd["metadata"].get("deletionTimestamp"):
             return None
         return crd if CLEANUP_FINALIZER in (crd["metadata"].get("finalizers") or []) else None
@@ -175,20 +175,18 @@ class CRDController:
         if crd is None:
             return None
         updated = crds.with_condition(crd, "Terminating", status, reason, message)
-        return await self.server.registry.write_internal(self._crd_type, updated, crd, user=SYSTEM_USER)
+        return await self._registry.write_internal(self._crd_type, updated, crd, user=SYSTEM_USER)
 
     async def _delete_instances(self, crd: Obj) -> None:
         """Delete every object of the CRD (straight from storage, without admission) and wait until none is left."""
         spec = crd["spec"]
         key = f"{spec['names']['plural']}.{spec['group']}"
-        rt = self.server.catalog.storage_version(key)
+        rt = self._catalog.storage_version(key)
         if rt is None:
             raise errors.internal(f"customresourcedefinition {crd['metadata']['name']} is not served")
         opts = WriteOptions(user=SYSTEM_USER, field_manager="kube-apiserver", admit=False)
-        await self.server.registry.delete_collection(
-            rt, None, {}, opts, label_selector=None, field_selector=None
-        )
-        storage = self.server.storage
+        await self._registry.delete_collection(rt, None, {}, opts, label_selector=None, field_selector=None)
+        storage = self._storage
         while storage.count(key):
             sub = storage.subscribe(key, None)
             try:

@@ -9,24 +9,22 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-import yaml
 from aiohttp import web
 
-from . import decoding, errors, fieldvalidation, protobuf, rbac
+from . import errors, fieldvalidation, rbac
+from .authorizer import Authorizer
 from .identity import RequestAttributes
 from .negotiation import Representation, negotiate
 from .printers import table
-from .registry import WriteOptions
+from .registry import Registry, WriteOptions
 from .requestinfo import RequestInfo
 from .resources.base import Obj, ResourceType
-
-if TYPE_CHECKING:
-    from .server import APIServer
+from .storage import Storage
+from .wire import decode_json, dumps, json_response, read_body
 
 logger = logging.getLogger(__name__)
 
@@ -39,65 +37,7 @@ _EVENT_PREFIXES = {
 OPTIONS_KINDS = {"POST": "CreateOptions", "PUT": "UpdateOptions", "PATCH": "PatchOptions"}
 
 
-def dumps(obj: Any) -> bytes:
-    return json.dumps(obj, separators=(",", ":")).encode()
-
-
-def json_response(obj: Any, *, status: int = 200, warnings: list[str] | None = None) -> web.Response:
-    headers = [
-        ("Warning", warning_header(text)) for text in dict.fromkeys(warnings or []) if text.isprintable()
-    ]
-    return web.Response(body=dumps(obj), status=status, content_type="application/json", headers=headers)
-
-
-def warning_header(text: str) -> str:
-    """One `Warning` header value as kube-apiserver writes it: code 299, no agent, a quoted string."""
-    return '299 - "' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
-async def read_body(request: web.Request) -> bytes:
-    """The whole body, up to its end (a stream's `read(n)` returns what has arrived so far: a body sent in
-    several segments would be decoded cut short); 413 past the API server's limit."""
-    if request.content_length is not None and request.content_length > errors.MAX_BODY_BYTES:
-        raise errors.too_large()
-    body = bytearray()
-    while chunk := await request.content.read(errors.MAX_BODY_BYTES + 1 - len(body)):
-        body += chunk
-        if len(body) > errors.MAX_BODY_BYTES:
-            raise errors.too_large()
-    return bytes(body)
-
-
-def decode_json(body: bytes, content_type: str, *, kind: str = "") -> Any:
-    """The body as a JSON value; `kind` names the type a create or update decodes into, for its errors."""
-    ctype = content_type.split(";")[0].strip().lower()
-    if ctype == "application/yaml":
-        try:
-            return decoding.loads_yaml(body)
-        except decoding.UnsupportedKeyError as exc:
-            if not kind:
-                raise errors.bad_request(f"error decoding YAML: {exc}") from None
-            raise errors.bad_request(
-                f"the object provided is unrecognized (must be of type {kind}): {exc} "
-                f"({decoding.summarize_data(body)})"
-            ) from None
-        except (yaml.YAMLError, ValueError) as exc:
-            raise errors.bad_request(f"error decoding YAML: {exc}") from None
-    if ctype == protobuf.PROTOBUF_CONTENT_TYPE:
-        return protobuf.decode(body)
-    if ctype not in ("application/json", "", "*/*"):
-        raise errors.unsupported_media_type(
-            ctype, ["application/json", "application/yaml", "application/vnd.kubernetes.protobuf"]
-        )
-    if not body:
-        raise errors.bad_request("the body of the request was empty")
-    try:
-        return decoding.loads_json(body)
-    except ValueError as exc:
-        raise errors.bad_request(f"couldn't get version/kind; json parse error: {exc}") from None
-
-
-def write_options(request: web.Request, server: APIServer, user: Any) -> WriteOptions:
+def write_options(request: web.Request, user: Any) -> WriteOptions:
     query = request.query
     dry_run = query.getall("dryRun", [])
     for value in dry_run:
@@ -212,8 +152,13 @@ def delete_options(request: web.Request, body: bytes) -> Obj:
 
 
 class ResourceHandlers:
-    def __init__(self, server: APIServer) -> None:
-        self.server = server
+    def __init__(
+        self, registry: Registry, storage: Storage, authorizer: Authorizer, *, bookmark_interval: float
+    ) -> None:
+        self._registry = registry
+        self._storage = storage
+        self._authorizer = authorizer
+        self._bookmark_interval = bookmark_interval
 
     async def handle(
         self, request: web.Request, info: RequestInfo, rt: ResourceType, user: Any
@@ -247,7 +192,7 @@ class ResourceHandlers:
         return negotiate(request.headers.get("Accept"), include_object=request.query.get("includeObject"))
 
     def get(self, request: web.Request, info: RequestInfo, rt: ResourceType) -> web.Response:
-        obj = self.server.registry.get(rt, info.namespace, info.name)
+        obj = self._registry.get(rt, info.namespace, info.name)
         rep = self._rep(request)
         if rep.shape == "object":
             return web.Response(body=self._encoded(rt, obj), content_type="application/json")
@@ -259,7 +204,7 @@ class ResourceHandlers:
             limit = int(query.get("limit", "0") or 0)
         except ValueError:
             raise errors.bad_request(f'invalid limit "{query.get("limit")}"') from None
-        result = self.server.registry.list_objects(
+        result = self._registry.list_objects(
             rt,
             info.namespace or None if rt.namespaced else None,
             label_selector=query.get("labelSelector"),
@@ -300,9 +245,9 @@ class ResourceHandlers:
             raise errors.method_not_allowed()
         raw, content_type = await read_body(request), request.headers.get("Content-Type", "application/json")
         body = decode_json(raw, content_type, kind=rt.kind)
-        opts = write_options(request, self.server, user)
+        opts = write_options(request, user)
         self._check_fields(rt, raw, content_type, opts)
-        obj = await self.server.registry.create(rt, info.namespace, body, opts)
+        obj = await self._registry.create(rt, info.namespace, body, opts)
         return json_response(render_object(rt, obj, self._rep(request)), status=201, warnings=opts.warnings)
 
     async def update(
@@ -310,11 +255,11 @@ class ResourceHandlers:
     ) -> web.Response:
         raw, content_type = await read_body(request), request.headers.get("Content-Type", "application/json")
         body = decode_json(raw, content_type, kind=rt.kind)
-        opts = write_options(request, self.server, user)
+        opts = write_options(request, user)
         self._check_fields(
-            rt, raw, content_type, opts, stored=self.server.registry.find(rt, info.namespace, info.name)
+            rt, raw, content_type, opts, stored=self._registry.find(rt, info.namespace, info.name)
         )
-        obj, created = await self.server.registry.update(
+        obj, created = await self._registry.update(
             rt, info.namespace, info.name, body, opts, subresource=info.subresource
         )
         return json_response(
@@ -331,7 +276,7 @@ class ResourceHandlers:
         stored: Obj | None = None,
     ) -> None:
         """Strict decoding of a create or update body: unknown and repeated fields."""
-        self.server.registry.fields.check_body(
+        self._registry.fields.check_body(
             rt, raw, content_type, directive=opts.field_validation, warnings=opts.warnings, stored=stored
         )
 
@@ -339,7 +284,7 @@ class ResourceHandlers:
         self, request: web.Request, info: RequestInfo, rt: ResourceType, user: Any
     ) -> web.Response:
         body = await read_body(request)
-        opts = write_options(request, self.server, user)
+        opts = write_options(request, user)
         force = request.query.get("force", "").lower() in ("1", "true")
         content_type = request.headers.get("Content-Type", "")
         applying = content_type.startswith("application/apply-patch")
@@ -355,13 +300,9 @@ class ResourceHandlers:
             raise errors.invalid("PatchOptions", "", [cause], group="meta.k8s.io")
         if not opts.field_manager and not content_type.startswith("application/apply-patch"):
             opts.field_manager = request.headers.get("User-Agent", "unknown").split("/")[0] or "unknown"
-        if (
-            applying
-            and not info.subresource
-            and self.server.registry.find(rt, info.namespace, info.name) is None
-        ):
+        if applying and not info.subresource and self._registry.find(rt, info.namespace, info.name) is None:
             self._authorize_create(info, rt, user)
-        obj, created = await self.server.registry.patch(
+        obj, created = await self._registry.patch(
             rt, info.namespace, info.name, content_type, body, opts, subresource=info.subresource, force=force
         )
         return json_response(
@@ -380,7 +321,7 @@ class ResourceHandlers:
             namespace=info.namespace,
             path=info.path,
         )
-        decision = self.server.authorizer.authorize(attrs)
+        decision = self._authorizer.authorize(attrs)
         if not decision.allowed:
             raise rbac.forbidden_error(attrs, decision.reason)
 
@@ -388,16 +329,16 @@ class ResourceHandlers:
         self, request: web.Request, info: RequestInfo, rt: ResourceType, user: Any
     ) -> web.Response:
         options = delete_options(request, await read_body(request))
-        opts = write_options(request, self.server, user)
-        outcome = await self.server.registry.delete(rt, info.namespace, info.name, options, opts)
+        opts = write_options(request, user)
+        outcome = await self._registry.delete(rt, info.namespace, info.name, options, opts)
         return deleted_response(rt, outcome.obj, finished=outcome.finished, options=options)
 
     async def delete_collection(
         self, request: web.Request, info: RequestInfo, rt: ResourceType, user: Any
     ) -> web.Response:
         options = delete_options(request, await read_body(request))
-        opts = write_options(request, self.server, user)
-        deleted = await self.server.registry.delete_collection(
+        opts = write_options(request, user)
+        deleted = await self._registry.delete_collection(
             rt,
             info.namespace or None,
             options,
@@ -405,7 +346,7 @@ class ResourceHandlers:
             label_selector=request.query.get("labelSelector"),
             field_selector=request.query.get("fieldSelector"),
         )
-        meta = {"resourceVersion": str(self.server.storage.resource_version)}
+        meta = {"resourceVersion": str(self._storage.resource_version)}
         return json_response(
             {"kind": rt.list_kind, "apiVersion": rt.api_version, "metadata": meta, "items": deleted}
         )
@@ -439,14 +380,14 @@ class ResourceHandlers:
             )
         rep = self._rep(request)
         bookmarks = query.get("allowWatchBookmarks", "").lower() == "true"
-        events = self.server.registry.watch(
+        events = self._registry.watch(
             rt,
             namespace,
             label_selector=query.get("labelSelector"),
             field_selector=query_fields,
             resource_version=query.get("resourceVersion", ""),
             send_initial_events=initial,
-            bookmark_interval=self.server.settings.bookmark_interval if bookmarks else None,
+            bookmark_interval=self._bookmark_interval if bookmarks else None,
         )
         response = web.StreamResponse(
             status=200, headers={"Content-Type": "application/json", "Cache-Control": "no-cache"}
@@ -465,7 +406,7 @@ class ResourceHandlers:
 
     def _encoded(self, rt: ResourceType, obj: Obj) -> bytes:
         """JSON of an object; a stored one is encoded once per version for every reader and watcher."""
-        return self.server.storage.encoded(rt.storage_key, obj)
+        return self._storage.encoded(rt.storage_key, obj)
 
     def _event_line(self, rt: ResourceType, event: Obj, rep: Representation, *, headers: bool) -> bytes:
         prefix = _EVENT_PREFIXES.get(event["type"]) if rep.shape == "object" else None

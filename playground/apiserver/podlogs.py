@@ -24,7 +24,7 @@ import ssl
 import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import quote, urlencode
 
 import aiohttp
@@ -33,11 +33,9 @@ from multidict import MultiMapping
 
 from . import errors
 from .identity import MASTERS_GROUP
-from .pki import write_file_atomically
+from .pki import CertificateAuthority, write_file_atomically
 from .resources.base import Obj
-
-if TYPE_CHECKING:
-    from .server import APIServer
+from .storage import Storage
 
 KUBELET_CLIENT = "kube-apiserver-kubelet-client"
 DEFAULT_KUBELET_PORT = 10250
@@ -49,8 +47,9 @@ MAX_ERROR_BYTES = 16 * 1024
 
 
 class PodLogs:
-    def __init__(self, server: APIServer) -> None:
-        self.server = server
+    def __init__(self, ca: CertificateAuthority, storage: Storage) -> None:
+        self._ca = ca
+        self._storage = storage
         self._ssl: ssl.SSLContext | None = None
 
     async def handle(self, request: web.Request, pod: Obj) -> web.StreamResponse:
@@ -62,7 +61,7 @@ class PodLogs:
         node_name = (pod.get("spec") or {}).get("nodeName")
         if not node_name:
             return web.Response(status=204)
-        node = self.server.storage.get("nodes", "", node_name)
+        node = self._storage.get("nodes", "", node_name)
         if node is None:
             raise errors.not_found("nodes", node_name)
         host, port = kubelet_endpoint(node)
@@ -99,7 +98,7 @@ class PodLogs:
 
     async def _client_ssl(self) -> ssl.SSLContext:
         if self._ssl is None:
-            cert, key = self.server.ca.issue_client(KUBELET_CLIENT, organizations=[MASTERS_GROUP])
+            cert, key = self._ca.issue_client(KUBELET_CLIENT, organizations=[MASTERS_GROUP])
             self._ssl = await asyncio.to_thread(_client_context, cert, key)
         return self._ssl
 

@@ -8,18 +8,17 @@ They are answered, never stored: `kubectl auth can-i` (SelfSubjectAccessReview),
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from aiohttp import web
 
 from . import errors
-from .handlers import decode_json, json_response, read_body
+from .authn import Authenticator
+from .authorizer import Authorizer
 from .identity import RequestAttributes, UserInfo
 from .requestinfo import RequestInfo
 from .resources.base import Obj, ResourceType
-
-if TYPE_CHECKING:
-    from .server import APIServer
+from .wire import decode_json, json_response, read_body
 
 
 def _attributes(spec: Obj, user: UserInfo, *, namespace_override: str | None = None) -> RequestAttributes:
@@ -71,8 +70,9 @@ def _spec_user(spec: Obj) -> UserInfo:
 
 
 class Reviews:
-    def __init__(self, server: APIServer) -> None:
-        self.server = server
+    def __init__(self, authenticator: Authenticator, authorizer: Authorizer) -> None:
+        self._authenticator = authenticator
+        self._authorizer = authorizer
 
     async def handle(
         self, request: web.Request, info: RequestInfo, rt: ResourceType, user: UserInfo
@@ -107,11 +107,11 @@ class Reviews:
                     [errors.Cause("spec.token", "Required value", "FieldValueRequired")],
                     group="authentication.k8s.io",
                 )
-            return self.server.authenticator.review(
+            return self._authenticator.review(
                 str(token), audiences=list(spec.get("audiences") or []), now=datetime.now(UTC)
             )
         if rt.plural == "selfsubjectrulesreviews":
-            rules = self.server.authorizer.rules_for(user, str(spec.get("namespace", "")))
+            rules = self._authorizer.rules_for(user, str(spec.get("namespace", "")))
             status: Obj = {
                 "resourceRules": rules.resource_rules,
                 "nonResourceRules": rules.non_resource_rules,
@@ -143,7 +143,7 @@ class Reviews:
                     group="authorization.k8s.io",
                 )
             attrs = _attributes(spec, subject)
-        decision = self.server.authorizer.authorize(attrs)
+        decision = self._authorizer.authorize(attrs)
         answer: dict[str, Any] = {"allowed": decision.allowed}
         if decision.reason:
             answer["reason"] = decision.reason

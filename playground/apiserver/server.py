@@ -25,7 +25,7 @@ from aiohttp import web
 from . import errors, openapi, rbac
 from .admission import WebhookDispatcher
 from .admission_chain import AdmissionChain
-from .app import build_app
+from .app import Endpoints, build_app
 from .authn import Authenticator
 from .authorizer import Authorizer
 from .crd_controller import SYSTEM_USER, CRDController
@@ -37,6 +37,7 @@ from .node_authorizer import NodeAuthorizer, NodeGraph
 from .openapi import KUBERNETES_VERSION
 from .pki import CertificateAuthority
 from .plugins import system_priority_classes
+from .podlogs import PodLogs
 from .registry import Registry, WriteOptions
 from .resources.base import Obj, ResourceType
 from .resources.builtin import builtin_types
@@ -146,16 +147,19 @@ class APIServer:
         self.registry = Registry(
             self.storage, self.catalog, fields=FieldValidator(lambda: self.openapi.builtin)
         )
-        self.resources = ResourceHandlers(self)
-        self.subresources = Subresources(self)
-        self.reviews = Reviews(self)
-        self.crd_controller = CRDController(self)
+        self.resources = ResourceHandlers(
+            self.registry, self.storage, self.authorizer, bookmark_interval=settings.bookmark_interval
+        )
+        self.crd_controller = CRDController(self.catalog, self.registry, self.storage)
         self.openapi = openapi.OpenAPI.load()
+        # made in start(), from the state on disk
         self.ca: CertificateAuthority
         self.signer: TokenSigner
         self.authenticator: Authenticator
         self.webhooks: WebhookDispatcher
         self.admission: AdmissionChain
+        self.subresources: Subresources
+        self.reviews: Reviews
         self._runner: web.AppRunner | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self.port = settings.port
@@ -200,8 +204,18 @@ class APIServer:
             namespace=lambda name: self.storage.get("namespaces", "", name),
             resolve_service=self._resolve_service,
         )
-        self.admission = AdmissionChain(self, self.webhooks)
+        self.admission = AdmissionChain(self.storage, self.policy, self.authorizer, self.webhooks)
         self.registry.admission = self.admission
+        self.subresources = Subresources(
+            registry=self.registry,
+            catalog=self.catalog,
+            storage=self.storage,
+            resources=self.resources,
+            admission=self.admission,
+            signer=self.signer,
+            pod_logs=PodLogs(self.ca, self.storage),
+        )
+        self.reviews = Reviews(self.authenticator, self.authorizer)
         self.crd_controller.serve_stored()
         await self._listen()
         await self._bootstrap()
@@ -255,12 +269,29 @@ class APIServer:
         cert, key = self.ca.issue_server(hosts=hosts)
         ssl_context = await asyncio.to_thread(self.ca.ssl_server_context, cert, key)
         self._runner = web.AppRunner(
-            build_app(self), access_log=None, handler_cancellation=True, shutdown_timeout=SHUTDOWN_TIMEOUT
+            build_app(self._endpoints()),
+            access_log=None,
+            handler_cancellation=True,
+            shutdown_timeout=SHUTDOWN_TIMEOUT,
         )
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.settings.host, self.settings.port, ssl_context=ssl_context)
         await site.start()
         self.port = int(self._runner.addresses[0][1])
+
+    def _endpoints(self) -> Endpoints:
+        return Endpoints(
+            authenticator=self.authenticator,
+            authorizer=self.authorizer,
+            catalog=self.catalog,
+            resources=self.resources,
+            subresources=self.subresources,
+            reviews=self.reviews,
+            openapi=self.openapi_response,
+            version_info=self.settings.version_info(),
+            address=lambda: self.address,
+            now=self.now,
+        )
 
     async def _write_kubeconfig(self) -> None:
         cert, key = self.ca.issue_client(ADMIN_USER, organizations=[MASTERS_GROUP], days=365)

@@ -12,22 +12,23 @@ from __future__ import annotations
 
 import copy
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from aiohttp import web
 
 from . import errors, patch
-from .handlers import decode_json, json_response, read_body, render_object, write_options
+from .admission_chain import AdmissionChain
+from .handlers import ResourceHandlers, render_object, write_options
 from .identity import UserInfo
 from .negotiation import negotiate
 from .podlogs import PodLogs
-from .registry import now_iso
+from .registry import Registry, now_iso
 from .requestinfo import RequestInfo
 from .resources.base import Obj, ResourceType
-from .tokens import bind_object
-
-if TYPE_CHECKING:
-    from .server import APIServer
+from .resources.catalog import Catalog
+from .storage import Storage
+from .tokens import TokenSigner, bind_object
+from .wire import decode_json, json_response, read_body
 
 DEFAULT_TOKEN_SECONDS = 3600
 
@@ -54,9 +55,24 @@ def _set(obj: Obj, path: str, value: Any) -> None:
 
 
 class Subresources:
-    def __init__(self, server: APIServer) -> None:
-        self.server = server
-        self.pod_logs = PodLogs(server)
+    def __init__(
+        self,
+        *,
+        registry: Registry,
+        catalog: Catalog,
+        storage: Storage,
+        resources: ResourceHandlers,
+        admission: AdmissionChain,
+        signer: TokenSigner,
+        pod_logs: PodLogs,
+    ) -> None:
+        self._registry = registry
+        self._catalog = catalog
+        self._storage = storage
+        self._resources = resources
+        self._admission = admission
+        self._signer = signer
+        self._pod_logs = pod_logs
 
     async def handle(
         self, request: web.Request, info: RequestInfo, rt: ResourceType, user: UserInfo
@@ -76,7 +92,7 @@ class Subresources:
         if handler is not None:
             return await handler(request, info, rt, user)
         if sub == "status":
-            return await self.server.resources.handle(request, info, rt, user)
+            return await self._resources.handle(request, info, rt, user)
         raise errors.APIError(
             400,
             "BadRequest",
@@ -87,12 +103,12 @@ class Subresources:
     async def log(
         self, request: web.Request, info: RequestInfo, rt: ResourceType, user: UserInfo
     ) -> web.StreamResponse:
-        return await self.pod_logs.handle(request, self.server.registry.get(rt, info.namespace, info.name))
+        return await self._pod_logs.handle(request, self._registry.get(rt, info.namespace, info.name))
 
     async def scale(
         self, request: web.Request, info: RequestInfo, rt: ResourceType, user: UserInfo
     ) -> web.Response:
-        registry = self.server.registry
+        registry = self._registry
         scale_spec = rt.scale
         assert scale_spec is not None
         obj = registry.get(rt, info.namespace, info.name)
@@ -131,7 +147,7 @@ class Subresources:
         if rv:
             updated["metadata"]["resourceVersion"] = rv
         _set(updated, scale_spec.spec_replicas_path, replicas)
-        opts = write_options(request, self.server, user)
+        opts = write_options(request, user)
         stored, _ = await registry.update(rt, info.namespace, info.name, updated, opts)
         return json_response(self._scale_of(rt, stored))
 
@@ -163,24 +179,24 @@ class Subresources:
         if request.method != "PUT":
             raise errors.method_not_allowed()
         body = decode_json(await read_body(request), request.headers.get("Content-Type", "application/json"))
-        old = self.server.registry.get(rt, "", info.name)
+        old = self._registry.get(rt, "", info.name)
         new = copy.deepcopy(old)
         new.setdefault("spec", {})["finalizers"] = ((body or {}).get("spec") or {}).get("finalizers") or []
         rv = ((body or {}).get("metadata") or {}).get("resourceVersion")
         if rv:
             new["metadata"]["resourceVersion"] = rv
-        stored = await self.server.registry.write_internal(rt, new, old, user=user)
+        stored = await self._registry.write_internal(rt, new, old, user=user)
         return json_response(stored)
 
     async def approval(
         self, request: web.Request, info: RequestInfo, rt: ResourceType, user: UserInfo
     ) -> web.Response:
         if request.method == "GET":
-            return json_response(self.server.registry.get(rt, "", info.name))
+            return json_response(self._registry.get(rt, "", info.name))
         if request.method != "PUT":
             raise errors.method_not_allowed()
         body = decode_json(await read_body(request), request.headers.get("Content-Type", "application/json"))
-        old = self.server.registry.get(rt, "", info.name)
+        old = self._registry.get(rt, "", info.name)
         conditions = ((body or {}).get("status") or {}).get("conditions") or []
         causes = []
         types = [c.get("type") for c in conditions if isinstance(c, dict)]
@@ -209,7 +225,7 @@ class Subresources:
         rv = ((body or {}).get("metadata") or {}).get("resourceVersion")
         if rv:
             new["metadata"]["resourceVersion"] = rv
-        stored = await self.server.registry.write_internal(rt, new, old, user=user)
+        stored = await self._registry.write_internal(rt, new, old, user=user)
         return json_response(stored)
 
     async def binding(
@@ -236,7 +252,7 @@ class Subresources:
 
     async def bind(self, namespace: str, name: str, binding: Any, *, user: UserInfo, dry_run: bool) -> None:
         """Bind a pod to a node: only an unbound, undeleted pod may be bound (409 otherwise)."""
-        pods = self.server.catalog.get("", "v1", "pods")
+        pods = self._catalog.get("", "v1", "pods")
         assert pods is not None
         target = (binding or {}).get("target") or {} if isinstance(binding, dict) else {}
         node = target.get("name")
@@ -244,7 +260,7 @@ class Subresources:
             raise errors.invalid(
                 "Binding", name, [errors.Cause("target.name", "Required value", "FieldValueRequired")]
             )
-        pod = self.server.registry.get(pods, namespace, name)
+        pod = self._registry.get(pods, namespace, name)
         if pod["metadata"].get("deletionTimestamp"):
             raise errors.conflict("pods", name, why="pod is being deleted, cannot be assigned to a host")
         current = (pod.get("spec") or {}).get("nodeName")
@@ -261,7 +277,7 @@ class Subresources:
         )
         new.setdefault("status", {})["conditions"] = conditions
         if not dry_run:
-            await self.server.registry.write_internal(pods, new, pod, user=user)
+            await self._registry.write_internal(pods, new, pod, user=user)
 
     async def eviction(
         self, request: web.Request, info: RequestInfo, rt: ResourceType, user: UserInfo
@@ -272,9 +288,9 @@ class Subresources:
         if not isinstance(body, dict) or (body.get("metadata") or {}).get("name", info.name) != info.name:
             raise errors.bad_request("name in URL does not match name in Eviction object")
         options = body.get("deleteOptions") or {}
-        opts = write_options(request, self.server, user)
-        self.server.admission.admit_eviction(user, info.namespace, info.name)
-        await self.server.registry.delete(rt, info.namespace, info.name, options, opts)
+        opts = write_options(request, user)
+        self._admission.admit_eviction(user, info.namespace, info.name)
+        await self._registry.delete(rt, info.namespace, info.name, options, opts)
         return json_response(_success(), status=201)
 
     async def token(
@@ -283,20 +299,20 @@ class Subresources:
         if request.method != "POST":
             raise errors.method_not_allowed()
         body = decode_json(await read_body(request), request.headers.get("Content-Type", "application/json"))
-        account = self.server.registry.get(rt, info.namespace, info.name)
-        self.server.admission.admit_token_request(
+        account = self._registry.get(rt, info.namespace, info.name)
+        self._admission.admit_token_request(
             user, info.namespace, info.name, body if isinstance(body, dict) else {}
         )
         spec = ((body or {}).get("spec") or {}) if isinstance(body, dict) else {}
         seconds = spec.get("expirationSeconds", DEFAULT_TOKEN_SECONDS)
         if not isinstance(seconds, int):
             raise errors.bad_request("spec.expirationSeconds must be an integer")
-        audiences = spec.get("audiences") or list(self.server.signer.api_audiences)
+        audiences = spec.get("audiences") or list(self._signer.api_audiences)
         bound = spec.get("boundObjectRef")
         bound_object = bind_object(
             bound, namespace=info.namespace, service_account=info.name, get=self._lookup
         )
-        token, expires = self.server.signer.issue(
+        token, expires = self._signer.issue(
             namespace=info.namespace,
             service_account=info.name,
             service_account_uid=account["metadata"]["uid"],
@@ -316,7 +332,7 @@ class Subresources:
 
     def _lookup(self, kind: str, namespace: str, name: str) -> Obj | None:
         key = {"Pod": "pods", "Secret": "secrets", "Node": "nodes"}.get(kind)
-        return None if key is None else self.server.storage.get(key, namespace, name)
+        return None if key is None else self._storage.get(key, namespace, name)
 
 
 def _success() -> Obj:

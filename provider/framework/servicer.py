@@ -25,12 +25,13 @@ from typing import Any
 import grpc
 from tf.gen import tfplugin_pb2 as pb
 from tf.iface import Provider
-from tf.provider import ProviderServicer, _decode_state, _encode_state
-from tf.utils import Diagnostics, _to_attribute_path, read_dynamic_value, to_dynamic_value
+from tf.provider import ProviderServicer
+from tf.utils import Diagnostics, read_dynamic_value, to_dynamic_value
 
 from . import plan
 from .diagnostics import unexpected
 from .resource import ApplyContext, PlanContext, Resource
+from .tfwire import attribute_path, decode_state, encode_state
 
 logger = logging.getLogger(__name__)
 
@@ -70,8 +71,8 @@ class Servicer(ProviderServicer):
         type_name = request.type_name
         klass = self._get_res_cls(type_name)
         attrs, blocks = self._get_res_attrs(type_name), self._get_res_blocks(type_name)
-        _, prior = _decode_state(diags, attrs, blocks, request.prior_state)
-        proposed_encoded, proposed = _decode_state(diags, attrs, blocks, request.proposed_new_state)
+        _, prior = decode_state(diags, attrs, blocks, request.prior_state)
+        proposed_encoded, proposed = decode_state(diags, attrs, blocks, request.proposed_new_state)
         if diags.has_errors():
             return pb.PlanResourceChange.Response(diagnostics=diags.to_pb())
         config = read_dynamic_value(request.config) or {}
@@ -101,8 +102,8 @@ class Servicer(ProviderServicer):
             plan.replace_paths(schema, prior=prior, planned=planned) if prior is not None and planned else []
         )
         return pb.PlanResourceChange.Response(
-            planned_state=_encode_state(attrs, blocks, planned, proposed_encoded),
-            requires_replace=[_to_attribute_path(path) for path in replace],
+            planned_state=encode_state(attrs, blocks, planned, proposed_encoded),
+            requires_replace=[attribute_path(path) for path in replace],
             planned_private=request.prior_private,
             diagnostics=diags.to_pb(),
         )
@@ -112,8 +113,8 @@ class Servicer(ProviderServicer):
         type_name = request.type_name
         klass = self._get_res_cls(type_name)
         attrs, blocks = self._get_res_attrs(type_name), self._get_res_blocks(type_name)
-        _, prior = _decode_state(diags, attrs, blocks, request.prior_state)
-        planned_encoded, planned = _decode_state(diags, attrs, blocks, request.planned_state)
+        _, prior = decode_state(diags, attrs, blocks, request.prior_state)
+        planned_encoded, planned = decode_state(diags, attrs, blocks, request.planned_state)
         if diags.has_errors():
             return pb.ApplyResourceChange.Response(diagnostics=diags.to_pb())
         config = read_dynamic_value(request.config) or {}
@@ -137,7 +138,7 @@ class Servicer(ProviderServicer):
             new_state = prior
         new_state = plan.final_state(list(attrs.values()), new_state, diags, type_name=type_name)
         return pb.ApplyResourceChange.Response(
-            new_state=_encode_state(attrs, blocks, new_state, old=planned_encoded),
+            new_state=encode_state(attrs, blocks, new_state, old=planned_encoded),
             private=request.planned_private,
             diagnostics=diags.to_pb(),
         )

@@ -22,7 +22,10 @@ from tf.utils import Diagnostics
 
 from runtime.api import constants as c
 from runtime.api import validation
+from runtime.operations import token
+from runtime.operations.token import CONTRACT, Issued
 
+from ..framework.contract import flags, refuse
 from ..framework.diagnostics import dropped
 from ..framework.resource import ApplyContext, PlanContext, Resource, State, call
 from ..framework.schema import Attribute
@@ -31,17 +34,16 @@ from . import checks
 
 if TYPE_CHECKING:
     from runtime.core import Client
-    from runtime.operations.token import Issued
+
 
 logger = logging.getLogger(__name__)
 
-TIMEOUTS: Final = {"create": 120.0, "delete": 60.0}
-READ_SECONDS: Final = 60.0
+TYPE_NAME: Final = "liqo_generate"
 
 
 class GenerateResource(Resource):
     name: ClassVar[str] = "generate"
-    timeouts: ClassVar[Mapping[str, float]] = TIMEOUTS
+    timeouts: ClassVar[Mapping[str, float]] = CONTRACT.timeouts
     schema: ClassVar[Schema] = Schema(
         description=(
             "On the provider cluster: issues a peering token for one consumer, revoked when the resource is "
@@ -58,17 +60,13 @@ class GenerateResource(Resource):
             Attribute(
                 "namespace",
                 String(),
-                optional=True,
-                computed=True,
-                requires_replace=True,
-                default=c.DEFAULT_NAMESPACE,
+                **flags(CONTRACT, "namespace"),
                 description=f"Namespace of the Liqo runtime on the provider (default `{c.DEFAULT_NAMESPACE}`).",
             ),
             Attribute(
                 "expires_in",
                 String(),
-                optional=True,
-                requires_replace=True,
+                **flags(CONTRACT, "expires_in"),
                 description=(
                     'How long the token is accepted for new peerings, as a duration such as "24h" (default: '
                     "until the resource is destroyed). An expired token is issued again on the next apply; "
@@ -115,7 +113,7 @@ class GenerateResource(Resource):
                 description='When the token expires (RFC 3339), "" when it does not.',
             ),
         ],
-        block_types=[timeouts_block(TIMEOUTS)],
+        block_types=[timeouts_block(CONTRACT.timeouts)],
     )
 
     def upgrade(self, ctx: UpgradeContext, version: int, old: State) -> State:
@@ -142,11 +140,7 @@ class GenerateResource(Resource):
         expires_in = planned.get("expires_in")
         lifetime = validation.parse_duration(str(expires_in)) if expires_in else None
 
-        from runtime.operations.identity import NotInstalledError
-
-        async def issue(client: Client) -> Issued | NotInstalledError:
-            from runtime.operations import token
-
+        async def issue(client: Client) -> Issued | Exception:
             try:
                 return await token.issue(
                     client,
@@ -156,7 +150,7 @@ class GenerateResource(Resource):
                     field_manager=c.FIELD_MANAGER_TERRAFORM,
                     stop=ctx.stop,
                 )
-            except NotInstalledError as exc:
+            except CONTRACT.refused as exc:
                 return exc
 
         issued = call(
@@ -166,8 +160,15 @@ class GenerateResource(Resource):
             what=f"issue a peering token in namespace {namespace}",
             seconds=seconds + 10,
         )
-        if isinstance(issued, NotInstalledError):
-            _not_installed(ctx.diagnostics, host=self.provider.kube.host, namespace=namespace)
+        if isinstance(issued, Exception):
+            refuse(
+                ctx.diagnostics,
+                CONTRACT,
+                issued,
+                TYPE_NAME,
+                namespace=namespace,
+                host=self.provider.kube.host,
+            )
             return None
         if issued is None:
             return None
@@ -186,7 +187,6 @@ class GenerateResource(Resource):
         return {**current, "timeouts": planned.get("timeouts")}
 
     def read(self, ctx: ReadContext, current: State) -> State | None:
-        from runtime.operations import token
 
         namespace = str(current.get("namespace") or c.DEFAULT_NAMESPACE)
         name = str(current.get("id") or "")
@@ -197,7 +197,7 @@ class GenerateResource(Resource):
                 client, namespace=namespace, name=name, token=str(current.get("local_token") or "")
             ),
             what=f"read the peering token Secret {namespace}/{name}",
-            seconds=READ_SECONDS,
+            seconds=CONTRACT.read_seconds,
             refresh=True,
         )
         if ctx.diagnostics.has_errors():
@@ -214,7 +214,6 @@ class GenerateResource(Resource):
         }
 
     def delete(self, ctx: ApplyContext, current: State) -> None:  # type: ignore[override]
-        from runtime.operations import token
 
         namespace = str(current.get("namespace") or c.DEFAULT_NAMESPACE)
         name = str(current.get("id") or "")
@@ -244,11 +243,3 @@ class GenerateResource(Resource):
             "elsewhere, delete its Secret (label liqo.io/peering-token=true) in the runtime's namespace.",
         )
         return None
-
-
-def _not_installed(diagnostics: Diagnostics, *, host: str, namespace: str) -> None:
-    diagnostics.add_error(
-        "Liqo runtime not installed",
-        f"The Liqo runtime is not installed in the cluster at {host} (namespace {namespace}): apply a "
-        "liqo_install resource on this (provider) cluster first, and make liqo_generate depend on it.",
-    )

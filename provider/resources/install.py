@@ -39,7 +39,22 @@ from tf.types import Bool, List, Map, Number, String, Unknown
 from tf.utils import Diagnostics
 
 from runtime.api import constants as c
+from runtime.api.image import package_version, runtime_image
+from runtime.forge.install import (
+    GATEWAY_SERVICE_TYPES,
+    SERVICE_TYPES,
+    USER_OPTIONS,
+    WEBHOOK_MODES,
+    WIREGUARD_IMPLEMENTATIONS,
+    InstallOptions,
+    InstallOptionsError,
+    option_problem,
+)
+from runtime.forge.quota import ENFORCEMENTS
+from runtime.forge.reflection import KINDS, ReflectionOptions, ReflectionOptionsError, from_values
+from runtime.operations.install import CONTRACT
 
+from ..framework.contract import flags
 from ..framework.diagnostics import dropped
 from ..framework.plan import is_known
 from ..framework.resource import ApplyContext, PlanContext, Resource, State, call
@@ -49,14 +64,10 @@ from . import checks
 
 if TYPE_CHECKING:
     from runtime.core import Client
-    from runtime.forge.install import InstallOptions
-    from runtime.forge.reflection import ReflectionOptions
     from runtime.operations.install import Cidrs, Observed, Ready
 
 logger = logging.getLogger(__name__)
 
-#: default bounds of each operation, in seconds
-TIMEOUTS: Final = {"create": 600.0, "update": 600.0, "delete": 300.0}
 #: the bound of the cluster reads done while planning
 PLAN_SECONDS: Final = 60.0
 #: attributes whose change restarts the auth service or moves its Service (so its published URL may change)
@@ -64,35 +75,16 @@ _AUTH_INPUTS: Final = ("namespace", "image", "api_server_url", "auth_url", "auth
 
 
 def _defaults() -> dict[str, Any]:
-    from runtime.api.image import runtime_image
-
-    return {
-        "namespace": c.DEFAULT_NAMESPACE,
-        "sharing_percentage": 90,
-        "image": runtime_image(),
-        "webhook_mode": "service",
-        "auth_service_type": "NodePort",
-        "gateway_service_type": "NodePort",
-        "gateway_mtu": 1340,
-        "wireguard_implementation": "auto",
-        "quota_enforcement": "None",
-        "max_twin_namespaces": 50,
-        "max_consumer_service_type": "ClusterIP",
-        "force": False,
-        "purge": False,
-    }
+    """The inputs' defaults: the contract's, and the image of this provider's version."""
+    return {**CONTRACT.defaults, "image": runtime_image()}
 
 
 def _version() -> str:
     """The runtime version this provider installs (its own: runtime/version.py, through `runtime.api.image`)."""
-    from runtime.api.image import package_version
-
     return package_version()
 
 
 def _reflection_attributes() -> list[Attribute]:
-    from runtime.forge.reflection import KINDS, ReflectionOptions
-
     defaults = ReflectionOptions()
     what = {
         "pod": "pods offloaded at once (ShadowPods, token Secrets, status back); 0: no pod is offloaded",
@@ -133,7 +125,7 @@ def _reflection_attributes() -> list[Attribute]:
 
 class InstallResource(Resource):
     name: ClassVar[str] = "install"
-    timeouts: ClassVar[Mapping[str, float]] = TIMEOUTS
+    timeouts: ClassVar[Mapping[str, float]] = CONTRACT.timeouts
     schema: ClassVar[Schema] = Schema(
         description=(
             "Installs the Liqo runtime (CRDs, controller manager, authentication service, webhook) in the "
@@ -150,7 +142,7 @@ class InstallResource(Resource):
             Attribute(
                 "cluster_name",
                 String(),
-                required=True,
+                **flags(CONTRACT, "cluster_name"),
                 description=(
                     "Name of this cluster, as its peers know it: a DNS label of at most 58 characters (the "
                     "virtual node standing for it in a consumer is `liqo-<cluster_name>`)."
@@ -159,22 +151,19 @@ class InstallResource(Resource):
             Attribute(
                 "cluster_labels",
                 Map(String()),
-                optional=True,
+                **flags(CONTRACT, "cluster_labels"),
                 description="Labels this cluster suggests for the virtual nodes that stand for it in its consumers.",
             ),
             Attribute(
                 "namespace",
                 String(),
-                optional=True,
-                computed=True,
-                requires_replace=True,
-                default=c.DEFAULT_NAMESPACE,
+                **flags(CONTRACT, "namespace"),
                 description=f"Namespace of the runtime (default `{c.DEFAULT_NAMESPACE}`). Changing it reinstalls.",
             ),
             Attribute(
                 "pod_cidr",
                 String(),
-                optional=True,
+                **flags(CONTRACT, "pod_cidr"),
                 computed=True,
                 use_state_for_unknown=True,
                 description=(
@@ -187,7 +176,7 @@ class InstallResource(Resource):
             Attribute(
                 "service_cidr",
                 String(),
-                optional=True,
+                **flags(CONTRACT, "service_cidr"),
                 computed=True,
                 use_state_for_unknown=True,
                 description=(
@@ -198,9 +187,7 @@ class InstallResource(Resource):
             Attribute(
                 "sharing_percentage",
                 Number(),
-                optional=True,
-                computed=True,
-                default=90,
+                **flags(CONTRACT, "sharing_percentage"),
                 description=(
                     "Percentage (1-100) of this cluster's free resources a consumer gets when it asks for no "
                     "specific amount (default 90)."
@@ -209,16 +196,14 @@ class InstallResource(Resource):
             Attribute(
                 "image",
                 String(),
-                optional=True,
+                **flags(CONTRACT, "image"),
                 computed=True,
                 description="Image of the runtime's components (default: the runtime image of this provider's version).",
             ),
             Attribute(
                 "webhook_mode",
                 String(),
-                optional=True,
-                computed=True,
-                default="service",
+                **flags(CONTRACT, "webhook_mode"),
                 description=(
                     'How the API server reaches the runtime\'s webhook: `"service"` (its Service, default) or '
                     '`"url"` (its pod address, for an API server that cannot reach Services, such as one run outside '
@@ -228,7 +213,7 @@ class InstallResource(Resource):
             Attribute(
                 "api_server_url",
                 String(),
-                optional=True,
+                **flags(CONTRACT, "api_server_url"),
                 computed=True,
                 description=(
                     "URL other clusters reach this cluster's API server at (consumers' credentials point "
@@ -240,7 +225,7 @@ class InstallResource(Resource):
             Attribute(
                 "auth_url",
                 String(),
-                optional=True,
+                **flags(CONTRACT, "auth_url"),
                 computed=True,
                 description=(
                     "URL other clusters reach the authentication service at (an Ingress in front of it, say). "
@@ -251,9 +236,7 @@ class InstallResource(Resource):
             Attribute(
                 "gateway_service_type",
                 String(),
-                optional=True,
-                computed=True,
-                default="NodePort",
+                **flags(CONTRACT, "gateway_service_type"),
                 description=(
                     "Type of the Service in front of each peering's gateway server (this cluster as a provider): "
                     '`"NodePort"` (default: consumers dial a Ready node\'s address and the nodePort, UDP) or '
@@ -263,9 +246,7 @@ class InstallResource(Resource):
             Attribute(
                 "gateway_mtu",
                 Number(),
-                optional=True,
-                computed=True,
-                default=1340,
+                **flags(CONTRACT, "gateway_mtu"),
                 description=(
                     "MTU of the WireGuard tunnel interfaces (1280..9000; default 1340: WireGuard's 60 bytes of "
                     "IPv4 overhead under a 1500-byte path with room for an outer encapsulation). Changes in place."
@@ -274,9 +255,7 @@ class InstallResource(Resource):
             Attribute(
                 "wireguard_implementation",
                 String(),
-                optional=True,
-                computed=True,
-                default="auto",
+                **flags(CONTRACT, "wireguard_implementation"),
                 description=(
                     'Which WireGuard the gateways run: `"auto"` (default: the kernel\'s when the node has it, else '
                     '`wireguard-go`), `"kernel"` or `"wireguard-go"`. Changes in place.'
@@ -285,9 +264,7 @@ class InstallResource(Resource):
             Attribute(
                 "quota_enforcement",
                 String(),
-                optional=True,
-                computed=True,
-                default="None",
+                **flags(CONTRACT, "quota_enforcement"),
                 description=(
                     "How much a consumer's offloaded pods must declare of what they take from this cluster (as a "
                     "provider), checked at admission against the Quotas of its granted ResourceSlices: "
@@ -299,9 +276,7 @@ class InstallResource(Resource):
             Attribute(
                 "max_twin_namespaces",
                 Number(),
-                optional=True,
-                computed=True,
-                default=50,
+                **flags(CONTRACT, "max_twin_namespaces"),
                 description=(
                     "The most twin namespaces one consumer may hold in this cluster (as a provider), 1..10000 "
                     "(default 50); a namespace offloaded beyond it is refused in the consumer's NamespaceOffloading "
@@ -311,9 +286,7 @@ class InstallResource(Resource):
             Attribute(
                 "max_consumer_service_type",
                 String(),
-                optional=True,
-                computed=True,
-                default="ClusterIP",
+                **flags(CONTRACT, "max_consumer_service_type"),
                 description=(
                     "The widest type a consumer's Services keep when reflected into this cluster (as a provider): "
                     '`"ClusterIP"` (default: NodePort and LoadBalancer Services become ClusterIP, so consumers '
@@ -324,9 +297,7 @@ class InstallResource(Resource):
             Attribute(
                 "auth_service_type",
                 String(),
-                optional=True,
-                computed=True,
-                default="NodePort",
+                **flags(CONTRACT, "auth_service_type"),
                 description=(
                     'Type of the authentication service\'s Service, which decides the URL it publishes: `"NodePort"` '
                     "(default: a Ready node's address, ExternalIP before InternalIP, and the nodePort; works on "
@@ -340,7 +311,7 @@ class InstallResource(Resource):
             NestedAttribute(
                 "reflection",
                 _reflection_attributes(),
-                optional=True,
+                **flags(CONTRACT, "reflection"),
                 computed=True,
                 description=(
                     "What the virtual kubelets of this cluster (as a consumer) reflect into the namespaces "
@@ -352,9 +323,7 @@ class InstallResource(Resource):
             Attribute(
                 "force",
                 Bool(),
-                optional=True,
-                computed=True,
-                default=False,
+                **flags(CONTRACT, "force"),
                 description=(
                     "Let destroy proceed while peerings (ForeignClusters) or offloaded namespaces exist: they "
                     "are deleted first. Apply it before the destroy (destroy uses the stored value)."
@@ -363,9 +332,7 @@ class InstallResource(Resource):
             Attribute(
                 "purge",
                 Bool(),
-                optional=True,
-                computed=True,
-                default=False,
+                **flags(CONTRACT, "purge"),
                 description=(
                     "On destroy, also delete the namespace, the CRDs, the cluster identity and the auth service's "
                     "serving key (the next install gets a new cluster ID and a new key, which consumers that "
@@ -395,7 +362,7 @@ class InstallResource(Resource):
                 ),
             ),
         ],
-        block_types=[timeouts_block(TIMEOUTS)],
+        block_types=[timeouts_block(CONTRACT.timeouts)],
     )
 
     # validate and plan
@@ -405,12 +372,9 @@ class InstallResource(Resource):
         return old
 
     def check(self, diags: Diagnostics, config: State) -> None:
-        from runtime.forge.install import USER_OPTIONS
-
         for attribute in USER_OPTIONS:
             _check_option(diags, attribute, config.get(attribute))
         mode = config.get("webhook_mode")
-        from runtime.forge.install import WEBHOOK_MODES
 
         if checks.known(mode) and mode not in WEBHOOK_MODES:
             diags.add_error(
@@ -419,7 +383,6 @@ class InstallResource(Resource):
                 'Service) or "url" (by pod address).',
                 path=["webhook_mode"],
             )
-        from runtime.forge.install import SERVICE_TYPES
 
         service_type = config.get("auth_service_type")
         if checks.known(service_type) and service_type not in SERVICE_TYPES:
@@ -515,7 +478,6 @@ class InstallResource(Resource):
         return self._apply(ctx, planned, prior=current)
 
     def _apply(self, ctx: ApplyContext, planned: State, *, prior: State | None) -> State | None:
-        from runtime.forge.install import InstallOptionsError
         from runtime.operations.install import Cidrs, Progress, apply, complete_options, wait_ready
 
         operation = "create" if prior is None else "update"
@@ -665,14 +627,6 @@ class InstallResource(Resource):
 
 
 def _options(planned: State, *, cluster_id: str, host: str) -> InstallOptions:
-    from runtime.forge.install import (
-        GATEWAY_SERVICE_TYPES,
-        SERVICE_TYPES,
-        WIREGUARD_IMPLEMENTATIONS,
-        InstallOptions,
-    )
-    from runtime.forge.quota import ENFORCEMENTS
-
     mtu = planned.get("gateway_mtu")
 
     def text(name: str, default: str = "") -> str:
@@ -689,7 +643,9 @@ def _options(planned: State, *, cluster_id: str, host: str) -> InstallOptions:
         service_cidr=text("service_cidr"),
         cluster_labels=dict(planned.get("cluster_labels") or {}),
         namespace=text("namespace", c.DEFAULT_NAMESPACE),
-        sharing_percentage=int(sharing) if is_known(sharing) and sharing is not None else 90,
+        sharing_percentage=int(sharing)
+        if is_known(sharing) and sharing is not None
+        else CONTRACT.defaults["sharing_percentage"],
         image=text("image") or _defaults()["image"],
         webhook_mode="url" if planned.get("webhook_mode") == "url" else "service",
         auth_service_type=next((t for t in SERVICE_TYPES if t == text("auth_service_type")), "NodePort"),
@@ -782,8 +738,6 @@ def _observed_state(current: State, namespace: str, observed: Observed) -> State
 
 def _planned_reflection(configured: Any) -> Any:
     """The reflection options as planned: each field configured, else its default (all known at plan time)."""
-    from runtime.forge.reflection import KINDS, ReflectionOptions
-
     if configured is Unknown:
         return Unknown
     configured = configured or {}
@@ -801,16 +755,12 @@ def _planned_reflection(configured: Any) -> Any:
 
 def _reflection_options(value: Any) -> ReflectionOptions:
     """The options planned (values not known yet: their defaults; the plan checked every known one)."""
-    from runtime.forge.reflection import ReflectionOptions, from_values
-
     if not isinstance(value, Mapping):
         return ReflectionOptions()
     return from_values({name: field for name, field in value.items() if is_known(field)})
 
 
 def _reflection_state(options: ReflectionOptions) -> dict[str, Any]:
-    from runtime.forge.reflection import KINDS
-
     state: dict[str, Any] = {f"{kind}_workers": options.workers(kind) for kind in KINDS}
     state["ingress_classes"] = dict(options.ingress_classes)
     return state
@@ -819,8 +769,6 @@ def _reflection_state(options: ReflectionOptions) -> dict[str, Any]:
 def _check_reflection(diags: Diagnostics, configured: Any) -> None:
     """Each configured reflection option, as `runtime.forge.reflection.from_values` sees it, an error on its
     field."""
-    from runtime.forge.reflection import ReflectionOptionsError, from_values
-
     if not isinstance(configured, Mapping):
         return
     for name, value in configured.items():
@@ -845,8 +793,6 @@ def _sentence(message: str) -> str:
 
 def _check_option(diags: Diagnostics, attribute: str, value: Any) -> None:
     """`InstallOptions.validate` on one configured value (the others valid), as an error on its attribute."""
-    from runtime.forge.install import option_problem
-
     if value is not None and is_known(value) and (problem := option_problem(attribute, value)):
         diags.add_error(f"Invalid {attribute}", problem, path=[attribute])
 

@@ -35,7 +35,9 @@ from tf.utils import Diagnostics
 from runtime.api import constants as c
 from runtime.api import validation
 from runtime.forge.namespaceoffloading import node_selector_terms
+from runtime.operations.offload import CONTRACT
 
+from ..framework.contract import flags, refuse
 from ..framework.diagnostics import dropped
 from ..framework.plan import is_known
 from ..framework.resource import ApplyContext, PlanContext, Resource, State, call
@@ -49,11 +51,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-TIMEOUTS: Final = {"create": 300.0, "update": 300.0, "delete": 300.0}
-#: the bound of reads
-READ_SECONDS: Final = 60.0
-#: attributes whose change replaces the offloading (the runtime never renames twin namespaces)
-_REPLACING: Final = ("namespace", "namespace_mapping_strategy")
+TYPE_NAME: Final = "liqo_offload"
 
 _CLUSTER_STATUS = Object(
     [
@@ -69,7 +67,7 @@ _CLUSTER_STATUS = Object(
 
 class OffloadResource(Resource):
     name: ClassVar[str] = "offload"
-    timeouts: ClassVar[Mapping[str, float]] = TIMEOUTS
+    timeouts: ClassVar[Mapping[str, float]] = CONTRACT.timeouts
     schema: ClassVar[Schema] = Schema(
         description=(
             "On the consumer cluster: offloads a namespace to the peered clusters its selector picks. Each gets a "
@@ -86,16 +84,13 @@ class OffloadResource(Resource):
             Attribute(
                 "namespace",
                 String(),
-                required=True,
-                requires_replace=True,
+                **flags(CONTRACT, "namespace"),
                 description="The namespace to offload; it must exist. A change offloads another namespace.",
             ),
             Attribute(
                 "pod_offloading_strategy",
                 String(),
-                optional=True,
-                computed=True,
-                default=c.POD_OFFLOADING_LOCAL_AND_REMOTE,
+                **flags(CONTRACT, "pod_offloading_strategy"),
                 description=(
                     "Where the namespace's pods may run: `LocalAndRemote` (default: local or virtual nodes, as the "
                     "scheduler picks), `Remote` (virtual nodes only) or `Local` (local nodes only; the twin "
@@ -105,10 +100,7 @@ class OffloadResource(Resource):
             Attribute(
                 "namespace_mapping_strategy",
                 String(),
-                optional=True,
-                computed=True,
-                requires_replace=True,
-                default=c.MAPPING_DEFAULT_NAME,
+                **flags(CONTRACT, "namespace_mapping_strategy"),
                 description=(
                     "How the twin namespaces are named: `DefaultName` (default: `<namespace>-<this cluster's "
                     "name>`), `EnforceSameName` (the namespace's own name; fails where the provider has that "
@@ -119,9 +111,8 @@ class OffloadResource(Resource):
             Attribute(
                 "remote_namespace_name",
                 String(),
-                optional=True,
+                **flags(CONTRACT, "remote_namespace_name"),
                 computed=True,
-                requires_replace=True,
                 use_state_for_unknown=True,
                 description=(
                     "The twin namespaces' name: set it with `SelectedName`; otherwise it is read back (the name "
@@ -160,7 +151,7 @@ class OffloadResource(Resource):
                         description="Requirements on the labels of a virtual node, all of which must hold.",
                     )
                 ],
-                optional=True,
+                **flags(CONTRACT, "cluster_selector_terms"),
                 description=(
                     "Which peered clusters get the namespace, by the labels of their virtual nodes: a cluster is "
                     "picked when one term matches (terms are ORed, a term's expressions ANDed). Omitted: every "
@@ -186,7 +177,7 @@ class OffloadResource(Resource):
                 ),
             ),
         ],
-        block_types=[timeouts_block(TIMEOUTS)],
+        block_types=[timeouts_block(CONTRACT.timeouts)],
     )
 
     # validate and plan
@@ -240,16 +231,13 @@ class OffloadResource(Resource):
 
     def plan(self, ctx: PlanContext, current: State | None, planned: State) -> State:  # type: ignore[override]
         planned = dict(planned)
-        for name, default in (
-            ("pod_offloading_strategy", c.POD_OFFLOADING_LOCAL_AND_REMOTE),
-            ("namespace_mapping_strategy", c.MAPPING_DEFAULT_NAME),
-        ):
+        for name, default in CONTRACT.defaults.items():
             if ctx.config.get(name) is None:
                 planned[name] = default
         namespace = planned.get("namespace")
         if is_known(namespace) and namespace is not None:
             planned["id"] = namespace
-        replacing = current is not None and any(current.get(k) != planned.get(k) for k in _REPLACING)
+        replacing = current is not None and any(current.get(k) != planned.get(k) for k in CONTRACT.replacing)
         if ctx.config.get("remote_namespace_name") is None:
             if planned["namespace_mapping_strategy"] == c.MAPPING_ENFORCE_SAME_NAME and is_known(namespace):
                 planned["remote_namespace_name"] = namespace
@@ -265,12 +253,7 @@ class OffloadResource(Resource):
     # apply
 
     def create(self, ctx: ApplyContext, planned: State) -> State | None:  # type: ignore[override]
-        from runtime.operations.offload import (
-            NamespaceMissingError,
-            OffloadingExistsError,
-            RuntimeMissingError,
-            check_new,
-        )
+        from runtime.operations.offload import check_new
 
         namespace = str(planned["namespace"])
         seconds = self.seconds(ctx.config, "create")
@@ -278,7 +261,7 @@ class OffloadResource(Resource):
         async def precheck(client: Client) -> Exception | None:
             try:
                 await check_new(client, namespace, seconds=seconds / 2, stop=ctx.stop)
-            except (NamespaceMissingError, OffloadingExistsError, RuntimeMissingError) as exc:
+            except CONTRACT.refused as exc:
                 return exc
             return None
 
@@ -292,7 +275,14 @@ class OffloadResource(Resource):
         if ctx.diagnostics.has_errors():
             return None
         if blocked is not None:
-            _blocked(ctx.diagnostics, blocked, namespace=namespace, host=self.provider.kube.host)
+            refuse(
+                ctx.diagnostics,
+                CONTRACT,
+                blocked,
+                TYPE_NAME,
+                namespace=namespace,
+                host=self.provider.kube.host,
+            )
             return None
         return self._write(ctx, planned, prior=None)
 
@@ -368,7 +358,7 @@ class OffloadResource(Resource):
             self.provider.kube,
             lambda client: observe(client, namespace),
             what=f"read the offloading of namespace {namespace}",
-            seconds=READ_SECONDS,
+            seconds=CONTRACT.read_seconds,
             refresh=True,
         )
         if ctx.diagnostics.has_errors():
@@ -423,7 +413,7 @@ class OffloadResource(Resource):
             self.provider.kube,
             lambda client: observe(client, id),
             what=f"read the offloading of namespace {id}",
-            seconds=READ_SECONDS,
+            seconds=CONTRACT.read_seconds,
         )
         if ctx.diagnostics.has_errors():
             return None
@@ -540,31 +530,6 @@ def _observed_state(current: State, offloading: Offloading) -> State:
 # diagnostics
 
 
-def _blocked(diags: Diagnostics, why: Exception, *, namespace: str, host: str) -> None:
-    from runtime.operations.offload import NamespaceMissingError, OffloadingExistsError
-
-    if isinstance(why, NamespaceMissingError):
-        diags.add_error(
-            "Namespace not found",
-            f"Namespace {namespace} does not exist on the cluster at {host}: create it first (a kubernetes_namespace "
-            "resource, say) and make liqo_offload depend on it.",
-            path=["namespace"],
-        )
-    elif isinstance(why, OffloadingExistsError):
-        diags.add_error(
-            "Namespace already offloaded",
-            f"Namespace {namespace} on the cluster at {host} already has a NamespaceOffloading. Import it instead of "
-            f"creating it: terraform import <address of this liqo_offload> {namespace}",
-            path=["namespace"],
-        )
-    else:
-        diags.add_error(
-            "Liqo runtime not installed",
-            f"The cluster at {host} does not serve NamespaceOffloadings: the Liqo runtime is not installed there. "
-            "Apply a liqo_install resource on this (consumer) cluster first, and make liqo_offload depend on it.",
-        )
-
-
 def _failed(diags: Diagnostics, offloading: Offloading) -> None:
     diags.add_error(
         f"Offloading of namespace {offloading.namespace} failed",
@@ -584,7 +549,7 @@ def _explain_timeout(diags: Diagnostics, kube: Any, namespace: str) -> Offloadin
         kube,
         lambda client: get(client, namespace),
         what=f"read {namespace}",
-        seconds=READ_SECONDS,
+        seconds=CONTRACT.read_seconds,
     )
     if found is not None and found.problems():
         diags.add_error(

@@ -33,8 +33,14 @@ from tf.utils import Diagnostics
 
 from runtime.api import constants as c
 from runtime.api import validation
-from runtime.operations.peering import RESOURCE_ARGUMENTS, requested, same_amount
+from runtime.forge.peering import split_resources
+from runtime.forge.podsecurity import DEFAULT_LEVEL, LEVELS, InvalidLevelError, Level
+from runtime.forge.podsecurity import level as pod_security_level
+from runtime.forge.tokens import is_token
+from runtime.forge.virtualnode import node_name_for
+from runtime.operations.peering import CONTRACT, RESOURCE_ARGUMENTS, requested, same_amount
 
+from ..framework.contract import flags, refuse
 from ..framework.diagnostics import dropped
 from ..framework.plan import is_known
 from ..framework.resource import ApplyContext, PlanContext, Resource, State, call
@@ -44,14 +50,11 @@ from . import checks
 
 if TYPE_CHECKING:
     from runtime.core import Client
-    from runtime.forge.podsecurity import Level
     from runtime.operations.peering import Established, Peering
 
 logger = logging.getLogger(__name__)
 
-TIMEOUTS: Final = {"create": 300.0, "update": 300.0, "delete": 180.0}
-#: the bound of reads
-READ_SECONDS: Final = 60.0
+TYPE_NAME: Final = "liqo_peer"
 _IDENTITY: Final = ("cluster_id", "cluster_name", "cluster_authurl")
 
 
@@ -59,7 +62,7 @@ def _quantity_attribute(name: str, what: str) -> Attribute:
     return Attribute(
         name,
         String(),
-        optional=True,
+        **flags(CONTRACT, name),
         description=(
             f"{what} to ask the provider for, as a Kubernetes quantity. Omitted (with every other amount): the "
             "provider's default share of its free resources. Changes renegotiate in place."
@@ -69,7 +72,7 @@ def _quantity_attribute(name: str, what: str) -> Attribute:
 
 class PeerResource(Resource):
     name: ClassVar[str] = "peer"
-    timeouts: ClassVar[Mapping[str, float]] = TIMEOUTS
+    timeouts: ClassVar[Mapping[str, float]] = CONTRACT.timeouts
     schema: ClassVar[Schema] = Schema(
         description=(
             "On the consumer cluster: an out-of-band peering with a provider cluster (its identity from "
@@ -86,15 +89,13 @@ class PeerResource(Resource):
             Attribute(
                 "cluster_id",
                 String(),
-                required=True,
-                requires_replace=True,
+                **flags(CONTRACT, "cluster_id"),
                 description="The provider's cluster ID (`liqo_generate.cluster_id`).",
             ),
             Attribute(
                 "cluster_name",
                 String(),
-                required=True,
-                requires_replace=True,
+                **flags(CONTRACT, "cluster_name"),
                 description=(
                     "The provider's cluster name (`liqo_generate.cluster_name`); the virtual node is "
                     "`liqo-<cluster_name>`."
@@ -103,14 +104,13 @@ class PeerResource(Resource):
             Attribute(
                 "cluster_authurl",
                 String(),
-                required=True,
-                requires_replace=True,
+                **flags(CONTRACT, "cluster_authurl"),
                 description="URL of the provider's authentication service (`liqo_generate.auth_ep`).",
             ),
             Attribute(
                 "cluster_token",
                 String(),
-                required=True,
+                **flags(CONTRACT, "cluster_token"),
                 sensitive=True,
                 description=(
                     "The peering token the provider issued (`liqo_generate.local_token`). A new token updates "
@@ -124,7 +124,7 @@ class PeerResource(Resource):
             Attribute(
                 "extended_resources",
                 Map(String()),
-                optional=True,
+                **flags(CONTRACT, "extended_resources"),
                 description=(
                     "Other resources to ask for (such as `nvidia.com/gpu`), name to quantity. Changes "
                     "renegotiate in place."
@@ -133,15 +133,13 @@ class PeerResource(Resource):
             Attribute(
                 "node_labels",
                 Map(String()),
-                optional=True,
+                **flags(CONTRACT, "node_labels"),
                 description="Extra labels of the virtual node. Changes apply in place.",
             ),
             Attribute(
                 "networking_disabled",
                 Bool(),
-                optional=True,
-                computed=True,
-                default=False,
+                **flags(CONTRACT, "networking_disabled"),
                 description=(
                     "Peer without the network fabric (liqoctl's `--networking-disabled`): no gateways and no "
                     "tunnel, so offloaded pods and local pods do not reach each other. Changes apply in place."
@@ -150,9 +148,7 @@ class PeerResource(Resource):
             Attribute(
                 "pod_security",
                 String(),
-                optional=True,
-                computed=True,
-                default="baseline",
+                **flags(CONTRACT, "pod_security"),
                 description=(
                     "The Pod Security Standards level the provider holds this peering's offloaded pods to, in "
                     "its twin namespaces (Pod Security Admission labels) and at admission: "
@@ -166,10 +162,7 @@ class PeerResource(Resource):
             Attribute(
                 "namespace",
                 String(),
-                optional=True,
-                computed=True,
-                requires_replace=True,
-                default=c.DEFAULT_NAMESPACE,
+                **flags(CONTRACT, "namespace"),
                 description=(
                     f"Namespace of the Liqo runtime on this cluster, where the token Secret is kept (default "
                     f"`{c.DEFAULT_NAMESPACE}`)."
@@ -213,7 +206,7 @@ class PeerResource(Resource):
                 description="Version of the Liqo runtime on the provider.",
             ),
         ],
-        block_types=[timeouts_block(TIMEOUTS)],
+        block_types=[timeouts_block(CONTRACT.timeouts)],
     )
 
     # validate and plan
@@ -235,16 +228,13 @@ class PeerResource(Resource):
             diags, config.get("cluster_authurl"), path=["cluster_authurl"], what="authentication URL"
         )
         token = config.get("cluster_token")
-        if checks.known(token):
-            from runtime.forge.tokens import is_token
-
-            if not is_token(str(token).strip()):
-                diags.add_error(
-                    "Invalid cluster_token",
-                    "The value is not a peering token (64 hexadecimal digits): use liqo_generate.local_token of "
-                    "the provider.",
-                    path=["cluster_token"],
-                )
+        if checks.known(token) and not is_token(str(token).strip()):
+            diags.add_error(
+                "Invalid cluster_token",
+                "The value is not a peering token (64 hexadecimal digits): use liqo_generate.local_token of "
+                "the provider.",
+                path=["cluster_token"],
+            )
         for attribute, resource in RESOURCE_ARGUMENTS.items():
             checks.quantity(diags, config.get(attribute), path=[attribute], what=resource)
         extended = config.get("extended_resources")
@@ -255,9 +245,6 @@ class PeerResource(Resource):
         checks.namespace(diags, config.get("namespace"), path=["namespace"])
         level = config.get("pod_security")
         if checks.known(level) and level is not None:
-            from runtime.forge.podsecurity import InvalidLevelError
-            from runtime.forge.podsecurity import level as pod_security_level
-
             try:
                 pod_security_level(level)
             except InvalidLevelError as exc:
@@ -266,11 +253,9 @@ class PeerResource(Resource):
                 )
 
     def plan(self, ctx: PlanContext, current: State | None, planned: State) -> State:  # type: ignore[override]
-        from runtime.forge.virtualnode import node_name_for
-
         planned = dict(planned)
         if ctx.config.get("namespace") is None:
-            planned["namespace"] = c.DEFAULT_NAMESPACE
+            planned["namespace"] = CONTRACT.defaults["namespace"]
         name = planned.get("cluster_name")
         if is_known(name) and name is not None:
             planned["id"] = name
@@ -281,8 +266,7 @@ class PeerResource(Resource):
     # apply
 
     def create(self, ctx: ApplyContext, planned: State) -> State | None:  # type: ignore[override]
-        from runtime.operations.identity import NotInstalledError
-        from runtime.operations.peering import PeeringExistsError, SelfPeeringError, check_new
+        from runtime.operations.peering import check_new
 
         name = str(planned["cluster_name"])
         namespace = str(planned["namespace"])
@@ -298,7 +282,7 @@ class PeerResource(Resource):
                     seconds=seconds / 2,
                     stop=ctx.stop,
                 )
-            except (NotInstalledError, SelfPeeringError, PeeringExistsError) as exc:
+            except CONTRACT.refused as exc:
                 return exc
             return None
 
@@ -312,7 +296,15 @@ class PeerResource(Resource):
         if ctx.diagnostics.has_errors():
             return None
         if blocked is not None:
-            _blocked(ctx.diagnostics, blocked, name=name, namespace=namespace, host=self.provider.kube.host)
+            refuse(
+                ctx.diagnostics,
+                CONTRACT,
+                blocked,
+                TYPE_NAME,
+                name=name,
+                namespace=namespace,
+                host=self.provider.kube.host,
+            )
             return None
         return self._write(ctx, planned, prior=None)
 
@@ -392,7 +384,7 @@ class PeerResource(Resource):
             self.provider.kube,
             lambda client: observe(client, name, namespace=namespace),
             what=f"read the peering with {name}",
-            seconds=READ_SECONDS,
+            seconds=CONTRACT.read_seconds,
             refresh=True,
         )
         if ctx.diagnostics.has_errors():
@@ -463,7 +455,7 @@ class PeerResource(Resource):
             self.provider.kube,
             observe,
             what=f"read the peering with {id}",
-            seconds=READ_SECONDS,
+            seconds=CONTRACT.read_seconds,
         )
         if found is None:
             return None
@@ -494,8 +486,6 @@ def _spec_inputs(state: State) -> tuple[Any, ...]:
 
 
 def _pod_security(state: State) -> Level:
-    from runtime.forge.podsecurity import DEFAULT_LEVEL, LEVELS
-
     return next((level for level in LEVELS if level == state.get("pod_security")), DEFAULT_LEVEL)
 
 
@@ -517,8 +507,6 @@ def _state(planned: State, peering: Peering | None) -> State:
 
 
 def _observed_state(current: State, peering: Peering, *, token: str, namespace: str) -> State:
-    from runtime.forge.peering import split_resources
-
     spec = peering.spec
     standard, extended = split_resources(spec.get("resources") or {})
     state = {
@@ -576,31 +564,6 @@ def _check_extended(diags: Diagnostics, key: str, value: Any) -> None:
 # diagnostics
 
 
-def _blocked(diags: Diagnostics, why: Exception, *, name: str, namespace: str, host: str) -> None:
-    from runtime.operations.peering import PeeringExistsError, SelfPeeringError
-
-    if isinstance(why, SelfPeeringError):
-        diags.add_error(
-            "A cluster cannot peer with itself",
-            f"cluster_id is the ID of the cluster at {host} itself: take cluster_id, cluster_name, "
-            "cluster_authurl and cluster_token from liqo_generate on the provider cluster.",
-            path=["cluster_id"],
-        )
-    elif isinstance(why, PeeringExistsError):
-        diags.add_error(
-            "Peering already exists",
-            f"The cluster at {host} already has a ForeignCluster {name}. Import it instead of creating it: "
-            f"terraform import <address of this liqo_peer> {name}",
-            path=["cluster_name"],
-        )
-    else:
-        diags.add_error(
-            "Liqo runtime not installed",
-            f"The Liqo runtime is not installed in the cluster at {host} (namespace {namespace}): apply a "
-            "liqo_install resource on this (consumer) cluster first, and make liqo_peer depend on it.",
-        )
-
-
 def _failed(diags: Diagnostics, peering: Peering) -> None:
     diags.add_error(
         f"Peering with {peering.name} failed",
@@ -617,5 +580,9 @@ def _last_seen(kube: Any, name: str) -> Peering | None:
     from runtime.operations.peering import get
 
     return call(
-        Diagnostics(), kube, lambda client: get(client, name), what=f"read {name}", seconds=READ_SECONDS
+        Diagnostics(),
+        kube,
+        lambda client: get(client, name),
+        what=f"read {name}",
+        seconds=CONTRACT.read_seconds,
     )

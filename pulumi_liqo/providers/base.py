@@ -12,6 +12,7 @@ from pulumi.output import Unknown
 
 from runtime.core import APIError, Client
 from runtime.core.failures import explain
+from runtime.operations.contract import Contract, Words
 from runtime.operations.waits import StopRequested, WaitTimeoutError, duration
 
 from .. import _cluster
@@ -125,12 +126,46 @@ def roll_back(
     return f"{what} was removed, so the next `pulumi up` starts over."
 
 
-class SpecProvider(pulumi.dynamic.ResourceProvider):
-    """A provider whose object has identity properties (a change replaces it) and spec properties (a change
-    is written in place by `_write`); a change of connection properties alone writes nothing."""
+def words(this: str) -> Words:
+    """How the components' errors name things, for the component `this` ("the Offload")."""
+    return Words(
+        this=this,
+        install="an Install",
+        create="create",
+        generate="a Generate",
+        namespace="a kubernetes.core.v1.Namespace",
+        adopt="This stack does not manage it: remove it there first ({by_hand}), or keep managing it where it was "
+        "made.",
+    )
 
-    identity: ClassVar[tuple[str, ...]]
-    spec: ClassVar[tuple[str, ...]]
+
+class ContractProvider(pulumi.dynamic.ResourceProvider):
+    """A provider of a resource with a `Contract`: its diff (what replaces the object, what is written in
+    place), its bounds and its refusals come from it. `this` names the component in errors ("the Offload")."""
+
+    contract: ClassVar[Contract]
+    this: ClassVar[str]
+
+    def bound(self, props: Mapping[str, Any], operation: str) -> float:
+        """The bound of `operation`: the resource's `timeouts`, else the contract's."""
+        return seconds(props, operation, default=self.contract.timeouts[operation])
+
+    def refused(self, error: Exception, props: Mapping[str, Any], **values: str) -> LiqoError:
+        """The error of a create the contract refuses (`error` is one of `contract.refused`)."""
+        refusal = self.contract.refusal(error)
+        return LiqoError(refusal.render(words(self.this), host=_cluster.host(props), **values))
+
+    def inputs(self, props: Mapping[str, Any]) -> dict[str, Any]:
+        """The resource's own inputs, as given (the next diff compares with them)."""
+        return {key: props.get(key) for key in self.contract.names}
+
+    def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> pulumi.dynamic.DiffResult:
+        return diff(olds, news, replace=self.contract.replacing, update=self.contract.in_place)
+
+
+class SpecProvider(ContractProvider):
+    """A `ContractProvider` whose object changes in place: a change of an input that does not replace it is
+    written by `_write`, and a change of connection properties alone writes nothing."""
 
     def _write(self, props: dict[str, Any], operation: str) -> dict[str, Any]:
         raise NotImplementedError
@@ -152,10 +187,7 @@ class SpecProvider(pulumi.dynamic.ResourceProvider):
             undone = roll_back(props, undo, seconds=seconds, what=what, by_hand=by_hand)
             raise LiqoError(f"{exc} {undone}") from None
 
-    def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> pulumi.dynamic.DiffResult:
-        return diff(olds, news, replace=self.identity, update=self.spec)
-
     def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> pulumi.dynamic.UpdateResult:
-        if all(olds.get(key) == news.get(key) for key in self.spec):
+        if all(olds.get(key) == news.get(key) for key in self.contract.in_place):
             return pulumi.dynamic.UpdateResult({**olds, **connection(news)})
         return pulumi.dynamic.UpdateResult(self._write(news, "update"))

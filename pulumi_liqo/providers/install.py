@@ -23,10 +23,6 @@ from .base import LiqoError, api_error, connection, diff, interrupted, seconds, 
 
 logger = logging.getLogger(__name__)
 
-#: default bounds, in seconds (`liqo_install`'s)
-TIMEOUTS: Final = {"create": 600.0, "update": 600.0, "delete": 300.0}
-#: the bound of discovery and of reads
-READ_SECONDS: Final = 60.0
 #: the Discovery's inputs that, when given, replace what it would find (they change in place)
 GIVEN: Final = ("pod_cidr", "service_cidr", "api_server_url")
 
@@ -49,7 +45,7 @@ class DiscoveryProvider(pulumi.dynamic.ResourceProvider):
             )
 
         try:
-            cluster_id, cidrs, url = _cluster.run(props, discover, seconds=READ_SECONDS)
+            cluster_id, cidrs, url = _cluster.run(props, discover, seconds=install.CONTRACT.read_seconds)
         except APIError as exc:
             raise api_error(
                 exc,
@@ -130,7 +126,9 @@ class RuntimeProvider(pulumi.dynamic.ResourceProvider):
         namespace = str(props.get("namespace") or id_)
         try:
             observed = _cluster.run(
-                props, lambda client: install.observe(client, namespace), seconds=READ_SECONDS
+                props,
+                lambda client: install.observe(client, namespace),
+                seconds=install.CONTRACT.read_seconds,
             )
         except APIError as exc:
             raise api_error(
@@ -145,7 +143,7 @@ class RuntimeProvider(pulumi.dynamic.ResourceProvider):
 
     def delete(self, id_: str, props: dict[str, Any]) -> None:
         force = bool(props.get("force"))
-        bound = seconds(props, "delete", default=TIMEOUTS["delete"])
+        bound = seconds(props, "delete", default=install.CONTRACT.timeouts["delete"])
         try:
             forced = _cluster.run(
                 props,
@@ -181,7 +179,7 @@ class RuntimeProvider(pulumi.dynamic.ResourceProvider):
 
     def _ready(self, props: dict[str, Any], operation: str) -> dict[str, Any]:
         options = install_options(props)
-        bound = seconds(props, operation, default=TIMEOUTS[operation])
+        bound = seconds(props, operation, default=install.CONTRACT.timeouts[operation])
         try:
             ready = _cluster.run(
                 props, lambda client: install.wait_ready(client, options, seconds=bound), seconds=bound + 10

@@ -16,7 +16,7 @@ that cannot be reached counts as gone.
 from __future__ import annotations
 
 import logging
-from typing import Any, Final
+from typing import Any
 
 import pulumi
 import pulumi.dynamic
@@ -27,54 +27,31 @@ from runtime.operations import offload
 from runtime.operations.waits import StopRequested, WaitTimeoutError
 
 from .. import _cluster
-from .base import LiqoError, SpecProvider, api_error, connection, seconds
+from .base import LiqoError, SpecProvider, api_error, connection
 
 logger = logging.getLogger(__name__)
 
-#: default bounds, in seconds (`liqo_offload`'s)
-TIMEOUTS: Final = {"create": 300.0, "update": 300.0, "delete": 300.0}
-READ_SECONDS: Final = 60.0
-#: what replaces the offloading: the runtime never renames twin namespaces
-IDENTITY: Final = ("namespace", "namespace_mapping_strategy", "remote_namespace_name")
-#: what changes in place
-SPEC: Final = ("pod_offloading_strategy", "cluster_selector_terms")
-
 
 class OffloadingProvider(SpecProvider):
-    identity = IDENTITY
-    spec = SPEC
+    contract = offload.CONTRACT
+    this = "the Offload"
 
     def create(self, props: dict[str, Any]) -> pulumi.dynamic.CreateResult:
         namespace = str(props["namespace"])
-        bound = seconds(props, "create", default=TIMEOUTS["create"])
+        bound = self.bound(props, "create")
         try:
             _cluster.run(
                 props, lambda client: offload.check_new(client, namespace, seconds=bound / 2), seconds=bound
             )
-        except offload.RuntimeMissingError:
-            raise LiqoError(
-                f"The cluster at {_cluster.host(props)} does not serve NamespaceOffloadings: the Liqo runtime is "
-                "not installed there. Create an Install on this (consumer) cluster first, and make the Offload "
-                "depend on it."
-            ) from None
-        except offload.NamespaceMissingError:
-            raise LiqoError(
-                f"Namespace {namespace} does not exist on the cluster at {_cluster.host(props)}: create it first "
-                "(a kubernetes.core.v1.Namespace, say) and make the Offload depend on it."
-            ) from None
-        except offload.OffloadingExistsError:
-            raise LiqoError(
-                f"Namespace {namespace} on the cluster at {_cluster.host(props)} already has a NamespaceOffloading, "
-                "which this stack does not manage. Remove it there first (kubectl delete namespaceoffloadings -n "
-                f"{namespace} offloading), or keep managing it where it was made."
-            ) from None
+        except self.contract.refused as exc:
+            raise self.refused(exc, props, namespace=namespace) from None
         except (WaitTimeoutError, StopRequested) as exc:
             raise LiqoError(f"Namespace {namespace} is still being unoffloaded: {exc}.") from None
         except APIError as exc:
             raise api_error(
                 exc, what=f"prepare the offloading of namespace {namespace}", props=props
             ) from None
-        bound = seconds(props, "delete", default=TIMEOUTS["delete"])
+        bound = self.bound(props, "delete")
         return self._created_or_rolled_back(
             namespace,
             props,
@@ -88,7 +65,9 @@ class OffloadingProvider(SpecProvider):
 
     def read(self, id_: str, props: dict[str, Any]) -> pulumi.dynamic.ReadResult:
         try:
-            found = _cluster.run(props, lambda client: offload.observe(client, id_), seconds=READ_SECONDS)
+            found = _cluster.run(
+                props, lambda client: offload.observe(client, id_), seconds=self.contract.read_seconds
+            )
         except APIError as exc:
             raise api_error(exc, what=f"read the offloading of namespace {id_}", props=props) from None
         if found is None:
@@ -114,7 +93,7 @@ class OffloadingProvider(SpecProvider):
         return pulumi.dynamic.ReadResult(id_, observed)
 
     def delete(self, id_: str, props: dict[str, Any]) -> None:
-        bound = seconds(props, "delete", default=TIMEOUTS["delete"])
+        bound = self.bound(props, "delete")
         try:
             outcome = _cluster.run(
                 props,
@@ -145,7 +124,7 @@ class OffloadingProvider(SpecProvider):
     def _write(self, props: dict[str, Any], operation: str) -> dict[str, Any]:
         """Apply the NamespaceOffloading, then wait for the twin namespaces."""
         namespace = str(props["namespace"])
-        bound = seconds(props, operation, default=TIMEOUTS[operation])
+        bound = self.bound(props, operation)
 
         async def write_and_wait(client: Client) -> offload.Offloading:
             await offload.apply_offloading(
@@ -191,7 +170,7 @@ class OffloadingProvider(SpecProvider):
             )
         return {
             **connection(props),
-            **{key: props.get(key) for key in (*IDENTITY, *SPEC)},
+            **self.inputs(props),
             **_status(done, props),
         }
 

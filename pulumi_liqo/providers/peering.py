@@ -26,7 +26,6 @@ from runtime.core import APIError
 from runtime.forge import podsecurity
 from runtime.forge.peering import split_resources
 from runtime.operations import peering
-from runtime.operations.identity import NotInstalledError
 from runtime.operations.peering import RESOURCE_ARGUMENTS
 from runtime.operations.waits import StopRequested, WaitTimeoutError
 
@@ -37,35 +36,22 @@ from .base import (
     api_error,
     connection,
     interrupted,
-    seconds,
     unreachable_on_delete,
 )
 
 logger = logging.getLogger(__name__)
 
-#: default bounds, in seconds (`liqo_peer`'s)
-TIMEOUTS: Final = {"create": 300.0, "update": 300.0, "delete": 180.0}
-READ_SECONDS: Final = 60.0
-IDENTITY: Final = ("cluster_id", "cluster_name", "cluster_authurl", "namespace")
-SPEC: Final = (
-    "cluster_token",
-    *RESOURCE_ARGUMENTS,
-    "extended_resources",
-    "node_labels",
-    "networking_disabled",
-    "pod_security",
-)
 SECRETS: Final = ("cluster_token",)
 
 
 class PeeringProvider(SpecProvider):
-    identity = IDENTITY
-    spec = SPEC
+    contract = peering.CONTRACT
+    this = "the Peer"
 
     def create(self, props: dict[str, Any]) -> pulumi.dynamic.CreateResult:
         name = str(props["cluster_name"])
         namespace = str(props["namespace"])
-        bound = seconds(props, "create", default=TIMEOUTS["create"])
+        bound = self.bound(props, "create")
         try:
             _cluster.run(
                 props,
@@ -74,25 +60,11 @@ class PeeringProvider(SpecProvider):
                 ),
                 seconds=bound,
             )
-        except NotInstalledError:
-            raise LiqoError(
-                f"The Liqo runtime is not installed in the cluster at {_cluster.host(props)} (namespace "
-                f"{namespace}): create an Install on this (consumer) cluster first, and make the Peer depend on it."
-            ) from None
-        except peering.SelfPeeringError:
-            raise LiqoError(
-                f"cluster_id is the ID of the cluster at {_cluster.host(props)} itself: take cluster_id, "
-                "cluster_name, cluster_authurl and cluster_token from a Generate on the provider cluster."
-            ) from None
-        except peering.PeeringExistsError:
-            raise LiqoError(
-                f"The cluster at {_cluster.host(props)} already has a ForeignCluster {name}, which this stack does "
-                f"not manage: a peering with {name} exists. Remove it there first (kubectl delete foreignclusters "
-                f"{name}), or keep managing it where it was made."
-            ) from None
+        except self.contract.refused as exc:
+            raise self.refused(exc, props, name=name, namespace=namespace) from None
         except APIError as exc:
             raise api_error(exc, what=f"prepare the peering with {name}", props=props) from None
-        bound = seconds(props, "delete", default=TIMEOUTS["delete"])
+        bound = self.bound(props, "delete")
         return self._created_or_rolled_back(
             name,
             props,
@@ -108,7 +80,9 @@ class PeeringProvider(SpecProvider):
         namespace = str(props.get("namespace") or c.DEFAULT_NAMESPACE)
         try:
             found = _cluster.run(
-                props, lambda client: peering.observe(client, id_, namespace=namespace), seconds=READ_SECONDS
+                props,
+                lambda client: peering.observe(client, id_, namespace=namespace),
+                seconds=self.contract.read_seconds,
             )
         except APIError as exc:
             raise api_error(exc, what=f"read the peering with {id_}", props=props) from None
@@ -144,7 +118,7 @@ class PeeringProvider(SpecProvider):
 
     def delete(self, id_: str, props: dict[str, Any]) -> None:
         namespace = str(props.get("namespace") or c.DEFAULT_NAMESPACE)
-        bound = seconds(props, "delete", default=TIMEOUTS["delete"])
+        bound = self.bound(props, "delete")
         try:
             outcome = _cluster.run(
                 props,
@@ -177,7 +151,7 @@ class PeeringProvider(SpecProvider):
     def _write(self, props: dict[str, Any], operation: str) -> dict[str, Any]:
         name = str(props["cluster_name"])
         namespace = str(props["namespace"])
-        bound = seconds(props, operation, default=TIMEOUTS[operation])
+        bound = self.bound(props, operation)
         wanted = peering.requested(props)
 
         async def write_and_wait(client: Any) -> peering.Established:
@@ -213,7 +187,7 @@ class PeeringProvider(SpecProvider):
             logger.warning("Peer %s: the provider granted less than asked: %s", name, established.resized)
         return {
             **connection(props),
-            **{key: props.get(key) for key in (*IDENTITY, *SPEC)},
+            **self.inputs(props),
             **_status(established.peering),
         }
 

@@ -17,27 +17,26 @@ from runtime.api import constants as c
 from runtime.api.validation import parse_duration
 from runtime.core import APIError
 from runtime.operations import token
-from runtime.operations.identity import NotInstalledError
 from runtime.operations.waits import StopRequested, WaitTimeoutError
 
 from .. import _cluster
-from .base import LiqoError, api_error, connection, diff, interrupted, seconds, unreachable_on_delete
+from .base import ContractProvider, api_error, connection, interrupted, unreachable_on_delete
 
 logger = logging.getLogger(__name__)
 
-#: default bounds, in seconds (`liqo_generate`'s)
-TIMEOUTS: Final = {"create": 120.0, "delete": 60.0}
-READ_SECONDS: Final = 60.0
 #: the outputs that are secrets, besides the kubeconfig
 SECRETS: Final = ("local_token",)
 
 
-class TokenProvider(pulumi.dynamic.ResourceProvider):
+class TokenProvider(ContractProvider):
+    contract = token.CONTRACT
+    this = "the Generate"
+
     def create(self, props: dict[str, Any]) -> pulumi.dynamic.CreateResult:
         namespace = str(props["namespace"])
         expires_in = props.get("expires_in")
         lifetime = parse_duration(str(expires_in)) if expires_in else None
-        bound = seconds(props, "create", default=TIMEOUTS["create"])
+        bound = self.bound(props, "create")
         try:
             issued = _cluster.run(
                 props,
@@ -50,12 +49,8 @@ class TokenProvider(pulumi.dynamic.ResourceProvider):
                 ),
                 seconds=bound + 10,
             )
-        except NotInstalledError:
-            raise LiqoError(
-                f"The Liqo runtime is not installed in the cluster at {_cluster.host(props)} (namespace "
-                f"{namespace}): create an Install on this (provider) cluster first, and make the Generate "
-                "depend on it."
-            ) from None
+        except self.contract.refused as exc:
+            raise self.refused(exc, props, namespace=namespace) from None
         except (WaitTimeoutError, StopRequested) as exc:
             raise interrupted(exc, what=f"issuing a peering token in namespace {namespace}") from None
         except APIError as exc:
@@ -75,9 +70,6 @@ class TokenProvider(pulumi.dynamic.ResourceProvider):
         }
         return pulumi.dynamic.CreateResult(issued.secret_name, outs)
 
-    def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> pulumi.dynamic.DiffResult:
-        return diff(olds, news, replace=("namespace", "expires_in"), update=())
-
     def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> pulumi.dynamic.UpdateResult:
         # only the connection changed: the token stays
         return pulumi.dynamic.UpdateResult({**olds, **connection(news)})
@@ -90,7 +82,7 @@ class TokenProvider(pulumi.dynamic.ResourceProvider):
                 lambda client: token.observe(
                     client, namespace=namespace, name=id_, token=str(props.get("local_token") or "")
                 ),
-                seconds=READ_SECONDS,
+                seconds=self.contract.read_seconds,
             )
         except APIError as exc:
             raise api_error(
@@ -111,7 +103,7 @@ class TokenProvider(pulumi.dynamic.ResourceProvider):
 
     def delete(self, id_: str, props: dict[str, Any]) -> None:
         namespace = str(props.get("namespace") or c.DEFAULT_NAMESPACE)
-        bound = seconds(props, "delete", default=TIMEOUTS["delete"])
+        bound = self.bound(props, "delete")
         try:
             unreachable = _cluster.run(
                 props, lambda client: token.revoke(client, namespace=namespace, name=id_), seconds=bound

@@ -38,7 +38,7 @@ import aiohttp
 from runtime.api.resource import Resource as Resource
 
 from .errors import APIConnectionError, APIStatusError, GoneError, NotFoundError, status_error
-from .failures import Certificate, address_of, transport_failure
+from .failures import address_of, transport_failure
 from .kubeconfig import (
     SERVICE_ACCOUNT_DIR,
     Authenticator,
@@ -47,6 +47,7 @@ from .kubeconfig import (
     load_kubeconfig,
     load_kubeconfig_dict,
 )
+from .transport import Certificate
 
 logger = logging.getLogger(__name__)
 

@@ -7,14 +7,19 @@ the whole `Status` on the exception for anyone who needs its details.
 
 `TemporaryError` and `PermanentError` are the reconcile contract's two explicit outcomes
 (see `reconcile.py`): retry after a delay, or stop retrying.
+
+`KubeconfigError` is a cluster configuration that cannot be used; its `field` says which
+part of it is at fault in the kubeconfig's own words, and each front end maps that to its
+own names (the Terraform provider to its `kubernetes` block's attributes, the Pulumi
+components to their arguments).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from enum import StrEnum
+from typing import Any
 
-if TYPE_CHECKING:
-    from .failures import TransportFailure
+from .transport import TransportFailure
 
 Status = dict[str, Any]
 
@@ -139,3 +144,45 @@ class TemporaryError(Exception):
 
 class PermanentError(Exception):
     """Do not retry: the object cannot be reconciled until it changes (report it in its status)."""
+
+
+class KubeconfigField(StrEnum):
+    """Which part of a cluster configuration a `KubeconfigError` is about, in the kubeconfig's words."""
+
+    #: the kubeconfig files themselves (a path, the YAML, a malformed entry)
+    KUBECONFIG = "kubeconfig"
+    CONTEXT = "context"
+    #: the cluster chosen instead of the context's
+    CLUSTER = "cluster"
+    #: the user (the context's, or the one chosen instead of it)
+    USER = "user"
+    SERVER = "server"
+    CERTIFICATE_AUTHORITY = "certificate-authority"
+    INSECURE = "insecure-skip-tls-verify"
+    CLIENT_CERTIFICATE = "client-certificate"
+    CLIENT_KEY = "client-key"
+    TOKEN = "token"
+    USERNAME = "username"
+    EXEC = "exec"
+    PROXY_URL = "proxy-url"
+
+
+class KubeconfigError(ValueError):
+    """A kubeconfig, in-cluster files or explicit settings that cannot be used as they are.
+
+    `field` names the part of the configuration the problem belongs to, or is None where
+    none applies.
+    """
+
+    def __init__(self, message: str, *, field: KubeconfigField | None = None) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+class CredentialError(KubeconfigError, APIConnectionError):
+    """Credentials could not be obtained for a request (exec plugin failed, token file unreadable).
+
+    It is a `KubeconfigError` (the configuration is at fault, with a field hint) and
+    an `APIConnectionError` (the request never reached the server), so controllers retry
+    it with backoff like any other failure to reach the API.
+    """

@@ -22,7 +22,7 @@ import logging
 import re
 import uuid
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, Final
 
 from runtime.api import constants as c
@@ -42,12 +42,56 @@ from runtime.forge.nodes import api_server_url, names_loopback
 from runtime.forge.reflection import ReflectionOptions, ReflectionOptionsError
 from runtime.forge.reflection import from_command_line as reflection_from_command_line
 
+from .contract import Change, Contract, Input
 from .identity import IdentityError, cluster_identity
 from .waits import NEVER, POLL_INTERVAL, POLL_MAX_INTERVAL, Stop, wait_until
 
 logger = logging.getLogger(__name__)
 
 JSON = dict[str, Any]
+
+#: InstallOptions' defaults (`runtime.forge.install`): the one place they are written
+_OPTION_DEFAULTS: Final[dict[str, str | int]] = {
+    option.name: option.default for option in fields(InstallOptions) if isinstance(option.default, str | int)
+}
+
+
+def _option(name: str) -> Input:
+    """An install option changed in place, with InstallOptions' default."""
+    return Input(name, Change.UPDATE, default=_OPTION_DEFAULTS[name])
+
+
+#: `liqo_install` and `Install`: the namespace reinstalls the runtime elsewhere; every other option is applied
+#: in place. What has no default here is discovered (the CIDRs, the API server URL), published (the auth URL),
+#: or defaulted by its own builder (the image: `runtime_image()`; the reflectors: `ReflectionOptions`).
+CONTRACT: Final = Contract(
+    "install",
+    (
+        Input("cluster_name", Change.UPDATE, required=True),
+        Input("cluster_labels", Change.UPDATE),
+        Input("namespace", Change.REPLACE, default=_OPTION_DEFAULTS["namespace"]),
+        Input("pod_cidr", Change.UPDATE),
+        Input("service_cidr", Change.UPDATE),
+        _option("sharing_percentage"),
+        Input("image", Change.UPDATE),
+        _option("webhook_mode"),
+        Input("api_server_url", Change.UPDATE),
+        Input("auth_url", Change.UPDATE),
+        _option("gateway_service_type"),
+        _option("gateway_mtu"),
+        _option("wireguard_implementation"),
+        _option("quota_enforcement"),
+        _option("max_twin_namespaces"),
+        _option("max_consumer_service_type"),
+        _option("auth_service_type"),
+        Input("reflection", Change.UPDATE),
+        #: a destroy's choices: remove the peerings that hold the runtime; remove the namespace, CRDs and identity
+        Input("force", Change.UPDATE, default=False),
+        Input("purge", Change.UPDATE, default=False),
+    ),
+    timeouts={"create": 600.0, "update": 600.0, "delete": 300.0},
+)
+
 
 #: every kind the install manifests hold, by (apiVersion, kind)
 RESOURCES: Final[dict[tuple[str, str], Resource]] = {

@@ -27,6 +27,7 @@ from runtime.core import APIConnectionError, Client, NotFoundError
 from runtime.core.failures import explain
 from runtime.forge.namespaceoffloading import ClusterStatus, cluster_statuses, namespace_offloading
 
+from .contract import Change, Contract, Input, Refusal
 from .waits import (
     NEVER,
     POLL_INTERVAL,
@@ -143,6 +144,44 @@ class OffloadingExistsError(Exception):
 
 class RuntimeMissingError(Exception):
     """The cluster serves no NamespaceOffloadings: the Liqo runtime is not installed."""
+
+
+#: `liqo_offload` and `Offload`: the namespace, the mapping strategy and a selected name replace the
+#: offloading (the runtime never renames twin namespaces); the pod strategy and the selector change in place
+CONTRACT: Final = Contract(
+    "offload",
+    (
+        Input("namespace", Change.REPLACE, required=True),
+        Input("pod_offloading_strategy", Change.UPDATE, default=c.POD_OFFLOADING_LOCAL_AND_REMOTE),
+        Input("namespace_mapping_strategy", Change.REPLACE, default=c.MAPPING_DEFAULT_NAME),
+        Input("remote_namespace_name", Change.REPLACE),
+        Input("cluster_selector_terms", Change.UPDATE),
+    ),
+    timeouts={"create": 300.0, "update": 300.0, "delete": 300.0},
+    refusals=(
+        Refusal(
+            RuntimeMissingError,
+            "Liqo runtime not installed",
+            "The cluster at {host} does not serve NamespaceOffloadings: the Liqo runtime is not installed there. "
+            "{Create} {install} on this (consumer) cluster first, and make {this} depend on it.",
+        ),
+        Refusal(
+            NamespaceMissingError,
+            "Namespace not found",
+            "Namespace {namespace} does not exist on the cluster at {host}: create it first ({namespace_resource}, "
+            "say) and make {this} depend on it.",
+            field="namespace",
+        ),
+        Refusal(
+            OffloadingExistsError,
+            "Namespace already offloaded",
+            "Namespace {namespace} on the cluster at {host} already has a NamespaceOffloading. {adopt}",
+            field="namespace",
+            id="{namespace}",
+            by_hand="kubectl delete namespaceoffloadings -n {namespace} offloading",
+        ),
+    ),
+)
 
 
 async def check_new(client: Client, namespace: str, *, seconds: float, stop: Stop = NEVER) -> None:

@@ -33,6 +33,7 @@ from runtime.forge.peering import token_of, token_secret_name
 from runtime.forge.podsecurity import Level
 from runtime.forge.virtualnode import node_name_for
 
+from .contract import Change, Contract, Input, Refusal
 from .identity import NotInstalledError, cluster_identity
 from .waits import (
     NEVER,
@@ -257,6 +258,49 @@ class PeeringExistsError(Exception):
     def __init__(self, name: str) -> None:
         super().__init__(f"ForeignCluster {name} exists already")
         self.name = name
+
+
+#: `liqo_peer` and `Peer`: the provider's identity and the runtime's namespace replace the peering; the
+#: token, the resources asked for, the node's labels and the networking and pod security change in place
+CONTRACT: Final = Contract(
+    "peer",
+    (
+        Input("cluster_id", Change.REPLACE, required=True),
+        Input("cluster_name", Change.REPLACE, required=True),
+        Input("cluster_authurl", Change.REPLACE, required=True),
+        Input("cluster_token", Change.UPDATE, required=True),
+        *(Input(argument, Change.UPDATE) for argument in RESOURCE_ARGUMENTS),
+        Input("extended_resources", Change.UPDATE),
+        Input("node_labels", Change.UPDATE),
+        Input("networking_disabled", Change.UPDATE, default=False),
+        Input("pod_security", Change.UPDATE, default=podsecurity.DEFAULT_LEVEL),
+        Input("namespace", Change.REPLACE, default=c.DEFAULT_NAMESPACE),
+    ),
+    timeouts={"create": 300.0, "update": 300.0, "delete": 180.0},
+    refusals=(
+        Refusal(
+            NotInstalledError,
+            "Liqo runtime not installed",
+            "The Liqo runtime is not installed in the cluster at {host} (namespace {namespace}): {create} {install} "
+            "on this (consumer) cluster first, and make {this} depend on it.",
+        ),
+        Refusal(
+            SelfPeeringError,
+            "A cluster cannot peer with itself",
+            "cluster_id is the ID of the cluster at {host} itself: take cluster_id, cluster_name, cluster_authurl "
+            "and cluster_token from {generate} on the provider cluster.",
+            field="cluster_id",
+        ),
+        Refusal(
+            PeeringExistsError,
+            "Peering already exists",
+            "The cluster at {host} already has a ForeignCluster {name}. {adopt}",
+            field="cluster_name",
+            id="{name}",
+            by_hand="kubectl delete foreignclusters {name}",
+        ),
+    ),
+)
 
 
 async def check_new(

@@ -13,6 +13,7 @@ import hmac
 import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Final
 
 from runtime.api import constants as c
 from runtime.api.kinds import SECRETS
@@ -28,10 +29,30 @@ from runtime.forge.tokens import (
     token_secret_name,
 )
 
+from .contract import Change, Contract, Input, Refusal
 from .identity import NotInstalledError, published
 from .waits import NEVER, Stop, wait_until
 
 logger = logging.getLogger(__name__)
+
+
+#: `liqo_generate` and `Generate`: a token is never changed, only issued anew (both inputs replace it)
+CONTRACT: Final = Contract(
+    "generate",
+    (
+        Input("namespace", Change.REPLACE, default=c.DEFAULT_NAMESPACE),
+        Input("expires_in", Change.REPLACE),
+    ),
+    timeouts={"create": 120.0, "delete": 60.0},
+    refusals=(
+        Refusal(
+            NotInstalledError,
+            "Liqo runtime not installed",
+            "The Liqo runtime is not installed in the cluster at {host} (namespace {namespace}): {create} {install} "
+            "on this (provider) cluster first, and make {this} depend on it.",
+        ),
+    ),
+)
 
 
 @dataclass(frozen=True)

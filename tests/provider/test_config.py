@@ -250,3 +250,10 @@ def test_load_reports_problems_on_the_attribute(
     [diagnostic] = diagnostics.diagnostics
     assert (diagnostic.summary, diagnostic.path) == (summary, path)
     assert detail in str(diagnostic.detail)
+
+
+def test_every_kubeconfig_field_has_a_provider_attribute() -> None:
+    from runtime.core import KubeconfigField
+
+    assert set(config.ATTRIBUTE_OF_FIELD) == {str(field) for field in KubeconfigField}
+    assert set(config.ATTRIBUTE_OF_FIELD.values()) <= set(config.KUBERNETES_ATTRIBUTE.object.by_name)

@@ -11,7 +11,7 @@ from pulumi.output import Unknown
 
 from pulumi_liqo.providers.base import connection
 from pulumi_liqo.providers.install import DiscoveryProvider, RuntimeProvider, _discovered, runtime_state
-from pulumi_liqo.providers.offload import IDENTITY, SPEC, OffloadingProvider, _status
+from pulumi_liqo.providers.offload import OffloadingProvider, _status
 from runtime.api import constants as c
 from runtime.operations.install import Cidrs
 from runtime.operations.offload import Offloading
@@ -154,9 +154,7 @@ def offloaded(inputs: dict[str, Any]) -> dict[str, Any]:
         }
     )
     props = engine_state(inputs)
-    return engine_state(
-        {**connection(props), **{k: props.get(k) for k in (*IDENTITY, *SPEC)}, **_status(found, props)}
-    )
+    return engine_state({**connection(props), **OffloadingProvider().inputs(props), **_status(found, props)})
 
 
 def test_offloading_right_after_create_has_no_changes() -> None:

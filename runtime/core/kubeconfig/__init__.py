@@ -9,15 +9,16 @@ run it in a thread.
 
 | module | job |
 | --- | --- |
-| `config.py` | `ClusterConfig`, `ExecConfig`, `ConfigOverrides`, `KubeconfigError`, `CredentialError` |
+| `config.py` | `ClusterConfig`, `ExecConfig`, `ConfigOverrides` (its errors, `KubeconfigError` and `CredentialError`, are in `runtime/core/errors.py`) |
 | `loader.py` | kubeconfig files and overrides to a `ClusterConfig` |
 | `incluster.py` | the pod's ServiceAccount to a `ClusterConfig` |
 | `pem.py`, `tls.py` | PEM checks; the TLS context (client keys loaded from memory) |
 | `execplugin.py`, `auth.py` | exec credential plugins; per-request credentials and 401 handling |
 """
 
+from ..errors import CredentialError, KubeconfigError, KubeconfigField
 from .auth import Authenticator, RequestAuth
-from .config import ClusterConfig, ConfigOverrides, CredentialError, ExecConfig, KubeconfigError
+from .config import ClusterConfig, ConfigOverrides, ExecConfig
 from .incluster import SERVICE_ACCOUNT_DIR, load_incluster_config
 from .loader import default_kubeconfig_paths, load_kubeconfig, load_kubeconfig_dict
 from .tls import ssl_context
@@ -30,6 +31,7 @@ __all__ = [
     "CredentialError",
     "ExecConfig",
     "KubeconfigError",
+    "KubeconfigField",
     "RequestAuth",
     "default_kubeconfig_paths",
     "load_incluster_config",

@@ -18,7 +18,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from .config import ClusterConfig, CredentialError
+from ..errors import CredentialError, KubeconfigField
+from .config import ClusterConfig
 from .execplugin import ExecCredential, ExecPlugin
 from .tls import ssl_context
 
@@ -107,7 +108,7 @@ class Authenticator:
         if problem:
             if self._file_token is None:
                 raise CredentialError(
-                    f"token file {path} of {self._config.user_label}: {problem}", attribute="token"
+                    f"token file {path} of {self._config.user_label}: {problem}", field=KubeconfigField.TOKEN
                 )
             logger.warning(
                 "%s: cannot re-read the token file %s (%s); using the last token",

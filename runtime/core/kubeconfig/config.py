@@ -1,4 +1,4 @@
-"""What a client needs to reach one cluster, the attributes that override a kubeconfig, and their errors.
+"""What a client needs to reach one cluster, and the settings that override a kubeconfig.
 
 `ClusterConfig` is the one value every loader produces (kubeconfig files, a pod's
 ServiceAccount files, a Terraform provider's attributes) and `Client.from_config`
@@ -6,10 +6,6 @@ consumes, so the runtime, the playground and the provider share one loader. It h
 credentials, so its `repr` (and `str`) show only which secrets are set, never their
 values: a config can be logged or shown in a test failure without leaking a key,
 token or password.
-
-`KubeconfigError` names the file, the context/cluster/user and what to do; its
-`attribute` says which Terraform provider attribute the problem belongs to, so the
-provider can attach the diagnostic to it.
 """
 
 from __future__ import annotations
@@ -19,35 +15,12 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Literal
 
-from ..errors import APIConnectionError
-
 ExecInteractiveMode = Literal["Never", "IfAvailable", "Always"]
 
 #: the ExecCredential versions client-go still speaks (v1alpha1 is gone)
 EXEC_API_VERSIONS = ("client.authentication.k8s.io/v1", "client.authentication.k8s.io/v1beta1")
 
 _SECRET_FIELDS = frozenset({"client_key", "token", "password"})
-
-
-class KubeconfigError(ValueError):
-    """A kubeconfig, in-cluster files or provider attributes that cannot be used as they are.
-
-    `attribute` names the provider attribute the problem belongs to ("config_context",
-    "config_path", "host", "client_key", ...), or is None where none applies.
-    """
-
-    def __init__(self, message: str, *, attribute: str | None = None) -> None:
-        super().__init__(message)
-        self.attribute = attribute
-
-
-class CredentialError(KubeconfigError, APIConnectionError):
-    """Credentials could not be obtained for a request (exec plugin failed, token file unreadable).
-
-    It is a `KubeconfigError` (the configuration is at fault, with an attribute hint) and
-    an `APIConnectionError` (the request never reached the server), so controllers retry
-    it with backoff like any other failure to reach the API.
-    """
 
 
 @dataclass(frozen=True, repr=False)

@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from .config import ClusterConfig, CredentialError, ExecConfig
+from ..errors import CredentialError, KubeconfigField
+from .config import ClusterConfig, ExecConfig
 from .pem import PEMError, check_certificates, check_private_key
 
 logger = logging.getLogger(__name__)
@@ -97,7 +98,7 @@ class ExecPlugin:
             raise CredentialError(
                 f"{self._name} needs an interactive terminal (interactiveMode: Always), which this process "
                 "does not have; set interactiveMode to IfAvailable or Never",
-                attribute="exec",
+                field=KubeconfigField.EXEC,
             )
         env = {
             **os.environ,
@@ -117,7 +118,7 @@ class ExecPlugin:
         except OSError as exc:
             hint = f"; {plugin.install_hint}" if plugin.install_hint else ""
             raise CredentialError(
-                f"{self._name} cannot be started: {exc.strerror}{hint}", attribute="exec"
+                f"{self._name} cannot be started: {exc.strerror}{hint}", field=KubeconfigField.EXEC
             ) from None
         try:
             async with asyncio.timeout(self._timeout):
@@ -128,7 +129,8 @@ class ExecPlugin:
             raise
         if process.returncode != 0:
             raise CredentialError(
-                f"{self._name} failed with exit code {process.returncode}: {_tail(stderr)}", attribute="exec"
+                f"{self._name} failed with exit code {process.returncode}: {_tail(stderr)}",
+                field=KubeconfigField.EXEC,
             )
         if stderr:
             logger.debug("%s: stderr: %s", self._name, _tail(stderr))
@@ -142,33 +144,35 @@ def parse_credential(output: bytes, *, plugin: ExecConfig, name: str) -> ExecCre
     except ValueError as exc:
         raise CredentialError(
             f"{name}: its output is not JSON ({exc}); it must print an ExecCredential",
-            attribute="exec",
+            field=KubeconfigField.EXEC,
         ) from None
     if not isinstance(document, dict) or document.get("kind") != "ExecCredential":
-        raise CredentialError(f"{name}: its output is not an ExecCredential", attribute="exec")
+        raise CredentialError(f"{name}: its output is not an ExecCredential", field=KubeconfigField.EXEC)
     if document.get("apiVersion") != plugin.api_version:
         raise CredentialError(
             f"{name}: it returned apiVersion '{document.get('apiVersion')}', but is configured for "
             f"'{plugin.api_version}'; fix exec.apiVersion",
-            attribute="exec",
+            field=KubeconfigField.EXEC,
         )
     status = document.get("status")
     if not isinstance(status, dict):
-        raise CredentialError(f"{name}: the ExecCredential has no status", attribute="exec")
+        raise CredentialError(f"{name}: the ExecCredential has no status", field=KubeconfigField.EXEC)
     token = status.get("token") or None
     cert_text, key_text = status.get("clientCertificateData"), status.get("clientKeyData")
     if bool(cert_text) != bool(key_text):
         raise CredentialError(
             f"{name}: the ExecCredential has clientCertificateData or clientKeyData without the other",
-            attribute="exec",
+            field=KubeconfigField.EXEC,
         )
     if not token and not cert_text:
         raise CredentialError(
-            f"{name}: the ExecCredential has neither a token nor clientCertificateData", attribute="exec"
+            f"{name}: the ExecCredential has neither a token nor clientCertificateData",
+            field=KubeconfigField.EXEC,
         )
     if not all(isinstance(value, str | None) for value in (token, cert_text, key_text)):
         raise CredentialError(
-            f"{name}: token, clientCertificateData and clientKeyData must be strings", attribute="exec"
+            f"{name}: token, clientCertificateData and clientKeyData must be strings",
+            field=KubeconfigField.EXEC,
         )
     cert = key = None
     if cert_text and key_text:
@@ -178,7 +182,7 @@ def parse_credential(output: bytes, *, plugin: ExecConfig, name: str) -> ExecCre
             check_private_key(key)
         except PEMError as exc:
             raise CredentialError(
-                f"{name}: clientCertificateData/clientKeyData: {exc}", attribute="exec"
+                f"{name}: clientCertificateData/clientKeyData: {exc}", field=KubeconfigField.EXEC
             ) from None
     return ExecCredential(
         token=token,
@@ -195,7 +199,7 @@ def _expiry(value: Any, name: str) -> float | None:
         return datetime.fromisoformat(str(value)).timestamp()
     except ValueError:
         raise CredentialError(
-            f"{name}: expirationTimestamp '{value}' is not an RFC 3339 time", attribute="exec"
+            f"{name}: expirationTimestamp '{value}' is not an RFC 3339 time", field=KubeconfigField.EXEC
         ) from None
 
 

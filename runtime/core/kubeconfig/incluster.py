@@ -11,7 +11,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .config import ClusterConfig, KubeconfigError
+from ..errors import KubeconfigError
+from .config import ClusterConfig
 from .pem import PEMError, check_certificates
 
 SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")

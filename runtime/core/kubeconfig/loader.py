@@ -26,21 +26,15 @@ import dataclasses
 import logging
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 from urllib.parse import urlsplit
 
 import yaml
 
-from .config import (
-    EXEC_API_VERSIONS,
-    ClusterConfig,
-    ConfigOverrides,
-    ExecConfig,
-    ExecInteractiveMode,
-    KubeconfigError,
-)
+from ..errors import KubeconfigError, KubeconfigField
+from .config import EXEC_API_VERSIONS, ClusterConfig, ConfigOverrides, ExecConfig, ExecInteractiveMode
 from .pem import PEMError, check_certificates, check_private_key
 
 logger = logging.getLogger(__name__)
@@ -64,7 +58,7 @@ def default_kubeconfig_paths() -> list[Path]:
     if not existing:
         raise KubeconfigError(
             f"none of the files in KUBECONFIG ({value}) exists; fix KUBECONFIG or give a path",
-            attribute="config_path",
+            field=KubeconfigField.KUBECONFIG,
         )
     return existing
 
@@ -122,12 +116,12 @@ def _read_file(path: Path) -> Mapping[str, Any]:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise KubeconfigError(
-            f"kubeconfig {path}: no such file; check the path", attribute="config_path"
+            f"kubeconfig {path}: no such file; check the path", field=KubeconfigField.KUBECONFIG
         ) from None
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
         raise KubeconfigError(
-            f"kubeconfig {path}: cannot read it ({reason})", attribute="config_path"
+            f"kubeconfig {path}: cannot read it ({reason})", field=KubeconfigField.KUBECONFIG
         ) from None
     try:
         doc = yaml.safe_load(text)
@@ -136,7 +130,7 @@ def _read_file(path: Path) -> Mapping[str, Any]:
         at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
         problem = getattr(exc, "problem", None) or str(exc)
         raise KubeconfigError(
-            f"kubeconfig {path}: invalid YAML{at}: {problem}; fix the file", attribute="config_path"
+            f"kubeconfig {path}: invalid YAML{at}: {problem}; fix the file", field=KubeconfigField.KUBECONFIG
         ) from None
     if doc is None:
         return {}
@@ -144,7 +138,7 @@ def _read_file(path: Path) -> Mapping[str, Any]:
         raise KubeconfigError(
             f"kubeconfig {path}: not a kubeconfig (its top level is a {type(doc).__name__}, "
             "expected a mapping with clusters, contexts and users)",
-            attribute="config_path",
+            field=KubeconfigField.KUBECONFIG,
         )
     return doc
 
@@ -166,9 +160,9 @@ class _Entry:
 class _Merged:
     origins: list[str]
     current_context: str | None = None
-    clusters: dict[str, _Entry] = field(default_factory=dict)
-    users: dict[str, _Entry] = field(default_factory=dict)
-    contexts: dict[str, _Entry] = field(default_factory=dict)
+    clusters: dict[str, _Entry] = dataclasses.field(default_factory=dict)
+    users: dict[str, _Entry] = dataclasses.field(default_factory=dict)
+    contexts: dict[str, _Entry] = dataclasses.field(default_factory=dict)
 
     @property
     def where(self) -> str:
@@ -187,25 +181,27 @@ class _Merged:
             items = doc.get(section) or []
             if not isinstance(items, list):
                 raise KubeconfigError(
-                    f"kubeconfig {origin}: {section} must be a list", attribute="config_path"
+                    f"kubeconfig {origin}: {section} must be a list", field=KubeconfigField.KUBECONFIG
                 )
             seen: set[str] = set()
             for index, item in enumerate(items):
                 name = item.get("name") if isinstance(item, Mapping) else None
                 if not isinstance(name, str) or not name:
                     raise KubeconfigError(
-                        f"kubeconfig {origin}: {section}[{index}] has no name", attribute="config_path"
+                        f"kubeconfig {origin}: {section}[{index}] has no name",
+                        field=KubeconfigField.KUBECONFIG,
                     )
                 if name in seen:
                     raise KubeconfigError(
                         f"kubeconfig {origin}: {key} '{name}' is listed twice; keep one",
-                        attribute="config_path",
+                        field=KubeconfigField.KUBECONFIG,
                     )
                 seen.add(name)
                 body = item.get(key) or {}
                 if not isinstance(body, Mapping):
                     raise KubeconfigError(
-                        f"kubeconfig {origin}: {key} '{name}' must be a mapping", attribute="config_path"
+                        f"kubeconfig {origin}: {key} '{name}' must be a mapping",
+                        field=KubeconfigField.KUBECONFIG,
                     )
                 target.setdefault(name, _Entry(name, body, origin, base))
 
@@ -252,13 +248,13 @@ def _resolve(
         if entry is None:
             raise KubeconfigError(
                 f"context '{context_name}' not found in {where}; available: {_names(merged.contexts)}",
-                attribute="config_context",
+                field=KubeconfigField.CONTEXT,
             )
         context_body = entry.body
     elif merged.origins and not overrides.host and not cluster:
         raise KubeconfigError(
             f"no current-context in {where} and no context given; choose one of: {_names(merged.contexts)}",
-            attribute="config_context",
+            field=KubeconfigField.CONTEXT,
         )
     context_label = f"context '{context_name}' in {where}" if context_name else where
     cluster_name = cluster or _opt_str(context_body, "cluster", context_label) or None
@@ -271,7 +267,7 @@ def _resolve(
         if cluster_entry is None:
             raise KubeconfigError(
                 f"cluster '{cluster_name}' of {context_label} not found; available: {_names(merged.clusters)}",
-                attribute="config_context_cluster" if cluster else "config_context",
+                field=KubeconfigField.CLUSTER if cluster else KubeconfigField.CONTEXT,
             )
         cluster_part = _cluster(cluster_entry)
     user_part = _UserPart(label=context_label)
@@ -280,7 +276,7 @@ def _resolve(
         if user_entry is None:
             raise KubeconfigError(
                 f"user '{user_name}' of {context_label} not found; available: {_names(merged.users)}",
-                attribute="config_context_auth_info" if user else "config_context",
+                field=KubeconfigField.USER if user else KubeconfigField.CONTEXT,
             )
         user_part = _user(user_entry)
 
@@ -298,9 +294,13 @@ def _resolve(
 
 def _cluster(entry: _Entry) -> _ClusterPart:
     body, label = entry.body, entry.label("cluster")
-    ca = _bytes(body, "certificate-authority", entry, label=label, attribute="cluster_ca_certificate")
+    ca = _bytes(
+        body, "certificate-authority", entry, label=label, field=KubeconfigField.CERTIFICATE_AUTHORITY
+    )
     if ca is not None:
-        _check_pem(ca, check_certificates, f"certificate-authority of {label}", "cluster_ca_certificate")
+        _check_pem(
+            ca, check_certificates, f"certificate-authority of {label}", KubeconfigField.CERTIFICATE_AUTHORITY
+        )
     server = _opt_str(body, "server", label)
     return _ClusterPart(
         label=label,
@@ -320,26 +320,28 @@ def _user(entry: _Entry) -> _UserPart:
         raise KubeconfigError(
             f"{label} uses auth-provider '{provider}', which is not supported; "
             "switch to an exec plugin (kubelogin for OIDC, gke-gcloud-auth-plugin for GKE)",
-            attribute="config_context_auth_info",
+            field=KubeconfigField.USER,
         )
     impersonation = [key for key in ("as", "as-uid", "as-groups", "as-user-extra") if body.get(key)]
     if impersonation:
         raise KubeconfigError(
             f"{label} impersonates ({', '.join(impersonation)}), which is not supported; "
             "use credentials of the identity itself",
-            attribute="config_context_auth_info",
+            field=KubeconfigField.USER,
         )
-    cert = _bytes(body, "client-certificate", entry, label=label, attribute="client_certificate")
+    cert = _bytes(body, "client-certificate", entry, label=label, field=KubeconfigField.CLIENT_CERTIFICATE)
     if cert is not None:
-        _check_pem(cert, check_certificates, f"client-certificate of {label}", "client_certificate")
-    key = _bytes(body, "client-key", entry, label=label, attribute="client_key")
+        _check_pem(
+            cert, check_certificates, f"client-certificate of {label}", KubeconfigField.CLIENT_CERTIFICATE
+        )
+    key = _bytes(body, "client-key", entry, label=label, field=KubeconfigField.CLIENT_KEY)
     if key is not None:
-        _check_pem(key, check_private_key, f"client-key of {label}", "client_key")
+        _check_pem(key, check_private_key, f"client-key of {label}", KubeconfigField.CLIENT_KEY)
     token_file = None
     token_file_value = _opt_str(body, "tokenFile", label)
     if token_file_value:
         token_file = _local_path(token_file_value, entry.base)
-        _check_readable(token_file, f"tokenFile {token_file} of {label}", attribute="token")
+        _check_readable(token_file, f"tokenFile {token_file} of {label}", field=KubeconfigField.TOKEN)
     exec_body = body.get("exec")
     return _UserPart(
         label=label,
@@ -356,35 +358,37 @@ def _user(entry: _Entry) -> _UserPart:
 def _exec(body: Any, entry: _Entry) -> ExecConfig:
     where = f"exec plugin of {entry.label('user')}"
     if not isinstance(body, Mapping):
-        raise KubeconfigError(f"{where}: exec must be a mapping", attribute="exec")
+        raise KubeconfigError(f"{where}: exec must be a mapping", field=KubeconfigField.EXEC)
     api_version = _opt_str(body, "apiVersion", where)
     command = _opt_str(body, "command", where)
     if not command:
-        raise KubeconfigError(f"{where}: no command; set exec.command", attribute="exec")
+        raise KubeconfigError(f"{where}: no command; set exec.command", field=KubeconfigField.EXEC)
     if os.sep in command or "/" in command:
         command = str(_local_path(command, entry.base))
     args = body.get("args") or []
     if not isinstance(args, list) or not all(isinstance(arg, str) for arg in args):
-        raise KubeconfigError(f"{where}: args must be a list of strings", attribute="exec")
+        raise KubeconfigError(f"{where}: args must be a list of strings", field=KubeconfigField.EXEC)
     env_items = body.get("env") or []
     if not isinstance(env_items, list):
-        raise KubeconfigError(f"{where}: env must be a list of name/value pairs", attribute="exec")
+        raise KubeconfigError(f"{where}: env must be a list of name/value pairs", field=KubeconfigField.EXEC)
     env: list[tuple[str, str]] = []
     for index, item in enumerate(env_items):
         if not isinstance(item, Mapping) or not isinstance(item.get("name"), str):
-            raise KubeconfigError(f"{where}: env[{index}] must have a name and a value", attribute="exec")
+            raise KubeconfigError(
+                f"{where}: env[{index}] must have a name and a value", field=KubeconfigField.EXEC
+            )
         env.append((item["name"], str(item.get("value") or "")))
     mode = body.get("interactiveMode")
     if mode is None and api_version == EXEC_API_VERSIONS[0]:
         raise KubeconfigError(
             f"{where}: interactiveMode is required for {api_version} (Never, IfAvailable or Always)",
-            attribute="exec",
+            field=KubeconfigField.EXEC,
         )
     mode = mode or "IfAvailable"
     if mode not in _INTERACTIVE_MODES:
         raise KubeconfigError(
             f"{where}: interactiveMode '{mode}' is not one of {', '.join(_INTERACTIVE_MODES)}",
-            attribute="exec",
+            field=KubeconfigField.EXEC,
         )
     config = ExecConfig(
         command=command,
@@ -403,16 +407,16 @@ def _check_exec(config: ExecConfig, where: str) -> None:
     if config.api_version not in EXEC_API_VERSIONS:
         raise KubeconfigError(
             f"{where}: apiVersion '{config.api_version}' is not supported; use {' or '.join(EXEC_API_VERSIONS)}",
-            attribute="exec",
+            field=KubeconfigField.EXEC,
         )
     if not config.command:
-        raise KubeconfigError(f"{where}: no command", attribute="exec")
+        raise KubeconfigError(f"{where}: no command", field=KubeconfigField.EXEC)
 
 
 def _exec_extension(body: Mapping[str, Any], label: str) -> Mapping[str, Any] | None:
     extensions = body.get("extensions") or []
     if not isinstance(extensions, list):
-        raise KubeconfigError(f"{label}: extensions must be a list", attribute="config_path")
+        raise KubeconfigError(f"{label}: extensions must be a list", field=KubeconfigField.KUBECONFIG)
     for item in extensions:
         if isinstance(item, Mapping) and item.get("name") == EXEC_EXTENSION:
             extension = item.get("extension")
@@ -438,13 +442,18 @@ def _with_overrides(
     if not server:
         what = f"cluster '{cluster_name}'" if cluster_name else "the context (it names no cluster)"
         raise KubeconfigError(
-            f"no server for {what} in {source}; set the cluster's server (or host)", attribute="host"
+            f"no server for {what} in {source}; set the cluster's server (or host)",
+            field=KubeconfigField.SERVER,
         )
-    server = _url(server, f"server of {cluster.label}" if not overrides.host else "host", attribute="host")
+    server = _url(
+        server, f"server of {cluster.label}" if not overrides.host else "host", field=KubeconfigField.SERVER
+    )
 
     ca = cluster.certificate_authority
     if overrides.cluster_ca_certificate:
-        ca = _pem_attribute(overrides.cluster_ca_certificate, check_certificates, "cluster_ca_certificate")
+        ca = _pem_override(
+            overrides.cluster_ca_certificate, check_certificates, KubeconfigField.CERTIFICATE_AUTHORITY
+        )
     elif overrides.insecure:
         ca = None  # client-go: insecure given explicitly drops the file's CA
     insecure = overrides.insecure if overrides.insecure is not None else cluster.insecure
@@ -452,23 +461,25 @@ def _with_overrides(
         raise KubeconfigError(
             f"{cluster.label}: insecure-skip-tls-verify and a certificate authority are both set; "
             "keep one (the certificate authority is the safe choice)",
-            attribute="insecure",
+            field=KubeconfigField.INSECURE,
         )
 
     cert, key = user.client_certificate, user.client_key
     if overrides.client_certificate:
-        cert = _pem_attribute(overrides.client_certificate, check_certificates, "client_certificate")
+        cert = _pem_override(
+            overrides.client_certificate, check_certificates, KubeconfigField.CLIENT_CERTIFICATE
+        )
     if overrides.client_key:
-        key = _pem_attribute(overrides.client_key, check_private_key, "client_key")
+        key = _pem_override(overrides.client_key, check_private_key, KubeconfigField.CLIENT_KEY)
     if cert is not None and key is None:
         raise KubeconfigError(
             f"{user.label}: client-certificate given without client-key; add the key (client-key or client-key-data)",
-            attribute="client_key",
+            field=KubeconfigField.CLIENT_KEY,
         )
     if key is not None and cert is None:
         raise KubeconfigError(
             f"{user.label}: client-key given without client-certificate; add the certificate",
-            attribute="client_certificate",
+            field=KubeconfigField.CLIENT_CERTIFICATE,
         )
 
     bearer = user
@@ -481,7 +492,7 @@ def _with_overrides(
             exec=overrides.exec,
         )
         if overrides.exec is not None:
-            _check_exec(overrides.exec, "exec")
+            _check_exec(overrides.exec, KubeconfigField.EXEC)
     methods = [
         name
         for name, present in (
@@ -494,17 +505,21 @@ def _with_overrides(
     if len(methods) > 1:
         raise KubeconfigError(
             f"{bearer.label}: more than one authentication method ({', '.join(methods)}); keep one",
-            attribute="token" if overrides.sets_bearer else "config_context_auth_info",
+            field=KubeconfigField.TOKEN if overrides.sets_bearer else KubeconfigField.USER,
         )
     if bearer.password and not bearer.username:
-        raise KubeconfigError(f"{bearer.label}: a password without a username", attribute="username")
+        raise KubeconfigError(
+            f"{bearer.label}: a password without a username", field=KubeconfigField.USERNAME
+        )
     exec_config = bearer.exec
     if exec_config is not None and cluster.exec_extension is not None:
         exec_config = dataclasses.replace(exec_config, cluster_extension=cluster.exec_extension)
 
     proxy_url = overrides.proxy_url or cluster.proxy_url
     if proxy_url:
-        proxy_url = _url(proxy_url, f"proxy-url of {cluster.label}", attribute="proxy_url", proxy=True)
+        proxy_url = _url(
+            proxy_url, f"proxy-url of {cluster.label}", field=KubeconfigField.PROXY_URL, proxy=True
+        )
 
     return ClusterConfig(
         server=server,
@@ -539,7 +554,7 @@ def _opt_str(body: Mapping[str, Any], key: str, label: str) -> str:
     if value is None:
         return ""
     if not isinstance(value, str):
-        raise KubeconfigError(f"{label}: {key} must be a string", attribute="config_path")
+        raise KubeconfigError(f"{label}: {key} must be a string", field=KubeconfigField.KUBECONFIG)
     return value
 
 
@@ -548,7 +563,7 @@ def _opt_bool(body: Mapping[str, Any], key: str, label: str) -> bool:
     if value is None:
         return False
     if not isinstance(value, bool):
-        raise KubeconfigError(f"{label}: {key} must be true or false", attribute="config_path")
+        raise KubeconfigError(f"{label}: {key} must be true or false", field=KubeconfigField.KUBECONFIG)
     return value
 
 
@@ -557,16 +572,16 @@ def _local_path(value: str, base: Path) -> Path:
     return path if path.is_absolute() else base / path
 
 
-def _bytes(body: Mapping[str, Any], key: str, entry: _Entry, *, label: str, attribute: str) -> bytes | None:
+def _bytes(
+    body: Mapping[str, Any], key: str, entry: _Entry, *, label: str, field: KubeconfigField
+) -> bytes | None:
     """`<key>-data` (base64) if set, else the file `<key>` names (relative to its kubeconfig)."""
     data = _opt_str(body, f"{key}-data", label)
     if data:
         try:
             return base64.b64decode("".join(data.split()), validate=True)
         except (binascii.Error, ValueError) as exc:
-            raise KubeconfigError(
-                f"{key}-data of {label}: invalid base64 ({exc})", attribute=attribute
-            ) from None
+            raise KubeconfigError(f"{key}-data of {label}: invalid base64 ({exc})", field=field) from None
     value = _opt_str(body, key, label)
     if not value:
         return None
@@ -576,36 +591,36 @@ def _bytes(body: Mapping[str, Any], key: str, entry: _Entry, *, label: str, attr
     except FileNotFoundError:
         raise KubeconfigError(
             f"{key} {path} of {label}: no such file; fix the path or inline the PEM as {key}-data",
-            attribute=attribute,
+            field=field,
         ) from None
     except OSError as exc:
-        raise KubeconfigError(f"{key} {path} of {label}: {exc.strerror}", attribute=attribute) from None
+        raise KubeconfigError(f"{key} {path} of {label}: {exc.strerror}", field=field) from None
 
 
-def _check_readable(path: Path, what: str, *, attribute: str) -> None:
+def _check_readable(path: Path, what: str, *, field: KubeconfigField) -> None:
     try:
         with path.open("rb"):
             pass
     except FileNotFoundError:
-        raise KubeconfigError(f"{what}: no such file", attribute=attribute) from None
+        raise KubeconfigError(f"{what}: no such file", field=field) from None
     except OSError as exc:
-        raise KubeconfigError(f"{what}: {exc.strerror}", attribute=attribute) from None
+        raise KubeconfigError(f"{what}: {exc.strerror}", field=field) from None
 
 
-def _check_pem(data: bytes, check: Callable[[bytes], None], what: str, attribute: str) -> None:
+def _check_pem(data: bytes, check: Callable[[bytes], None], what: str, field: KubeconfigField) -> None:
     try:
         check(data)
     except PEMError as exc:
-        raise KubeconfigError(f"{what}: {exc}", attribute=attribute) from None
+        raise KubeconfigError(f"{what}: {exc}", field=field) from None
 
 
-def _pem_attribute(text: str, check: Callable[[bytes], None], attribute: str) -> bytes:
+def _pem_override(text: str, check: Callable[[bytes], None], field: KubeconfigField) -> bytes:
     data = text.encode()
-    _check_pem(data, check, attribute, attribute)
+    _check_pem(data, check, f"the given {field}", field)
     return data
 
 
-def _url(value: str, what: str, *, attribute: str, proxy: bool = False) -> str:
+def _url(value: str, what: str, *, field: KubeconfigField, proxy: bool = False) -> str:
     url = value.strip().rstrip("/")
     if "://" not in url:
         url = f"{'http' if proxy else 'https'}://{url}"
@@ -613,12 +628,10 @@ def _url(value: str, what: str, *, attribute: str, proxy: bool = False) -> str:
         parts = urlsplit(url)
         parts.port  # noqa: B018 - raises on a port that is not a number
     except ValueError as exc:
-        raise KubeconfigError(f"{what} '{value}' is not a valid URL ({exc})", attribute=attribute) from None
+        raise KubeconfigError(f"{what} '{value}' is not a valid URL ({exc})", field=field) from None
     if parts.scheme not in ("http", "https"):
         supported = "http:// and https:// proxies" if proxy else "https:// (or http://) servers"
-        raise KubeconfigError(f"{what} '{value}': only {supported} are supported", attribute=attribute)
+        raise KubeconfigError(f"{what} '{value}': only {supported} are supported", field=field)
     if not parts.hostname:
-        raise KubeconfigError(
-            f"{what} '{value}' has no host; expected https://host:port", attribute=attribute
-        )
+        raise KubeconfigError(f"{what} '{value}' has no host; expected https://host:port", field=field)
     return url

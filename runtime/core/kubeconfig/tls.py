@@ -18,7 +18,8 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from .config import ClusterConfig, KubeconfigError
+from ..errors import KubeconfigError, KubeconfigField
+from .config import ClusterConfig
 
 _PROC_FD = Path("/proc/self/fd")
 
@@ -37,7 +38,7 @@ def ssl_context(
         except (ssl.SSLError, UnicodeDecodeError, ValueError) as exc:
             raise KubeconfigError(
                 f"the certificate authority of {config.source} cannot be loaded: {exc}",
-                attribute="cluster_ca_certificate",
+                field=KubeconfigField.CERTIFICATE_AUTHORITY,
             ) from None
     else:
         context = ssl.create_default_context()
@@ -57,11 +58,11 @@ def load_cert_chain(context: ssl.SSLContext, cert: bytes, key: bytes, *, label: 
     except ssl.SSLError as exc:
         if "KEY_VALUES_MISMATCH" in str(exc):
             raise KubeconfigError(
-                f"{label}: client-key does not match client-certificate", attribute="client_key"
+                f"{label}: client-key does not match client-certificate", field=KubeconfigField.CLIENT_KEY
             ) from None
         raise KubeconfigError(
             f"{label}: the client certificate or key cannot be loaded ({exc.reason or exc})",
-            attribute="client_certificate",
+            field=KubeconfigField.CLIENT_CERTIFICATE,
         ) from None
 
 

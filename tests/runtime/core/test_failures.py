@@ -19,8 +19,9 @@ import yaml
 
 from runtime.api.kinds import NAMESPACES, PODS, SERVICEACCOUNTS
 from runtime.core import APIConnectionError, APIError, Client, ForbiddenError, UnauthorizedError
-from runtime.core.failures import Cause, explain
+from runtime.core.failures import explain
 from runtime.core.kubeconfig import load_kubeconfig_dict
+from runtime.core.transport import Cause
 from tests import broken_servers
 from tests.runtime.serviceaccounts import service_account_kubeconfig
 

@@ -37,6 +37,7 @@ from runtime.core.kubeconfig import (
     CredentialError,
     ExecConfig,
     KubeconfigError,
+    KubeconfigField,
     load_incluster_config,
     load_kubeconfig,
     load_kubeconfig_dict,
@@ -298,25 +299,25 @@ def test_explicit_attributes_win_over_the_kubeconfig(tmp_path: Path, pki: PKI) -
 
 
 @pytest.mark.parametrize(
-    ("doc", "kwargs", "message", "attribute"),
+    ("doc", "kwargs", "message", "field"),
     [
         (
             kubeconfig(contexts={"a": {}, "b": {}}, current="a"),
             {"context": "x"},
             "context 'x' not found in {path}; available: a, b",
-            "config_context",
+            KubeconfigField.CONTEXT,
         ),
         (
             kubeconfig(contexts={"a": {}, "b": {}}),
             {},
             "no current-context in {path} and no context given; choose one of: a, b",
-            "config_context",
+            KubeconfigField.CONTEXT,
         ),
         (
             kubeconfig(clusters={"c": {}}, contexts={"x": {"cluster": "c"}}, current="x"),
             {},
             "no server for cluster 'c' in {path}",
-            "host",
+            KubeconfigField.SERVER,
         ),
         (
             kubeconfig(
@@ -324,7 +325,7 @@ def test_explicit_attributes_win_over_the_kubeconfig(tmp_path: Path, pki: PKI) -
             ),
             {"cluster": "d"},
             "cluster 'd' of context 'x' in {path} not found; available: c",
-            "config_context_cluster",
+            KubeconfigField.CLUSTER,
         ),
         (
             kubeconfig(
@@ -332,13 +333,13 @@ def test_explicit_attributes_win_over_the_kubeconfig(tmp_path: Path, pki: PKI) -
             ),
             {"context": "x"},
             "user 'gone' of context 'x' in {path} not found; available: none",
-            "config_context",
+            KubeconfigField.CONTEXT,
         ),
         (
             simple(),
             {"user": "admin"},
             "user 'admin' of context 'ctx' in {path} not found; available: u",
-            "config_context_auth_info",
+            KubeconfigField.USER,
         ),
         (
             kubeconfig(
@@ -348,7 +349,7 @@ def test_explicit_attributes_win_over_the_kubeconfig(tmp_path: Path, pki: PKI) -
             ),
             {},
             "certificate-authority {dir}/nope/ca.pem of cluster 'c' in {path}: no such file",
-            "cluster_ca_certificate",
+            KubeconfigField.CERTIFICATE_AUTHORITY,
         ),
         (
             kubeconfig(
@@ -360,7 +361,7 @@ def test_explicit_attributes_win_over_the_kubeconfig(tmp_path: Path, pki: PKI) -
             ),
             {},
             "certificate-authority of cluster 'c' in {path}: invalid PEM: no -----BEGIN",
-            "cluster_ca_certificate",
+            KubeconfigField.CERTIFICATE_AUTHORITY,
         ),
         (
             kubeconfig(
@@ -370,19 +371,19 @@ def test_explicit_attributes_win_over_the_kubeconfig(tmp_path: Path, pki: PKI) -
             ),
             {},
             "certificate-authority-data of cluster 'c' in {path}: invalid base64",
-            "cluster_ca_certificate",
+            KubeconfigField.CERTIFICATE_AUTHORITY,
         ),
         (
             simple({"client-certificate-data": FAKE_CERT}),
             {},
             "client-certificate given without client-key",
-            "client_key",
+            KubeconfigField.CLIENT_KEY,
         ),
         (
             simple({"token": "t", "username": "me", "password": "pw"}),
             {},
             "user 'u' in {path}: more than one authentication method (token, basic auth); keep one",
-            "config_context_auth_info",
+            KubeconfigField.USER,
         ),
         (
             kubeconfig(
@@ -398,31 +399,31 @@ def test_explicit_attributes_win_over_the_kubeconfig(tmp_path: Path, pki: PKI) -
             ),
             {},
             "insecure-skip-tls-verify and a certificate authority are both set",
-            "insecure",
+            KubeconfigField.INSECURE,
         ),
         (
             simple({"auth-provider": {"name": "oidc"}}),
             {},
             "user 'u' in {path} uses auth-provider 'oidc', which is not supported; switch to an exec plugin",
-            "config_context_auth_info",
+            KubeconfigField.USER,
         ),
         (
             simple({"exec": {"apiVersion": V1, "command": "login"}}),
             {},
             f"exec plugin of user 'u' in {{path}}: interactiveMode is required for {V1}",
-            "exec",
+            KubeconfigField.EXEC,
         ),
         (
             simple({"exec": {"apiVersion": "client.authentication.k8s.io/v1alpha1", "command": "login"}}),
             {},
             "apiVersion 'client.authentication.k8s.io/v1alpha1' is not supported",
-            "exec",
+            KubeconfigField.EXEC,
         ),
         (
             simple({"tokenFile": "missing-token"}),
             {},
             "tokenFile {dir}/missing-token of user 'u' in {path}: no such file",
-            "token",
+            KubeconfigField.TOKEN,
         ),
         (
             kubeconfig(
@@ -432,21 +433,26 @@ def test_explicit_attributes_win_over_the_kubeconfig(tmp_path: Path, pki: PKI) -
             ),
             {},
             "proxy-url of cluster 'c' in {path} 'socks5://proxy:1080': only http:// and https:// proxies",
-            "proxy_url",
+            KubeconfigField.PROXY_URL,
         ),
         (
             simple(server="https://host:port"),
             {},
             "server of cluster 'one' in {path} 'https://host:port' is not a valid URL",
-            "host",
+            KubeconfigField.SERVER,
         ),
         (
             "apiVersion: v1\nclusters:\n\t- name: a\n",
             {},
             "{path}: invalid YAML at line 3, column 1: found character '\\t' that cannot start any token",
-            "config_path",
+            KubeconfigField.KUBECONFIG,
         ),
-        ("- just\n- a list\n", {}, "{path}: not a kubeconfig (its top level is a list", "config_path"),
+        (
+            "- just\n- a list\n",
+            {},
+            "{path}: not a kubeconfig (its top level is a list",
+            KubeconfigField.KUBECONFIG,
+        ),
     ],
     ids=[
         "unknown-context",
@@ -471,55 +477,55 @@ def test_explicit_attributes_win_over_the_kubeconfig(tmp_path: Path, pki: PKI) -
         "not-a-mapping",
     ],
 )
-def test_every_problem_is_named_with_its_file_entry_and_attribute(
-    tmp_path: Path, doc: JSON | str, kwargs: dict[str, Any], message: str, attribute: str | None
+def test_every_problem_is_named_with_its_file_entry_and_field(
+    tmp_path: Path, doc: JSON | str, kwargs: dict[str, Any], message: str, field: KubeconfigField | None
 ) -> None:
     path = write(tmp_path / "config", doc)
     with pytest.raises(KubeconfigError) as err:
         load_kubeconfig(path, **kwargs)
     assert message.format(path=path, dir=tmp_path) in str(err.value)
-    assert err.value.attribute == attribute
+    assert err.value.field == field
 
 
 @pytest.mark.parametrize(
-    ("overrides", "message", "attribute"),
+    ("overrides", "message", "field"),
     [
         (
             ConfigOverrides(client_key="-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n"),
-            "client_key: invalid PEM",
-            "client_key",
+            "the given client-key: invalid PEM",
+            KubeconfigField.CLIENT_KEY,
         ),
         (
             ConfigOverrides(cluster_ca_certificate="garbage"),
-            "cluster_ca_certificate: invalid PEM",
-            "cluster_ca_certificate",
+            "the given certificate-authority: invalid PEM",
+            KubeconfigField.CERTIFICATE_AUTHORITY,
         ),
         (
             ConfigOverrides(token="t", username="me"),
             "the given attributes: more than one authentication method (token, basic auth)",
-            "token",
+            KubeconfigField.TOKEN,
         ),
         (
             ConfigOverrides(exec=ExecConfig(command="x", api_version="v1")),
             "exec: apiVersion 'v1' is not supported",
-            "exec",
+            KubeconfigField.EXEC,
         ),
     ],
     ids=["key-is-a-certificate", "ca-garbage", "token-and-basic", "exec-api-version"],
 )
-def test_bad_attributes_are_reported_against_the_attribute(
-    overrides: ConfigOverrides, message: str, attribute: str
+def test_bad_overrides_are_reported_against_their_field(
+    overrides: ConfigOverrides, message: str, field: KubeconfigField
 ) -> None:
     with pytest.raises(KubeconfigError) as err:
         load_kubeconfig(overrides=dataclasses.replace(overrides, host="https://h:6443"))
     assert message in str(err.value)
-    assert err.value.attribute == attribute
+    assert err.value.field == field
 
 
 def test_missing_and_unreadable_kubeconfigs_name_the_path(tmp_path: Path) -> None:
     with pytest.raises(KubeconfigError, match=re.escape(f"kubeconfig {tmp_path}/nope: no such file")) as err:
         load_kubeconfig(tmp_path / "nope")
-    assert err.value.attribute == "config_path"
+    assert err.value.field == KubeconfigField.KUBECONFIG
     with pytest.raises(KubeconfigError, match=re.escape(f"kubeconfig {tmp_path}: cannot read it")):
         load_kubeconfig(tmp_path)
 
@@ -757,7 +763,7 @@ async def test_plugin_failures_name_the_command_and_never_the_token(
     assert message in str(err.value)
     assert f"exec plugin '{sys.executable}' (user 'u' in test)" in str(err.value)
     assert "s3cret" not in str(err.value)
-    assert isinstance(err.value, APIConnectionError) and err.value.attribute == "exec"
+    assert isinstance(err.value, APIConnectionError) and err.value.field == KubeconfigField.EXEC
 
 
 async def test_a_missing_plugin_shows_its_install_hint(tmp_path: Path) -> None:
@@ -792,7 +798,7 @@ def test_client_keys_load_from_memory_or_a_private_directory_that_is_removed(
         KubeconfigError, match="user 'u': client-key does not match client-certificate"
     ) as err:
         load_cert_chain(context, pki.cert, pki.other_key, label="user 'u'")
-    assert err.value.attribute == "client_key"
+    assert err.value.field == KubeconfigField.CLIENT_KEY
 
 
 # against the emulator
