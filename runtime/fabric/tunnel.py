@@ -7,8 +7,12 @@ the WireGuard interface (MTU from the gateway object) with this side's tunnel ad
 key and single peer (allowed IPs: the remote pod network as mapped here and the other
 gateway's tunnel address; the client keeps the tunnel alive), a route to that network
 through the interface, forwarding, and the remapping NAT (`runtime.forge.fabricrules`).
-Every step is idempotent, so a restart of either side converges to the same state; the
-Connection reports Connected while handshakes are recent, with the round trip the latency
+The networks come from a Configuration a peer can write into, so none is used before it is
+checked again (`refusals()`): each parsed by `runtime.forge.cidrs` (`Cidrs.of`), the remote
+network as mapped here in the IPAM's pool, and this cluster's network as the remote maps it
+of the same size as the real one (the NAT moves addresses by prefix); anything else is an
+Error in the Connection and touches nothing. Every step is idempotent, so a restart of
+either side converges to the same state; the Connection reports Connected while handshakes are recent, with the round trip the latency
 probe (`latency.py`) last measured through the tunnel.
 """
 
@@ -24,7 +28,7 @@ from typing import Any
 
 from runtime.api.crds import CONNECTIONS
 from runtime.core import Client, Informer, NotFoundError, Request, Result, TemporaryError
-from runtime.forge import fabricrules
+from runtime.forge import cidrs, fabricrules, ipam
 from runtime.forge import networking as forge
 from runtime.forge.networking import Cidrs, GatewayMode
 
@@ -56,6 +60,20 @@ class GatewaySettings:
 
 def _first(cidrs: Cidrs) -> str:
     return cidrs.pod[0] if cidrs.pod else ""
+
+
+def refusals(*, local_pod: str, remote_here: str, local_there: str) -> list[str]:
+    """Why the tunnel may not be made from these networks (pure; each already parsed by `Cidrs.of`)."""
+    found = []
+    try:
+        cidrs.peer_network(remote_here, within=ipam.pool_networks())
+    except cidrs.CidrError as exc:
+        found.append(f"the remote pod CIDR as mapped here: {exc}")
+    if cidrs.network(local_there).prefixlen != cidrs.network(local_pod).prefixlen:
+        found.append(
+            f"this cluster's pod CIDR as the remote maps it ({local_there}) is not the size of {local_pod}"
+        )
+    return found
 
 
 def _enable_forwarding() -> None:
@@ -126,6 +144,10 @@ class TunnelReconciler:
         if missing:
             await self._report("Connecting", f"waiting for {', '.join(missing)}")
             raise TemporaryError(f"{request}: waiting for {', '.join(missing)}", delay=WAIT)
+        refused = refusals(local_pod=local_pod, remote_here=remote_here, local_there=local_there)
+        if refused:
+            await self._report("Error", f"refused: {'; '.join(refused)}")
+            raise TemporaryError(f"{request}: refused: {'; '.join(refused)}", delay=WAIT)
         mtu = int((gateway.get("spec") or {}).get("mtu") or forge.DEFAULT_MTU)
         here, there = forge.TUNNEL_ADDRESSES[s.mode], self._probe.remote
         peer = Peer(
