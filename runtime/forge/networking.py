@@ -235,7 +235,8 @@ def _selector(name: str) -> dict[str, str]:
 
 
 def gateway_role(name: str, *, namespace: str, remote_cluster_id: str) -> list[JSON]:
-    """What a gateway may do in its tenant namespace: read its peering's objects, write its Connection."""
+    """What a gateway may do in its tenant namespace: read its peering's objects and the IPAM's Networks, write
+    its Connection."""
     read = ["get", "list", "watch"]
     rules = [
         {
@@ -243,6 +244,8 @@ def gateway_role(name: str, *, namespace: str, remote_cluster_id: str) -> list[J
             "resources": ["configurations", "gatewayservers", "gatewayclients", "publickeys"],
             "verbs": read,
         },
+        # what the IPAM gave the Configuration: the only remote network the gateway tunnels
+        {"apiGroups": [c.IPAM_GROUP], "resources": ["networks"], "verbs": read},
         {
             "apiGroups": [c.NETWORKING_GROUP],
             "resources": ["connections"],
@@ -279,9 +282,13 @@ def gateway_deployment(
     remote_cluster_name: str,
     interface: str,
     image: str,
+    pod_cidr: str,
     implementation: str = "auto",
 ) -> JSON:
     """The gateway's Deployment: one replica, replaced (a second one would fight over the tunnel).
+
+    This cluster's pod CIDR is an argument (`pod_cidr`, from the identity ConfigMap), never
+    read from the Configuration: the peer can write into that one, and the gateway NATs to it.
 
     It runs as root (the image's user is not), privileged with NET_ADMIN, as Liqo's gateway
     does: it makes the tunnel interface, routes and NAT rules in its own pod's network
@@ -300,6 +307,7 @@ def gateway_deployment(
             f"--name={remote_cluster_name}",
             f"--remote-cluster-id={remote_cluster_id}",
             f"--interface={interface}",
+            f"--pod-cidr={cidrs.network(pod_cidr)}",
             f"--key-file=/etc/wireguard/keys/{PRIVATE_KEY}",
             f"--listen-port={GATEWAY_PORT}",
             f"--implementation={implementation}",
