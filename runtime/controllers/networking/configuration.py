@@ -143,10 +143,6 @@ class ConfigurationReconciler:
                 refused.append(f"spec.remote: {cidr}: {exc}")
         await self._release(configuration, keep=remote.pod)
         await self._report(configuration, Cidrs(pod=tuple(mapped), external=remote.external), refused)
-        if mapped:
-            logger.debug(
-                "%s: remote pod CIDR %s is %s here", request, ", ".join(remote.pod), ", ".join(mapped)
-            )
         return None
 
     async def _report(self, configuration: JSON, wanted: Cidrs, refused: list[str]) -> None:
