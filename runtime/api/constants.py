@@ -203,6 +203,11 @@ REASON_VIRTUAL_NODE_READY: Final = "VirtualNodeReady"
 REASON_VIRTUAL_NODE_NOT_READY: Final = "VirtualNodeNotReady"
 #: an Identity's condition: its credential was renewed (True) or the last renewal failed (False)
 CONDITION_CREDENTIAL_RENEWED: Final = "CredentialRenewed"
+#: a Configuration's condition: every network its peer wrote was accepted by this cluster's IPAM (True), or
+#: some were refused (False, reason NetworksRefused, the message naming each network and why)
+CONDITION_ACCEPTED: Final = "Accepted"
+REASON_NETWORKS_ACCEPTED: Final = "NetworksAccepted"
+REASON_NETWORKS_REFUSED: Final = "NetworksRefused"
 
 # The consumer's objects for one provider, in its local tenant namespace `liqo-tenant-<provider name>`.
 #: the Secret with the consumer's Ed25519 key pair for that provider: liqo-keys-<provider name>

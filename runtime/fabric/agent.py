@@ -1,7 +1,7 @@
 """`python -m runtime fabric`: the fabric agent of one node (a DaemonSet pod on the host network).
 
-It watches every peering's Configuration and every gateway pod, and keeps this node's
-routes to remote pod networks and its masquerade bypass (`routes.py`). The cluster's pod
+It watches every peering's Configuration, the IPAM's Networks and every gateway pod, and keeps
+this node's routes to remote pod networks and its masquerade bypass (`routes.py`). The cluster's pod
 CIDR comes from the runtime's identity ConfigMap. Everything is read through informers, so
 an API server not reachable yet (the agent starts with the node) is waited for, not fatal.
 """
@@ -14,7 +14,7 @@ import os
 from collections.abc import Sequence
 
 from runtime.api import constants as c
-from runtime.api.crds import CONFIGURATIONS
+from runtime.api.crds import CONFIGURATIONS, NETWORKS
 from runtime.api.kinds import CONFIGMAPS, PODS
 from runtime.core import Client, KubeconfigError, Manager, Request, Settings
 
@@ -50,6 +50,7 @@ async def main(argv: Sequence[str]) -> int:
     async with client:
         manager = Manager(client, settings=Settings(server=args.health_address))
         configurations = manager.informer(CONFIGURATIONS)
+        networks = manager.informer(NETWORKS)
         gateways = manager.informer(PODS, label_selector=f"{c.LABEL_COMPONENT}=gateway")
         identity = manager.informer(
             CONFIGMAPS,
@@ -57,11 +58,15 @@ async def main(argv: Sequence[str]) -> int:
             field_selector=f"metadata.name={c.CLUSTER_IDENTITY_CONFIGMAP}",
         )
         reconciler = RoutesReconciler(
-            node_name=args.node_name, identity=identity, configurations=configurations, gateways=gateways
+            node_name=args.node_name,
+            identity=identity,
+            configurations=configurations,
+            gateways=gateways,
+            networks=networks,
         )
         key = Request("", args.node_name)
         controller = manager.controller("fabric", reconciler, primary=identity)
-        for informer in (configurations, gateways, identity):
+        for informer in (configurations, networks, gateways, identity):
             controller.watches(informer, lambda _: [key])
         logger.info("%s: fabric agent starting", args.node_name)
         await manager.run()

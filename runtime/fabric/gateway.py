@@ -14,8 +14,9 @@ import logging
 import os
 from collections.abc import Sequence
 
-from runtime.api.crds import CONFIGURATIONS, GATEWAYCLIENTS, GATEWAYSERVERS, PUBLICKEYS
+from runtime.api.crds import CONFIGURATIONS, GATEWAYCLIENTS, GATEWAYSERVERS, NETWORKS, PUBLICKEYS
 from runtime.core import Client, KubeconfigError, Manager, Request, ServerSettings, Settings
+from runtime.forge import cidrs
 from runtime.forge.networking import PROBE_PORT, TUNNEL_ADDRESSES, GatewayMode
 
 from .latency import LatencyProbe
@@ -32,6 +33,13 @@ def address(text: str) -> ServerSettings:
     return ServerSettings(host=host.strip("[]") or "0.0.0.0", port=int(port))
 
 
+def pod_cidr(text: str) -> str:
+    try:
+        return str(cidrs.network(text))
+    except cidrs.CidrError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def argument_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m runtime gateway",
@@ -46,6 +54,9 @@ def argument_parser() -> argparse.ArgumentParser:
     parser.add_argument("--interface", required=True, help="the tunnel interface's name (unique on the host)")
     parser.add_argument("--key-file", required=True, help="file with this gateway's WireGuard private key")
     parser.add_argument("--listen-port", type=int, default=51840)
+    parser.add_argument(
+        "--pod-cidr", type=pod_cidr, required=True, help="this cluster's pod CIDR (the NAT's target)"
+    )
     parser.add_argument("--implementation", choices=("auto", "kernel", "wireguard-go"), default="auto")
     parser.add_argument("--namespace", default=os.environ.get("POD_NAMESPACE", ""))
     parser.add_argument("--kubeconfig", help="credentials for the API server (default: in-cluster)")
@@ -65,6 +76,7 @@ async def main(argv: Sequence[str]) -> int:
         remote_cluster_id=args.remote_cluster_id,
         key_file=args.key_file,
         listen_port=args.listen_port,
+        pod_cidr=args.pod_cidr,
     )
     try:
         client = await (Client.from_kubeconfig(args.kubeconfig) if args.kubeconfig else Client.in_cluster())
@@ -83,6 +95,7 @@ async def main(argv: Sequence[str]) -> int:
                 GATEWAYSERVERS if args.mode == "server" else GATEWAYCLIENTS,
             )
         }
+        informers[NETWORKS.plural] = manager.informer(NETWORKS, namespace=args.namespace)
         remote_mode: GatewayMode = "client" if args.mode == "server" else "server"
         probe = LatencyProbe(remote=TUNNEL_ADDRESSES[remote_mode], port=PROBE_PORT)
         reconciler = TunnelReconciler(client, device, settings=settings, informers=informers, probe=probe)

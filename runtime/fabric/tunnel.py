@@ -1,14 +1,18 @@
 """The gateway's one reconcile: the tunnel as its peering's objects describe it, and its Connection.
 
-From the Configuration (this cluster's pod CIDR, the remote pod CIDR as mapped here, this
-cluster's pod CIDR as the remote maps it), the remote gateway's PublicKey, and for a
+From this cluster's pod CIDR (its argument), the Configuration (the remote pod CIDR as mapped
+here, this cluster's pod CIDR as the remote maps it), the remote gateway's PublicKey, and for a
 client the GatewayClient's endpoint, it makes sure of, in the pod's network namespace:
 the WireGuard interface (MTU from the gateway object) with this side's tunnel address, its
 key and single peer (allowed IPs: the remote pod network as mapped here and the other
 gateway's tunnel address; the client keeps the tunnel alive), a route to that network
 through the interface, forwarding, and the remapping NAT (`runtime.forge.fabricrules`).
-Every step is idempotent, so a restart of either side converges to the same state; the
-Connection reports Connected while handshakes are recent, with the round trip the latency
+The networks come from a Configuration a peer can write into, so none is used before it is
+checked again (`refusals()`): each parsed by `runtime.forge.cidrs` (`Cidrs.of`), the remote
+network as mapped here in the IPAM's pool and given by it (a Network says so), and this cluster's network as the remote maps it
+of the same size as the real one (the NAT moves addresses by prefix); anything else is an
+Error in the Connection and touches nothing. Every step is idempotent, so a restart of
+either side converges to the same state; the Connection reports Connected while handshakes are recent, with the round trip the latency
 probe (`latency.py`) last measured through the tunnel.
 """
 
@@ -24,12 +28,13 @@ from typing import Any
 
 from runtime.api.crds import CONNECTIONS
 from runtime.core import Client, Informer, NotFoundError, Request, Result, TemporaryError
-from runtime.forge import fabricrules
+from runtime.forge import cidrs, fabricrules, ipam
 from runtime.forge import networking as forge
 from runtime.forge.networking import Cidrs, GatewayMode
 
 from .commands import CommandError, run
 from .latency import LatencyProbe
+from .routes import given_networks
 from .wireguard import Device, Peer
 
 logger = logging.getLogger(__name__)
@@ -52,10 +57,30 @@ class GatewaySettings:
     remote_cluster_id: str
     key_file: str
     listen_port: int
+    #: this cluster's pod CIDR (an argument: the Configuration's `spec.local` can be written by the peer)
+    pod_cidr: str
 
 
 def _first(cidrs: Cidrs) -> str:
     return cidrs.pod[0] if cidrs.pod else ""
+
+
+def refusals(*, local_pod: str, remote_here: str, local_there: str, given: set[str]) -> list[str]:
+    """Why the tunnel may not be made from these networks (pure; each already parsed by `Cidrs.of`; `given`: the
+    networks the IPAM gave the Configuration)."""
+    found = []
+    try:
+        cidrs.peer_network(remote_here, within=ipam.pool_networks())
+    except cidrs.CidrError as exc:
+        found.append(f"the remote pod CIDR as mapped here: {exc}")
+    else:
+        if remote_here not in given:
+            found.append(f"the remote pod CIDR as mapped here ({remote_here}) is not a network the IPAM gave")
+    if cidrs.network(local_there).prefixlen != cidrs.network(local_pod).prefixlen:
+        found.append(
+            f"this cluster's pod CIDR as the remote maps it ({local_there}) is not the size of {local_pod}"
+        )
+    return found
 
 
 def _enable_forwarding() -> None:
@@ -107,14 +132,13 @@ class TunnelReconciler:
         configuration = self._get("configurations") or {}
         gateway = self._get("gatewayservers" if s.mode == "server" else "gatewayclients") or {}
         key = ((self._get("publickeys") or {}).get("spec") or {}).get("publicKey") or ""
-        local_pod = _first(Cidrs.of((configuration.get("spec") or {}).get("local")))
+        local_pod = s.pod_cidr
         remote_here = _first(Cidrs.of((configuration.get("status") or {}).get("remote")))
         local_there = _first(Cidrs.of((configuration.get("status") or {}).get("local")))
         endpoint = ((gateway.get("spec") or {}).get("endpoint") or {}) if s.mode == "client" else {}
         missing = [
             what
             for what, value in (
-                ("the Configuration's local pod CIDR", local_pod),
                 ("the remote pod CIDR as mapped here", remote_here),
                 ("this cluster's pod CIDR as the remote maps it", local_there),
                 ("the remote gateway's PublicKey", key),
@@ -126,6 +150,13 @@ class TunnelReconciler:
         if missing:
             await self._report("Connecting", f"waiting for {', '.join(missing)}")
             raise TemporaryError(f"{request}: waiting for {', '.join(missing)}", delay=WAIT)
+        given = given_networks(list(self._informers["networks"].store.items())).get(
+            str((configuration.get("metadata") or {}).get("uid") or ""), set()
+        )
+        refused = refusals(local_pod=local_pod, remote_here=remote_here, local_there=local_there, given=given)
+        if refused:
+            await self._report("Error", f"refused: {'; '.join(refused)}")
+            raise TemporaryError(f"{request}: refused: {'; '.join(refused)}", delay=WAIT)
         mtu = int((gateway.get("spec") or {}).get("mtu") or forge.DEFAULT_MTU)
         here, there = forge.TUNNEL_ADDRESSES[s.mode], self._probe.remote
         peer = Peer(

@@ -16,17 +16,26 @@ through reflection (Liqo's rules):
   ShadowEndpointSlice, owned by it, labelled `endpointslice.kubernetes.io/managed-by=
   endpointslice.reflection.liqo.io` so kube's EndpointSlice controller (which manages only
   its own slices) leaves it alone, and with the Service's name so kube-proxy uses it.
+
+A ShadowEndpointSlice is written by the consumer, so what it lists is hostile until checked
+(the CVE-2021-25740 class: an endpoint naming the provider's API server, a node, another
+tenant's pods or a metadata service would make the provider's kube-proxy send a Service's
+traffic there): the provider's EndpointSlice keeps only the IPv4 addresses inside the
+networks the provider's IPAM gave that consumer (`allowed`), the only ones the fabric routes
+to it; `foreign_addresses` lists the others (and whole IPv6 or FQDN slices: the fabric is
+IPv4) so the refusal can be reported.
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Container
+from collections.abc import Callable, Container, Sequence
 from typing import Any, Final
 
 from runtime.api import constants as c
 from runtime.api.crds import SHADOWENDPOINTSLICES
 
+from .cidrs import CidrError, Network, address
 from .meta import metadata_differs, reflected_metadata
 
 JSON = dict[str, Any]
@@ -107,8 +116,44 @@ def service_of(endpoint_slice: JSON) -> str:
 # the provider's EndpointSlice
 
 
-def endpoint_slice(shadow: JSON) -> JSON:
-    """The EndpointSlice a provider keeps for a ShadowEndpointSlice: its template, owned by it, ours to manage."""
+def _admitted(value: object, allowed: Sequence[Network]) -> bool:
+    try:
+        parsed = address(value)
+    except CidrError:
+        return False
+    return any(parsed in network for network in allowed)
+
+
+def foreign_addresses(shadow: JSON, *, allowed: Sequence[Network]) -> list[str]:
+    """The addresses of a ShadowEndpointSlice outside `allowed` (every one, unless the slice is IPv4)."""
+    template = (shadow.get("spec") or {}).get("template") or {}
+    ipv4 = str(template.get("addressType") or "IPv4") == "IPv4"
+    return [
+        str(value)
+        for endpoint in template.get("endpoints") or []
+        if isinstance(endpoint, dict)
+        for value in endpoint.get("addresses") or []
+        if not (ipv4 and _admitted(value, allowed))
+    ]
+
+
+def _admitted_endpoints(template: JSON, allowed: Sequence[Network]) -> list[JSON]:
+    """The template's endpoints with only their admitted addresses (an endpoint left with none is dropped)."""
+    if str(template.get("addressType") or "IPv4") != "IPv4":
+        return []
+    admitted = []
+    for endpoint in template.get("endpoints") or []:
+        if not isinstance(endpoint, dict):
+            continue
+        addresses = [str(value) for value in endpoint.get("addresses") or [] if _admitted(value, allowed)]
+        if addresses:
+            admitted.append({**copy.deepcopy(endpoint), "addresses": addresses})
+    return admitted
+
+
+def endpoint_slice(shadow: JSON, *, allowed: Sequence[Network]) -> JSON:
+    """The EndpointSlice a provider keeps for a ShadowEndpointSlice: its template with only the addresses in
+    `allowed` (the networks given to the consumer that wrote it), owned by it, ours to manage."""
     meta = shadow["metadata"]
     template = (shadow.get("spec") or {}).get("template") or {}
     labels = {
@@ -136,7 +181,7 @@ def endpoint_slice(shadow: JSON) -> JSON:
             ],
         },
         "addressType": str(template.get("addressType") or "IPv4"),
-        "endpoints": copy.deepcopy(template.get("endpoints") or []),
+        "endpoints": _admitted_endpoints(template, allowed),
         "ports": copy.deepcopy(template.get("ports") or []),
     }
 

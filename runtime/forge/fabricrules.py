@@ -11,12 +11,17 @@ On every node, traffic from local pods to remote pod networks must keep its pod 
 address (the CNI's masquerade would otherwise replace it with the node's, which the remote
 gateway does not accept): an identity SNAT before the CNI's chain marks the connection as
 NATed, as Liqo's `masquerade-bypass` FirewallConfiguration does.
+
+Every network is parsed (`runtime.forge.cidrs.network`) before it is written into a script:
+a value that is not a canonical IPv4 CIDR raises CidrError and never reaches nft.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Final
+
+from .cidrs import network
 
 GATEWAY_TABLE: Final = "liqo-gateway"
 NODE_TABLE: Final = "liqo-fabric"
@@ -29,6 +34,7 @@ def _replace(table: str, chains: list[str]) -> str:
 
 def gateway_rules(*, interface: str, local_pod: str, local_seen_remotely: str) -> str:
     """The gateway's NAT: this cluster's pods seen by the remote cluster in `local_seen_remotely`."""
+    local_pod, local_seen_remotely = str(network(local_pod)), str(network(local_seen_remotely))
     chains: list[str] = []
     if local_seen_remotely != local_pod:
         chains.append(
@@ -50,9 +56,10 @@ def gateway_rules(*, interface: str, local_pod: str, local_seen_remotely: str) -
 
 def node_rules(*, pod_cidr: str, remote_cidrs: Sequence[str]) -> str:
     """The node's masquerade bypass towards every remote pod network (an empty table when there is none)."""
+    pod_cidr = str(network(pod_cidr))
     chains: list[str] = []
     if remote_cidrs:
-        remotes = ", ".join(sorted(set(remote_cidrs)))
+        remotes = ", ".join(sorted({str(network(cidr)) for cidr in remote_cidrs}))
         chains.append(
             "  chain postrouting {\n"
             "    type nat hook postrouting priority srcnat - 1; policy accept;\n"

@@ -1,9 +1,12 @@
 """The IPAM's allocation rule, pure: which CIDR a peer's network is known by here.
 
-A cluster reserves its own pod and Service CIDRs and its external CIDR. A peer's pod
-CIDR is used as it is when it overlaps nothing reserved or already given to another
-peer; otherwise it is remapped to the first free network of the same size in the pool
-(Liqo's default pool: the private ranges of RFC 1918). Allocations are kept in
+A cluster reserves its own pod and Service CIDRs, its external CIDR and its nodes'
+networks. A peer's pod CIDR is used as it is when it lies in the pool (Liqo's default
+pool: the private ranges of RFC 1918) and overlaps nothing reserved or already given to
+another peer; otherwise it is remapped to the first free network of the same size in the
+pool. So every network the IPAM gives lies in its pool: a peer asking for a public range
+(8.8.8.0/24) never makes this cluster route it. Whether a peer's network may be asked for
+at all (parsed, not special-purpose, not too wide) is `runtime.forge.cidrs`'s to say. Allocations are kept in
 `ipam.liqo.io` Network objects (spec: what was asked, status: what was given), so the
 rule is called with every earlier allocation and gives the same answer after a restart:
 an allocation that is already recorded and still free of conflicts is kept as it is.
@@ -16,7 +19,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final
 
-Network = ipaddress.IPv4Network
+from .cidrs import Network, network
 
 #: where remapped networks come from (Liqo's default pool)
 DEFAULT_POOL: Final = ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16")
@@ -25,15 +28,11 @@ DEFAULT_EXTERNAL_CIDR: Final = "10.70.0.0/16"
 
 
 class IPAMError(Exception):
-    """A request the IPAM cannot satisfy: not a network, or no free network of that size left."""
+    """A request the IPAM cannot satisfy: no free network of that size left."""
 
 
-def network(cidr: str) -> Network:
-    """A CIDR as an IPv4 network (host bits refused)."""
-    try:
-        return ipaddress.IPv4Network(cidr, strict=True)
-    except ValueError as exc:
-        raise IPAMError(f"{cidr!r} is not an IPv4 network: {exc}") from None
+def pool_networks(pool: Sequence[str] = DEFAULT_POOL) -> list[Network]:
+    return [network(cidr) for cidr in pool]
 
 
 @dataclass(frozen=True)
@@ -43,7 +42,7 @@ class Reserved:
     pod_cidr: str
     service_cidr: str
     external_cidr: str = DEFAULT_EXTERNAL_CIDR
-    #: further networks in use here (the nodes' network, say)
+    #: further networks in use here (the nodes' networks)
     others: tuple[str, ...] = ()
 
     def networks(self) -> list[Network]:
@@ -64,20 +63,25 @@ def allocate(
     current: str = "",
     pool: Sequence[str] = DEFAULT_POOL,
 ) -> str:
-    """The network a peer's `requested` network is known by here.
+    """The network a peer's `requested` network is known by here: always in `pool`.
 
     `allocated` are the networks given to other requests (not this one); `current` is what
     this request was given before, kept when it still conflicts with nothing.
     """
     wanted = network(requested)
     taken = [*reserved.networks(), *(network(cidr) for cidr in allocated)]
+    blocks = pool_networks(pool)
+
+    def free(candidate: Network) -> bool:
+        return any(candidate.subnet_of(block) for block in blocks) and not _overlaps(candidate, taken)
+
     if current:
         kept = network(current)
-        if kept.prefixlen == wanted.prefixlen and not _overlaps(kept, taken):
+        if kept.prefixlen == wanted.prefixlen and free(kept):
             return str(kept)
-    if not _overlaps(wanted, taken):
+    if free(wanted):
         return str(wanted)
-    for block in (network(cidr) for cidr in pool):
+    for block in blocks:
         if block.prefixlen > wanted.prefixlen:
             continue
         for candidate in block.subnets(new_prefix=wanted.prefixlen):

@@ -25,6 +25,7 @@ from runtime.api import constants as c
 from runtime.api.crds import CONFIGURATIONS, CONNECTIONS, GATEWAYCLIENTS, GATEWAYSERVERS, NETWORKS, PUBLICKEYS
 from runtime.api.image import component_command
 
+from . import cidrs
 from .meta import labels, metadata
 
 JSON = dict[str, Any]
@@ -51,6 +52,8 @@ HEALTH_PORT: Final = 8087
 
 @dataclass(frozen=True)
 class Cidrs:
+    """A cluster's networks as a Configuration's half (`spec.local`, `status.remote`, ...) states them."""
+
     pod: tuple[str, ...] = ()
     external: tuple[str, ...] = ()
 
@@ -59,10 +62,24 @@ class Cidrs:
 
     @classmethod
     def of(cls, value: Any) -> Cidrs:
-        cidr = (value or {}).get("cidr") or {} if isinstance(value, dict) else {}
-        return cls(
-            tuple(str(p) for p in cidr.get("pod") or ()), tuple(str(e) for e in cidr.get("external") or ())
-        )
+        """The networks of a half as a peer may have written it: only those `runtime.forge.cidrs` accepts
+        (canonical IPv4 CIDRs, not special-purpose, not wider than /8, at most 4 of a kind); `refused()` says
+        why the others are left out."""
+        pod, external = (cidrs.peer_networks(values) for values in _lists(value))
+        return cls(tuple(str(n) for n in pod.accepted), tuple(str(n) for n in external.accepted))
+
+    @staticmethod
+    def refused(value: Any) -> list[str]:
+        """Why each network of the half that `of()` leaves out is refused."""
+        return [reason for values in _lists(value) for reason in cidrs.peer_networks(values).refused]
+
+
+def _lists(value: Any) -> tuple[Any, Any]:
+    """The raw pod and external lists of a Configuration's half (`{"cidr": {"pod": [...], "external": [...]}}`)."""
+    cidr = value.get("cidr") if isinstance(value, dict) else None
+    if not isinstance(cidr, dict):
+        return None, None
+    return cidr.get("pod"), cidr.get("external")
 
 
 def _meta(name: str, namespace: str, remote_cluster_id: str, *, component: str = COMPONENT) -> JSON:
@@ -218,7 +235,8 @@ def _selector(name: str) -> dict[str, str]:
 
 
 def gateway_role(name: str, *, namespace: str, remote_cluster_id: str) -> list[JSON]:
-    """What a gateway may do in its tenant namespace: read its peering's objects, write its Connection."""
+    """What a gateway may do in its tenant namespace: read its peering's objects and the IPAM's Networks, write
+    its Connection."""
     read = ["get", "list", "watch"]
     rules = [
         {
@@ -226,6 +244,8 @@ def gateway_role(name: str, *, namespace: str, remote_cluster_id: str) -> list[J
             "resources": ["configurations", "gatewayservers", "gatewayclients", "publickeys"],
             "verbs": read,
         },
+        # what the IPAM gave the Configuration: the only remote network the gateway tunnels
+        {"apiGroups": [c.IPAM_GROUP], "resources": ["networks"], "verbs": read},
         {
             "apiGroups": [c.NETWORKING_GROUP],
             "resources": ["connections"],
@@ -262,9 +282,13 @@ def gateway_deployment(
     remote_cluster_name: str,
     interface: str,
     image: str,
+    pod_cidr: str,
     implementation: str = "auto",
 ) -> JSON:
     """The gateway's Deployment: one replica, replaced (a second one would fight over the tunnel).
+
+    This cluster's pod CIDR is an argument (`pod_cidr`, from the identity ConfigMap), never
+    read from the Configuration: the peer can write into that one, and the gateway NATs to it.
 
     It runs as root (the image's user is not), privileged with NET_ADMIN, as Liqo's gateway
     does: it makes the tunnel interface, routes and NAT rules in its own pod's network
@@ -283,6 +307,7 @@ def gateway_deployment(
             f"--name={remote_cluster_name}",
             f"--remote-cluster-id={remote_cluster_id}",
             f"--interface={interface}",
+            f"--pod-cidr={cidrs.network(pod_cidr)}",
             f"--key-file=/etc/wireguard/keys/{PRIVATE_KEY}",
             f"--listen-port={GATEWAY_PORT}",
             f"--implementation={implementation}",

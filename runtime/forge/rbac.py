@@ -35,7 +35,7 @@ LIQO_GROUPS = [c.CORE_GROUP, c.AUTHENTICATION_GROUP, c.OFFLOADING_GROUP, c.NETWO
 VIRTUAL_KUBELET_REFLECTION_ROLE = "liqo-virtual-kubelet-reflection"
 #: bound on a provider in a consumer's tenant namespace (RoleBinding): what a consumer may do there
 REMOTE_CONSUMER_ROLE = "liqo-remote-consumer"
-#: the fabric agents' (one per node): Configurations and gateway pods everywhere
+#: the fabric agents' (one per node): Configurations, the IPAM's Networks and gateway pods everywhere
 FABRIC_ROLE = "liqo-fabric"
 #: bound on a provider in each twin namespace (RoleBinding) to the consumer it was created for
 REMOTE_OFFLOADING_ROLE = "liqo-remote-offloading"
@@ -168,6 +168,8 @@ def cluster_roles() -> list[JSON]:
             "fabric",
             [
                 _rule([c.NETWORKING_GROUP], ["configurations"], READ),
+                # what the IPAM gave each Configuration: the only networks the agent routes
+                _rule([c.IPAM_GROUP], ["networks"], READ),
                 # where each peering's gateway runs
                 _rule([""], ["pods"], READ),
             ],

@@ -4,6 +4,8 @@ For a gateway object the controller keeps, in its namespace and owned by it: the
 with a WireGuard private key made once (never logged, never replaced: the other side holds
 its public key), the gateway's ServiceAccount and Role, its Deployment and, for a server,
 the Service exposing its WireGuard port (NodePort by default, as the auth service). The
+gateway is told this cluster's pod CIDR (from the identity ConfigMap) in its arguments: the
+Configuration it reads can be written by the peer. The
 status carries the public key, the key Secret and, for a server, the endpoint consumers
 dial: a Ready real node's most reachable address and the nodePort, or the load
 balancer's ingress and the port.
@@ -19,7 +21,16 @@ from typing import Any
 
 from runtime.api import constants as c
 from runtime.api.crds import GATEWAYCLIENTS, GATEWAYSERVERS
-from runtime.api.kinds import DEPLOYMENTS, NODES, ROLEBINDINGS, ROLES, SECRETS, SERVICEACCOUNTS, SERVICES
+from runtime.api.kinds import (
+    CONFIGMAPS,
+    DEPLOYMENTS,
+    NODES,
+    ROLEBINDINGS,
+    ROLES,
+    SECRETS,
+    SERVICEACCOUNTS,
+    SERVICES,
+)
 from runtime.api.resource import Resource
 from runtime.core import AlreadyExistsError, Client, Informer, Manager, Request, Result
 from runtime.forge import networking as forge
@@ -85,6 +96,7 @@ class GatewayReconciler:
         secrets: Informer,
         services: Informer,
         nodes: Informer,
+        identity: Informer,
     ) -> None:
         self._client = client
         self._mode = mode
@@ -93,6 +105,7 @@ class GatewayReconciler:
         self._secrets = secrets
         self._services = services
         self._nodes = nodes
+        self._identity = identity
         self._resource = GATEWAYSERVERS if mode == "server" else GATEWAYCLIENTS
 
     async def reconcile(self, request: Request) -> Result | None:
@@ -100,6 +113,10 @@ class GatewayReconciler:
         if gateway is None or gateway["metadata"].get("deletionTimestamp"):
             return None
         ns = request.namespace
+        data = (next(iter(self._identity.store), None) or {}).get("data") or {}
+        pod_cidr = str(data.get(c.IDENTITY_POD_CIDR) or "")
+        if not pod_cidr:
+            return Result(requeue_after=5.0)
         spec = gateway.get("spec") or {}
         remote_id = str(spec.get("remoteClusterID") or "")
         name = forge.gateway_name(request.name)
@@ -124,6 +141,7 @@ class GatewayReconciler:
                     remote_cluster_name=request.name,
                     interface=forge.interface_name(str(gateway["metadata"]["uid"])),
                     image=self._options.image,
+                    pod_cidr=pod_cidr,
                     implementation=self._options.wireguard_implementation,
                 ),
             )
@@ -197,6 +215,11 @@ def _setup(manager: Manager, options: ControllerOptions, mode: GatewayMode) -> N
     secrets = manager.informer(SECRETS, label_selector=f"{c.LABEL_COMPONENT}={forge.COMPONENT}")
     services = manager.informer(SERVICES, label_selector=f"{c.LABEL_COMPONENT}={forge.COMPONENT}")
     nodes = manager.informer(NODES)
+    identity = manager.informer(
+        CONFIGMAPS,
+        namespace=options.namespace,
+        field_selector=f"metadata.name={c.CLUSTER_IDENTITY_CONFIGMAP}",
+    )
     reconciler = GatewayReconciler(
         manager.client,
         mode=mode,
@@ -205,10 +228,12 @@ def _setup(manager: Manager, options: ControllerOptions, mode: GatewayMode) -> N
         secrets=secrets,
         services=services,
         nodes=nodes,
+        identity=identity,
     )
     controller = manager.controller(f"gateway{mode}", reconciler, primary=gateways)
     controller.owns(secrets)
     controller.owns(services)
+    controller.watches(identity, lambda _: [Request.of(item) for item in gateways.store])
 
 
 def setup_server(manager: Manager, options: ControllerOptions) -> None:

@@ -9,6 +9,7 @@ import pytest
 
 from runtime.api import constants as c
 from runtime.forge import endpointslices, ingresses, services
+from runtime.forge.cidrs import Network
 
 JSON = dict[str, Any]
 ORIGIN = "rome-id"
@@ -163,7 +164,7 @@ def test_the_providers_endpoint_slice_is_owned_by_its_shadow_and_managed_by_refl
     # whatever a consumer writes, the managed-by labels are the provider's
     shadow["metadata"]["labels"][c.LABEL_ENDPOINTSLICE_MANAGED_BY] = "endpointslice-controller.k8s.io"
     shadow["metadata"].update(uid="s1")
-    made = endpointslices.endpoint_slice(shadow)
+    made = endpointslices.endpoint_slice(shadow, allowed=[Network("10.244.0.0/16"), Network("10.250.0.0/16")])
     assert (
         made["metadata"]["labels"][c.LABEL_ENDPOINTSLICE_MANAGED_BY] == c.ENDPOINTSLICE_MANAGED_BY_REFLECTION
     )
@@ -175,6 +176,52 @@ def test_the_providers_endpoint_slice_is_owned_by_its_shadow_and_managed_by_refl
     assert not endpointslices.endpoint_slice_differs(edited, made)
     edited["endpoints"].pop()
     assert endpointslices.endpoint_slice_differs(edited, made)
+
+
+def hostile_shadow(address_type: str, *addresses: object) -> JSON:
+    return {
+        "metadata": {"name": "hostile", "namespace": "demo-rome", "uid": "s1"},
+        "spec": {
+            "template": {
+                "addressType": address_type,
+                "endpoints": [{"addresses": [a], "conditions": {"ready": True}} for a in addresses],
+            }
+        },
+    }
+
+
+def test_the_providers_endpoint_slice_keeps_only_the_addresses_of_the_consumers_networks() -> None:
+    """CVE-2021-25740: a consumer's ShadowEndpointSlice naming the provider's API server, a node, a metadata service,
+    loopback, another tenant's pod or garbage leaves each of those out; its own pods' addresses stay."""
+    allowed = [Network("10.0.0.0/16")]
+    foreign = [
+        "10.96.0.1",  # the provider's API server Service
+        "172.18.0.2",  # a node
+        "169.254.169.254",
+        "127.0.0.1",
+        "10.1.0.7",  # another tenant's network
+        "10.0.0.07",
+        "10.0.0.7 ",
+        "fd00::1",
+        12,
+    ]
+    shadow = hostile_shadow("IPv4", "10.0.0.7", *foreign, "10.0.255.254")
+    made = endpointslices.endpoint_slice(shadow, allowed=allowed)
+    assert [e["addresses"] for e in made["endpoints"]] == [["10.0.0.7"], ["10.0.255.254"]]
+    assert endpointslices.foreign_addresses(shadow, allowed=allowed) == [str(a) for a in foreign]
+
+
+@pytest.mark.parametrize("address_type", ["IPv6", "FQDN"])
+def test_a_shadow_slice_that_is_not_ipv4_lists_nothing_on_the_provider(address_type: str) -> None:
+    shadow = hostile_shadow(address_type, "10.0.0.7", "kubernetes.default.svc")
+    allowed = [Network("10.0.0.0/16")]
+    assert endpointslices.endpoint_slice(shadow, allowed=allowed)["endpoints"] == []
+    assert endpointslices.foreign_addresses(shadow, allowed=allowed) == ["10.0.0.7", "kubernetes.default.svc"]
+
+
+def test_without_networks_given_no_address_is_listed() -> None:
+    shadow = hostile_shadow("IPv4", "10.0.0.7")
+    assert endpointslices.endpoint_slice(shadow, allowed=[])["endpoints"] == []
 
 
 def ingress(class_name: str | None, annotation: str | None = None) -> JSON:

@@ -8,6 +8,7 @@ import uuid
 
 import pytest
 
+from runtime.forge.cidrs import CidrError
 from runtime.forge.fabricrules import gateway_rules, node_rules
 
 
@@ -23,6 +24,18 @@ def test_the_gateway_moves_this_clusters_pods_into_the_network_the_remote_maps_t
         'oifname "liqo-0123456789" ip saddr 10.244.0.0/16 snat ip prefix to ip saddr map { 10.244.0.0/16 : 10.0.0.0/16 }'
         in script
     )
+
+
+@pytest.mark.parametrize(
+    "hostile",
+    ["10.0.0.0/16 } ; flush ruleset ; table ip x {", "10.0.0.0/16\nflush ruleset", "any", "10.0.0.1/16"],
+)
+def test_nothing_but_a_network_ever_reaches_a_script(hostile: str) -> None:
+    """A value a peer wrote into a Configuration is never pasted into nft: it raises before a script exists."""
+    with pytest.raises(CidrError):
+        gateway_rules(interface="liqo-x", local_pod="10.244.0.0/16", local_seen_remotely=hostile)
+    with pytest.raises(CidrError):
+        node_rules(pod_cidr="10.244.0.0/16", remote_cidrs=["10.0.0.0/16", hostile])
 
 
 def test_nothing_is_translated_when_the_remote_did_not_remap_us() -> None:

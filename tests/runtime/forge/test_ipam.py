@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from runtime.forge.cidrs import CidrError
 from runtime.forge.ipam import IPAMError, Reserved, allocate, translate
 
 KIND = Reserved(pod_cidr="10.244.0.0/16", service_cidr="10.96.0.0/16")
@@ -53,8 +54,25 @@ def test_an_exhausted_pool_is_an_error_that_says_what_to_do() -> None:
 
 
 def test_not_a_network_is_refused() -> None:
-    with pytest.raises(IPAMError, match="not an IPv4 network"):
+    with pytest.raises(CidrError, match="not an IPv4 network"):
         allocate("10.244.0.1/16", reserved=KIND)
+
+
+@pytest.mark.parametrize(
+    ("requested", "expected"),
+    [("8.8.8.0/24", "10.0.0.0/24"), ("100.64.0.0/10", "10.0.0.0/10"), ("172.18.0.0/16", "10.0.0.0/16")],
+    ids=["public", "cgnat", "node-network"],
+)
+def test_a_network_outside_the_pool_or_over_the_nodes_is_remapped_into_the_pool(
+    requested: str, expected: str
+) -> None:
+    """A consumer asking for a public range never makes the provider route it: all the IPAM gives is in its pool."""
+    nodes = Reserved(pod_cidr="10.244.0.0/16", service_cidr="10.96.0.0/16", others=("172.18.0.0/16",))
+    assert allocate(requested, reserved=nodes) == expected
+
+
+def test_a_kept_allocation_outside_the_pool_is_moved_into_it() -> None:
+    assert allocate("8.8.8.0/24", reserved=KIND, current="8.8.8.0/24") == "10.0.0.0/24"
 
 
 @pytest.mark.parametrize(

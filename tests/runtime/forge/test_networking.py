@@ -44,11 +44,13 @@ def test_the_gateway_runs_the_runtime_with_its_key_as_a_file_and_the_server_is_a
         remote_cluster_name="milan",
         interface="liqo-0123456789",
         image="img",
+        pod_cidr="10.244.0.0/16",
     )
     pod = deployment["spec"]["template"]["spec"]
     container = pod["containers"][0]
     assert container["command"] == ["python3", "-m", "runtime", "gateway"]
     assert "--key-file=/etc/wireguard/keys/privateKey" in container["args"]
+    assert "--pod-cidr=10.244.0.0/16" in container["args"]
     assert not any("privateKey=" in arg for arg in container["args"])
     assert pod["volumes"][0] == {"name": "keys", "secret": {"secretName": "gw-milan", "defaultMode": 0o400}}
     assert deployment["spec"]["template"]["metadata"]["labels"][c.LABEL_COMPONENT] == "gateway"

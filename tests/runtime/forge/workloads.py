@@ -48,6 +48,7 @@ def runtime_workloads() -> dict[str, JSON]:
             remote_cluster_name="milan",
             interface="liqo-0123456789",
             image=install_options().image,
+            pod_cidr="10.244.0.0/16",
         )
     )
     return {workload["spec"]["template"]["spec"]["containers"][0]["name"]: workload for workload in workloads}
