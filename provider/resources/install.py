@@ -13,6 +13,8 @@ Terraform's lifecycle onto it:
 - create/update: server-side apply, then a wait bounded by `timeouts` until the three
   Deployments are rolled out, the webhook is patched and the auth service published its
   URL. An interrupted or timed-out create is recorded (tainted): what exists is in state;
+  a component whose image its node cannot pull ends the wait at once, an error on `image`
+  naming the image, the pod and the kubelet's reason;
 - read: namespace or identity gone means the installation is gone; the attributes are
   read back from the identity ConfigMap and the Deployments (`reflection` from the
   controller manager's flags), and objects found missing
@@ -51,7 +53,7 @@ if TYPE_CHECKING:
     from runtime.core import Client
     from runtime.forge.install import InstallOptions
     from runtime.forge.reflection import ReflectionOptions
-    from runtime.operations.install import Cidrs, Observed, Ready
+    from runtime.operations.install import Cidrs, ImagePullError, Observed, Ready
 
 logger = logging.getLogger(__name__)
 
@@ -516,7 +518,14 @@ class InstallResource(Resource):
 
     def _apply(self, ctx: ApplyContext, planned: State, *, prior: State | None) -> State | None:
         from runtime.forge.install import InstallOptionsError
-        from runtime.operations.install import Cidrs, Progress, apply, complete_options, wait_ready
+        from runtime.operations.install import (
+            Cidrs,
+            ImagePullError,
+            Progress,
+            apply,
+            complete_options,
+            wait_ready,
+        )
 
         operation = "create" if prior is None else "update"
         seconds = self.seconds(ctx.config, operation)
@@ -558,13 +567,23 @@ class InstallResource(Resource):
         if ctx.diagnostics.has_errors():
             return state if progress.applied or prior is not None else None
         left = max(seconds - (time.monotonic() - started), 0.0)
-        ready: Ready | None = call(
+
+        async def wait(client: Client) -> Ready | ImagePullError:
+            try:
+                return await wait_ready(client, options, seconds=left, stop=ctx.stop)
+            except ImagePullError as exc:
+                return exc
+
+        ready = call(
             ctx.diagnostics,
             kube,
-            lambda client: wait_ready(client, options, seconds=left, stop=ctx.stop),
+            wait,
             what=f"the {operation} of the Liqo runtime in namespace {namespace}",
             seconds=left + 10,
         )
+        if isinstance(ready, ImagePullError):
+            _image_unavailable(ctx.diagnostics, ready)
+            ready = None
         return _state(planned, options, identity=ready.identity if ready is not None else {})
 
     # read, delete, import
@@ -892,6 +911,16 @@ def _refuse(diags: Diagnostics, found: list[str]) -> None:
         + "\nDestroy the liqo_peer resources (and offloaded namespaces) first, or set force = true on the "
         "liqo_install resource and apply, then destroy: forcing deletes them.",
         path=["force"],
+    )
+
+
+def _image_unavailable(diags: Diagnostics, exc: ImagePullError) -> None:
+    diags.add_error(
+        "Cannot pull the Liqo runtime image",
+        f"{exc}.\nThe runtime does not start until its nodes can pull this image: build it and push it to a "
+        'registry they reach (docs/installation.md, "The runtime image"), set `image` to where it is, then '
+        "apply again. What was applied is recorded in the state.",
+        path=["image"],
     )
 
 

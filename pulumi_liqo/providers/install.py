@@ -190,6 +190,12 @@ class RuntimeProvider(pulumi.dynamic.ResourceProvider):
             raise interrupted(
                 exc, what=f"the {operation} of the Liqo runtime in namespace {options.namespace}"
             ) from None
+        except install.ImagePullError as exc:
+            raise LiqoError(
+                f"Cannot pull the Liqo runtime image: {exc}. The runtime does not start until its nodes can pull "
+                'this image: build it and push it to a registry they reach (docs/installation.md, "The runtime '
+                "image\"), set the Install's image to where it is, then run `pulumi up` again."
+            ) from None
         except APIError as exc:
             raise api_error(
                 exc, what=f"wait for the Liqo runtime in namespace {options.namespace}", props=props

@@ -25,12 +25,14 @@ from runtime.api.kinds import (
     DEPLOYMENTS,
     NAMESPACES,
     NODES,
+    PODS,
     SECRETS,
+    SERVICEACCOUNTS,
     SERVICES,
     VALIDATINGWEBHOOKS,
 )
 from runtime.auth.servingkey import generate_key, serving_key_secret
-from runtime.core import Client, NotFoundError
+from runtime.core import AlreadyExistsError, Client, NotFoundError
 from runtime.forge.install import VALIDATING_WEBHOOK
 from runtime.operations.install import covering_network
 from tests.playground.conftest import running
@@ -425,6 +427,63 @@ async def test_a_create_that_times_out_says_what_is_pending_and_keeps_the_state(
             c.IDENTITY_CLUSTER_ID
         ]
     )
+
+
+async def kubelet_cannot_pull(api: Client, namespace: str, image: str) -> None:
+    """What a node shows once the auth service's pod is on it and its image cannot be pulled."""
+    while True:
+        try:
+            await api.get(NAMESPACES, namespace)
+            break
+        except NotFoundError:
+            await asyncio.sleep(0.05)
+    with contextlib.suppress(AlreadyExistsError):  # the ServiceAccount controller's, which does not run here
+        await api.create(SERVICEACCOUNTS, {"metadata": {"name": "default"}}, namespace=namespace)
+    pod = {
+        "metadata": {"name": "liqo-auth-5f7d", "labels": {c.LABEL_NAME: "liqo-auth"}},
+        "spec": {"nodeName": "rome-worker", "containers": [{"name": "auth", "image": image}]},
+    }
+    created = await api.create(PODS, pod, namespace=namespace)
+    message = f'failed to pull and unpack image "{image}": not found'
+    created["status"] = {
+        "phase": "Pending",
+        "containerStatuses": [
+            {
+                "name": "auth",
+                "image": image,
+                "imageID": "",
+                "ready": False,
+                "restartCount": 0,
+                "state": {"waiting": {"reason": "ErrImagePull", "message": message}},
+            }
+        ],
+    }
+    await api.update_status(PODS, created, namespace=namespace)
+
+
+async def test_a_create_whose_image_cannot_be_pulled_fails_at_once_on_image(
+    provider: Provider, api: Client
+) -> None:
+    image = "registry.example.com/liqo/runtime:0.1.0"
+    element, planned, cfg = await asyncio.to_thread(
+        plan_create,
+        provider,
+        pod_cidr=POD_CIDR,
+        image=image,
+        timeouts={"create": "30s", "update": None, "delete": None},
+    )
+    node = asyncio.create_task(kubelet_cannot_pull(api, "liqo", image))
+
+    outcome = await asyncio.to_thread(harness.create, element, planned, cfg)
+    await node
+
+    [(summary, detail, path)] = outcome.errors
+    assert (summary, path) == ("Cannot pull the Liqo runtime image", ["image"])
+    assert detail.startswith(
+        f"pod liqo/liqo-auth-5f7d (container auth, node rome-worker) on {provider.kube.label} "
+        f'cannot pull image "{image}": ErrImagePull: failed to pull and unpack image "{image}": not found.'
+    )
+    assert outcome.state is not None, "what was applied is recorded (tainted) so destroy can remove it"
 
 
 async def test_a_stop_during_create_returns_the_state_at_once(provider: Provider) -> None:
