@@ -47,7 +47,7 @@ from ..framework.plan import is_known
 from ..framework.resource import ApplyContext, PlanContext, Resource, State, call
 from ..framework.schema import Attribute, NestedAttribute
 from ..framework.timeouts import block as timeouts_block
-from . import checks
+from . import checks, force
 
 if TYPE_CHECKING:
     from runtime.core import Client
@@ -62,6 +62,8 @@ TIMEOUTS: Final = {"create": 600.0, "update": 600.0, "delete": 300.0}
 #: the bound of the cluster reads done while planning
 PLAN_SECONDS: Final = 60.0
 #: attributes whose change restarts the auth service or moves its Service (so its published URL may change)
+#: the attributes only destroy reads (and the bounds): changing them alone changes nothing in the cluster
+_DESTROY_ONLY: Final = ("force", "purge", "timeouts")
 _AUTH_INPUTS: Final = ("namespace", "image", "api_server_url", "auth_url", "auth_service_type")
 
 
@@ -351,15 +353,11 @@ class InstallResource(Resource):
                     "and rolls every virtual kubelet out with the new options."
                 ),
             ),
-            Attribute(
-                "force",
-                Bool(),
-                optional=True,
-                computed=True,
-                default=False,
-                description=(
+            force.attribute(
+                "the runtime",
+                also=(
                     "Let destroy proceed while peerings (ForeignClusters) or offloaded namespaces exist: they "
-                    "are deleted first. Apply it before the destroy (destroy uses the stored value)."
+                    "are deleted first. "
                 ),
             ),
             Attribute(
@@ -514,6 +512,9 @@ class InstallResource(Resource):
         return self._apply(ctx, planned, prior=None)
 
     def update(self, ctx: ApplyContext, current: State, planned: State) -> State | None:  # type: ignore[override]
+        if all(current.get(key) == value for key, value in planned.items() if key not in _DESTROY_ONLY):
+            # what only destroy reads changed: nothing to do in the cluster (which may be gone)
+            return {**current, **{key: planned.get(key) for key in _DESTROY_ONLY}}
         return self._apply(ctx, planned, prior=current)
 
     def _apply(self, ctx: ApplyContext, planned: State, *, prior: State | None) -> State | None:
@@ -609,11 +610,11 @@ class InstallResource(Resource):
 
     def delete(self, ctx: ApplyContext, current: State) -> None:  # type: ignore[override]
         from runtime.core import APIConnectionError
-        from runtime.core.failures import explain
         from runtime.operations.install import InUseError, uninstall
+        from runtime.operations.unreachable import unreachable
 
         namespace = current.get("namespace") or c.DEFAULT_NAMESPACE
-        force, purge = bool(current.get("force")), bool(current.get("purge"))
+        forced, purge = bool(current.get("force")), bool(current.get("purge"))
         seconds = self.seconds(current, "delete")
 
         async def remove(client: Client) -> list[str] | InUseError | _Unreachable:
@@ -621,7 +622,7 @@ class InstallResource(Resource):
                 return await uninstall(
                     client,
                     namespace,
-                    force=force,
+                    force=forced,
                     purge=purge,
                     seconds=seconds,
                     field_manager=c.FIELD_MANAGER_TERRAFORM,
@@ -630,7 +631,7 @@ class InstallResource(Resource):
             except InUseError as exc:
                 return exc
             except APIConnectionError as exc:
-                return _Unreachable(explain(exc))
+                return _Unreachable(unreachable(exc, force=forced))
 
         outcome = call(
             ctx.diagnostics,

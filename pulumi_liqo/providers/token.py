@@ -18,10 +18,20 @@ from runtime.api.validation import parse_duration
 from runtime.core import APIError
 from runtime.operations import token
 from runtime.operations.identity import NotInstalledError
+from runtime.operations.unreachable import UnreachableError
 from runtime.operations.waits import StopRequested, WaitTimeoutError
 
 from .. import _cluster
-from .base import LiqoError, api_error, connection, diff, interrupted, seconds, unreachable_on_delete
+from .base import (
+    LiqoError,
+    api_error,
+    connection,
+    diff,
+    interrupted,
+    kept_unreachable,
+    seconds,
+    unreachable_on_delete,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -114,8 +124,14 @@ class TokenProvider(pulumi.dynamic.ResourceProvider):
         bound = seconds(props, "delete", default=TIMEOUTS["delete"])
         try:
             unreachable = _cluster.run(
-                props, lambda client: token.revoke(client, namespace=namespace, name=id_), seconds=bound
+                props,
+                lambda client: token.revoke(
+                    client, namespace=namespace, name=id_, force=props.get("force") is True
+                ),
+                seconds=bound,
             )
+        except UnreachableError as exc:
+            raise kept_unreachable(f"Generate {namespace}/{id_}", exc) from None
         except APIError as exc:
             raise api_error(
                 exc, what=f"revoke the peering token (Secret {namespace}/{id_})", props=props

@@ -24,9 +24,9 @@ from runtime.api import constants as c
 from runtime.api.crds import NAMESPACEOFFLOADINGS
 from runtime.api.kinds import NAMESPACES
 from runtime.core import APIConnectionError, Client, NotFoundError
-from runtime.core.failures import explain
 from runtime.forge.namespaceoffloading import ClusterStatus, cluster_statuses, namespace_offloading
 
+from .unreachable import unreachable
 from .waits import (
     NEVER,
     POLL_INTERVAL,
@@ -271,15 +271,16 @@ class Unoffloaded:
 
     #: the wait ran out (what was last seen) and the finalizer was removed: twin namespaces may be left behind
     orphaned: str = ""
-    #: the cluster could not be reached (why, in words): nothing was deleted, the offloading counts as gone
+    #: the cluster could not be reached (why, in words) and `force` let the offloading go: nothing was deleted
     unreachable: str = ""
 
 
 async def unoffload(
-    client: Client, namespace: str, *, seconds: float, field_manager: str, stop: Stop = NEVER
+    client: Client, namespace: str, *, seconds: float, field_manager: str, force: bool, stop: Stop = NEVER
 ) -> Unoffloaded:
     """Delete the namespace's NamespaceOffloading and wait for its twin namespaces to go, bounded by `seconds`
-    (plus `ORPHAN_SECONDS` when forced)."""
+    (plus `ORPHAN_SECONDS` when forced). A cluster that cannot be reached is `unreachable.UnreachableError`,
+    unless `force` lets the offloading go without deleting it."""
     orphaned = ""
     try:
         try:
@@ -299,5 +300,5 @@ async def unoffload(
                 )
             await wait_gone(client, namespace, seconds=ORPHAN_SECONDS, stop=stop)
     except APIConnectionError as exc:
-        return Unoffloaded(orphaned=orphaned, unreachable=explain(exc))
+        return Unoffloaded(orphaned=orphaned, unreachable=unreachable(exc, force=force))
     return Unoffloaded(orphaned=orphaned)

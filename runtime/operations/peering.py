@@ -27,13 +27,13 @@ from runtime.api import constants as c
 from runtime.api.crds import FOREIGNCLUSTERS
 from runtime.api.kinds import NODES, SECRETS
 from runtime.core import APIConnectionError, Client, NotFoundError
-from runtime.core.failures import explain
 from runtime.forge import conditions, podsecurity
 from runtime.forge.peering import token_of, token_secret_name
 from runtime.forge.podsecurity import Level
 from runtime.forge.virtualnode import node_name_for
 
 from .identity import NotInstalledError, cluster_identity
+from .unreachable import unreachable
 from .waits import (
     NEVER,
     POLL_INTERVAL,
@@ -467,17 +467,26 @@ class Unpeered:
 
     #: the wait ran out (what was last seen) and the finalizer was removed: objects may be left behind
     orphaned: str = ""
-    #: the cluster could not be reached (why, in words): nothing was deleted, the peering counts as gone
+    #: the cluster could not be reached (why, in words) and `force` let the peering go: nothing was deleted
     unreachable: str = ""
 
 
 async def unpeer(
-    client: Client, name: str, *, namespace: str, seconds: float, field_manager: str, stop: Stop = NEVER
+    client: Client,
+    name: str,
+    *,
+    namespace: str,
+    seconds: float,
+    field_manager: str,
+    force: bool,
+    stop: Stop = NEVER,
 ) -> Unpeered:
     """Delete the peering `name` and its token Secret, bounded by `seconds` (plus `ORPHAN_SECONDS` when forced).
 
     The controller unpeers (and gives up on an unreachable provider after its own bound);
-    past `seconds` the ForeignCluster's finalizer is removed.
+    past `seconds` the ForeignCluster's finalizer is removed. A consumer cluster that cannot
+    be reached is `unreachable.UnreachableError`, unless `force` lets the peering go without
+    deleting it.
     """
     from runtime.forge.peering import token_secret_name
 
@@ -495,5 +504,5 @@ async def unpeer(
         with contextlib.suppress(NotFoundError):
             await client.delete(SECRETS, token_secret_name(name), namespace=namespace)
     except APIConnectionError as exc:
-        return Unpeered(orphaned=orphaned, unreachable=explain(exc))
+        return Unpeered(orphaned=orphaned, unreachable=unreachable(exc, force=force))
     return Unpeered(orphaned=orphaned)

@@ -17,7 +17,6 @@ from datetime import UTC, datetime, timedelta
 from runtime.api import constants as c
 from runtime.api.kinds import SECRETS
 from runtime.core import APIConnectionError, Client, NotFoundError
-from runtime.core.failures import explain
 from runtime.forge.credential import rfc3339
 from runtime.forge.tokens import (
     generate_token,
@@ -29,6 +28,7 @@ from runtime.forge.tokens import (
 )
 
 from .identity import NotInstalledError, published
+from .unreachable import unreachable
 from .waits import NEVER, Stop, wait_until
 
 logger = logging.getLogger(__name__)
@@ -112,12 +112,13 @@ async def observe(client: Client, *, namespace: str, name: str, token: str) -> d
     return await published(client, namespace=namespace) or {}
 
 
-async def revoke(client: Client, *, namespace: str, name: str) -> str:
-    """Delete the token Secret `name`; why the cluster cannot be reached, in words ("" when it was reached)."""
+async def revoke(client: Client, *, namespace: str, name: str, force: bool) -> str:
+    """Delete the token Secret `name`; why the cluster cannot be reached, in words ("" when it was reached),
+    when `force` lets the token go without deleting it (else `unreachable.UnreachableError`)."""
     try:
         await client.delete(SECRETS, name, namespace=namespace)
     except NotFoundError:
         pass
     except APIConnectionError as exc:
-        return explain(exc)
+        return unreachable(exc, force=force)
     return ""

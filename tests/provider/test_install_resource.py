@@ -756,8 +756,25 @@ async def test_a_purge_removes_the_namespace_crds_identity_and_serving_key(
     assert (await asyncio.to_thread(harness.read, element, state)).state is None
 
 
-def test_a_destroy_on_a_cluster_that_is_gone_drops_it_with_a_warning(gone: Provider) -> None:
+def test_a_destroy_that_cannot_reach_the_cluster_fails_and_keeps_it(gone: Provider) -> None:
     outcome = harness.delete(resource(gone), applied_state())
+
+    [(summary, detail, path)] = outcome.errors
+    assert (summary, path) == (
+        "Cannot uninstall the Liqo runtime from namespace liqo: the cluster cannot be reached",
+        ["force"],
+    )
+    assert detail.startswith(
+        f"The cluster of context 'gone' ({gone.kube.host}) cannot be reached: the connection was refused (nothing "
+        "listens there). Check that it is running and that its address (host and port) is right. Nothing was "
+        "deleted, so the resource stays in the state: run the destroy again once the cluster answers.\n\n"
+        "If this cluster is gone for good, set `force = true`"
+    )
+    assert outcome.warnings == []
+
+
+def test_a_forced_destroy_on_a_cluster_that_is_gone_drops_it_with_a_warning(gone: Provider) -> None:
+    outcome = harness.delete(resource(gone), {**applied_state(), "force": True})
 
     assert outcome.errors == []
     [(summary, detail)] = outcome.warnings
@@ -765,9 +782,18 @@ def test_a_destroy_on_a_cluster_that_is_gone_drops_it_with_a_warning(gone: Provi
     assert detail == (
         f"The cluster of context 'gone' ({gone.kube.host}) cannot be reached: the connection was refused (nothing "
         "listens there). Check that it is running and that its address (host and port) is right. So the Liqo "
-        "runtime in namespace liqo was not deleted; it is removed from the state, as the cluster is gone. If the "
+        "runtime in namespace liqo was not deleted; it is removed from the state, as `force` is set. If the "
         "cluster comes back, uninstall it there by hand or import it again."
     )
+
+
+def test_setting_force_alone_updates_without_reaching_the_cluster(gone: Provider) -> None:
+    state = applied_state()
+
+    outcome = harness.update(resource(gone), state, {**state, "force": True}, config(force=True))
+
+    assert outcome.errors == []
+    assert outcome.state == {**state, "force": True}
 
 
 def test_a_refresh_of_a_cluster_that_is_gone_says_how_to_destroy_or_forget_it(gone: Provider) -> None:
@@ -778,8 +804,8 @@ def test_a_refresh_of_a_cluster_that_is_gone_says_how_to_destroy_or_forget_it(go
     assert detail == (
         f"The cluster of context 'gone' ({gone.kube.host}) cannot be reached: the connection was refused (nothing "
         "listens there). Check that it is running and that its address (host and port) is right.\n\n"
-        "If this cluster is gone for good, skip the refresh: `terraform destroy -refresh=false` (or `terraform "
-        "apply -refresh=false`) deletes what the state holds without reading it first, and the liqo resources' "
-        "deletes count an unreachable cluster as gone; or forget this resource with `terraform state rm "
-        "<address>` (its address is named above)."
+        "If this cluster is gone for good, set `force = true` on its liqo resources and record it without "
+        "reading the cluster (`terraform apply -refresh=false`), then `terraform destroy -refresh=false`: a "
+        "forced delete drops a resource whose cluster cannot be reached from the state, and what it made stays "
+        "there. Or forget the resource with `terraform state rm <address>` (its address is named above)."
     )
