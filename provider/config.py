@@ -10,10 +10,12 @@ Liqo guide's `kubernetes = { config_path = ... }` and existing `KUBE_*` setups w
   environment, where hashicorp/kubernetes lets `KUBE_CONFIG_PATH` beat `config_paths`);
 - the static attributes (host, credentials, CA, insecure, proxy) override the file;
   with no file, `host` and credentials alone are the configuration;
-- with neither a file nor a host, the default kubeconfig is read as kubectl reads it
-  (`KUBECONFIG`, else `~/.kube/config`). hashicorp/kubernetes v2 reads no file
-  implicitly; we follow the issue and Liqo's own CLI instead: a provider with no block
-  targets the cluster kubectl would.
+- with neither a file nor a host, Terraform running in a pod (`KUBERNETES_SERVICE_HOST`
+  and `_PORT` set) uses the pod's ServiceAccount (`runtime.core.load_incluster_config`),
+  as hashicorp/kubernetes and hashicorp/helm do; anywhere else it is an error on
+  `kubernetes.config_path`. Like them, no kubeconfig is read implicitly: a provider
+  block left empty never lands on whatever cluster kubectl's current context names
+  (`KUBECONFIG` and `~/.kube/config` are read only when a path names them).
 
 `check` runs at validate time on the raw config (no file I/O, no heavy imports);
 `load` runs at configure time and reports every problem as a diagnostic on the
@@ -26,6 +28,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from tf.types import Bool, List, Map, String, Unknown
@@ -96,8 +99,8 @@ KUBERNETES_ATTRIBUTE: Final = NestedAttribute(
     [
         _string(
             "config_path",
-            "Path to a kubeconfig file. Without any path or `host`, the default kubeconfig is read as "
-            "kubectl reads it (`KUBECONFIG`, else `~/.kube/config`).",
+            "Path to a kubeconfig file (`~/.kube/config` is read only when named). Without any path or "
+            "`host`, Terraform running in a pod uses its ServiceAccount; anywhere else that is an error.",
         ),
         Attribute(
             "config_paths",
@@ -165,7 +168,8 @@ KUBERNETES_ATTRIBUTE: Final = NestedAttribute(
     optional=True,
     description=(
         "How to reach the Kubernetes cluster this provider instance manages: attributes and environment "
-        "variables of the hashicorp/kubernetes provider. Omitted: the default kubeconfig."
+        "variables of the hashicorp/kubernetes provider. Omitted (no path, no host): the pod's ServiceAccount "
+        "when Terraform runs in a pod, else an error; the current kubectl context is never used implicitly."
     ),
 )
 
@@ -304,17 +308,49 @@ def settings(config: Mapping[str, Any] | None, environ: Mapping[str, str]) -> Se
     )
 
 
+#: the variables of a pod's service environment: Terraform runs in a pod when both are set
+IN_CLUSTER_ENVIRONMENT: Final = ("KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT")
+
+
 def load(
-    diagnostics: Diagnostics, config: Mapping[str, Any] | None, environ: Mapping[str, str]
+    diagnostics: Diagnostics,
+    config: Mapping[str, Any] | None,
+    environ: Mapping[str, str],
+    *,
+    service_account_dir: Path | None = None,
 ) -> ClusterConfig | None:
-    """The cluster configuration, or None with an error on the offending `kubernetes.<attribute>`."""
-    from runtime.core import ConfigOverrides, KubeconfigError, load_kubeconfig
+    """The cluster configuration, or None with an error on the offending `kubernetes.<attribute>`.
+
+    With neither a kubeconfig path nor a host: the pod's ServiceAccount (from
+    `service_account_dir`, the standard mount by default) when Terraform runs in a pod,
+    else an error on `kubernetes.config_path`.
+    """
+    from runtime.core import ConfigOverrides, KubeconfigError, load_incluster_config, load_kubeconfig
 
     try:
         effective = settings(config, environ)
     except SettingError as exc:
         _report(diagnostics, exc.attribute, str(exc))
         return None
+    if not effective.paths and "host" not in effective.overrides:
+        if not all(environ.get(name) for name in IN_CLUSTER_ENVIRONMENT):
+            _report(diagnostics, "config_path", NO_CLUSTER, summary="No cluster configured")
+            return None
+        if effective.overrides or effective.exec is not None:
+            _report(diagnostics, "host", IN_CLUSTER_OVERRIDES)
+            return None
+        try:
+            if service_account_dir is None:
+                return load_incluster_config(environ=environ)
+            return load_incluster_config(service_account_dir=service_account_dir, environ=environ)
+        except KubeconfigError as exc:
+            _report(
+                diagnostics,
+                "config_path",
+                f"Terraform runs in a pod (KUBERNETES_SERVICE_HOST is set) and no kubeconfig path or host is "
+                f"set, so the pod's ServiceAccount is used, but {exc}",
+            )
+            return None
     try:
         return load_kubeconfig(
             list(effective.paths) or None,
@@ -329,20 +365,31 @@ def load(
             attribute = "config_paths"
         detail = str(exc)
         variable = effective.from_environment.get(attribute)
-        if attribute == "config_path" and not effective.paths:
-            variable = "KUBECONFIG" if environ.get("KUBECONFIG") else None
-            detail += " (no kubeconfig path is set, so the default kubeconfig was read)"
         if variable:
             detail += f" (the value comes from the environment variable {variable})"
         _report(diagnostics, attribute, detail)
         return None
 
 
-def _report(diagnostics: Diagnostics, attribute: str, detail: str) -> None:
+NO_CLUSTER: Final = (
+    "No cluster to manage: the provider sets no kubeconfig (config_path, config_paths, or the environment "
+    "variables KUBE_CONFIG_PATH, KUBE_CONFIG_PATHS) and no host, and Terraform does not run in a pod. As the "
+    "hashicorp/kubernetes and helm providers, this provider never falls back to the current kubectl context "
+    '(which may name another cluster than you think): set kubernetes = { config_path = "~/.kube/config" } '
+    "(with config_context to choose a context) in the provider block, or export KUBE_CONFIG_PATH."
+)
+IN_CLUSTER_OVERRIDES: Final = (
+    "Credentials or TLS settings are set without a host or kubeconfig to use them with. Set host (or "
+    "config_path) too; in a pod, leave them all unset to use the pod's ServiceAccount."
+)
+
+
+def _report(diagnostics: Diagnostics, attribute: str, detail: str, *, summary: str = "") -> None:
     path: list[str | tuple[str | int]] | None = None
     if attribute in KUBERNETES_ATTRIBUTE.object.by_name:
         path = [KUBERNETES, attribute]
-    summary = f"Invalid provider setting kubernetes.{attribute}" if attribute else "Invalid kubeconfig"
+    if not summary:
+        summary = f"Invalid provider setting kubernetes.{attribute}" if attribute else "Invalid kubeconfig"
     diagnostics.add_error(summary, detail, path=path)
 
 

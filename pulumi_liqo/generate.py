@@ -27,6 +27,9 @@ class GenerateArgs(TypedDict):
     expires_in: NotRequired[pulumi.Input[str]]
     """How long the token is accepted for new peerings, as a duration such as "24h" (default: until the
     component is destroyed). Changing it issues a new token."""
+    force: NotRequired[pulumi.Input[bool]]
+    """Let destroy drop the component when its cluster cannot be reached, leaving the token Secret (the token keeps working) there; without
+    it, such a destroy fails and the component stays. Run `pulumi up` with it before the destroy."""
 
 
 def _duration_problem(text: str) -> str:
@@ -71,6 +74,7 @@ class Generate(pulumi.ComponentResource):
                 "kubeconfig": pulumi.Output.secret(values["kubeconfig"]),
                 "context": values.get("context"),
                 "timeouts": bounds,
+                "force": bool(values.get("force")),
                 "namespace": values["namespace"],
                 "expires_in": values.get("expires_in") or "",
             },

@@ -133,7 +133,8 @@ class InstallArgs(TypedDict):
     become NodePort) or `LoadBalancer` (kept as they are, as Liqo does)."""
     force: NotRequired[pulumi.Input[bool]]
     """Let destroy proceed while peerings (ForeignClusters) or offloaded namespaces exist: they are deleted
-    first. Apply it before the destroy."""
+    first; and let it drop the component when its cluster cannot be reached, leaving the runtime there
+    (without it, such a destroy fails and the component stays). Run `pulumi up` with it before the destroy."""
     purge: NotRequired[bool]
     """On destroy, also delete the namespace, the CRDs and the cluster identity (the next install gets a new
     cluster ID, which consumers that peered before refuse). A plain value: it decides which objects Pulumi
@@ -177,6 +178,8 @@ class Install(pulumi.ComponentResource):
             enable_config_map_mutable=True,
             # a destroy without purge leaves the namespace, the CRDs and the identity: the next install adopts them
             upsert_existing_objects=True,
+            # `force`: a destroy that cannot reach the cluster drops the runtime's objects from the stack too
+            delete_unreachable=values.get("force") or False,
             opts=pulumi.ResourceOptions(parent=self),
         )
         discovery = Discovery(

@@ -74,6 +74,9 @@ class OffloadArgs(TypedDict):
     """Which peered clusters get the namespace, by the labels of their virtual nodes: a cluster is picked when
     one term matches (terms are ORed, a term's expressions ANDed). Omitted: every peered cluster. Changes
     apply in place."""
+    force: NotRequired[pulumi.Input[bool]]
+    """Let destroy drop the component when its cluster cannot be reached, leaving the NamespaceOffloading and its twin namespaces there; without
+    it, such a destroy fails and the component stays. Run `pulumi up` with it before the destroy."""
 
 
 class Offload(pulumi.ComponentResource):
@@ -101,6 +104,7 @@ class Offload(pulumi.ComponentResource):
             "kubeconfig": pulumi.Output.secret(values["kubeconfig"]),
             "context": values.get("context"),
             "timeouts": bounds,
+            "force": bool(values.get("force")),
             "namespace": values["namespace"],
             "pod_offloading_strategy": values["pod_offloading_strategy"],
             "namespace_mapping_strategy": values["namespace_mapping_strategy"],

@@ -58,6 +58,9 @@ class PeerArgs(TypedDict):
     is not offloaded and says why. Changes apply in place."""
     namespace: NotRequired[pulumi.Input[str]]
     """Namespace of the Liqo runtime on this cluster, where the token Secret is kept (default `liqo`)."""
+    force: NotRequired[pulumi.Input[bool]]
+    """Let destroy drop the component when its cluster cannot be reached, leaving the ForeignCluster and its token Secret there; without
+    it, such a destroy fails and the component stays. Run `pulumi up` with it before the destroy."""
 
 
 class Peer(pulumi.ComponentResource):
@@ -86,6 +89,7 @@ class Peer(pulumi.ComponentResource):
             "kubeconfig": pulumi.Output.secret(values["kubeconfig"]),
             "context": values.get("context"),
             "timeouts": bounds,
+            "force": bool(values.get("force")),
             "cluster_id": values["cluster_id"],
             "cluster_name": values["cluster_name"],
             "cluster_authurl": values["cluster_authurl"],

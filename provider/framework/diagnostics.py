@@ -19,18 +19,19 @@ from runtime.operations.waits import StopRequested, WaitTimeoutError, duration
 
 if TYPE_CHECKING:
     from runtime.core.errors import APIError
+    from runtime.operations.unreachable import UnreachableError
 
 logger = logging.getLogger(__name__)
 
 BUG_DETAIL = "This is a bug in the liqo provider; please report it with the Terraform log (TF_LOG=debug)."
 
 
-#: appended to a refresh (a resource's read) that cannot reach its cluster
+#: how to let go of the resources of a cluster that is gone for good (a delete never counts it as gone)
 GONE_FOR_GOOD = (
-    "If this cluster is gone for good, skip the refresh: `terraform destroy -refresh=false` (or `terraform "
-    "apply -refresh=false`) deletes what the state holds without reading it first, and the liqo resources' "
-    "deletes count an unreachable cluster as gone; or forget this resource with `terraform state rm "
-    "<address>` (its address is named above)."
+    "If this cluster is gone for good, set `force = true` on its liqo resources and record it without reading "
+    "the cluster (`terraform apply -refresh=false`), then `terraform destroy -refresh=false`: a forced "
+    "delete drops a resource whose cluster cannot be reached from the state, and what it made stays there. "
+    "Or forget the resource with `terraform state rm <address>` (its address is named above)."
 )
 
 
@@ -57,12 +58,22 @@ def api_error(
 
 
 def dropped(diagnostics: Diagnostics, *, summary: str, error: str, kept: str, comes_back: str) -> None:
-    """A delete that found its cluster unreachable (`error`, a person's sentence): `kept` stays there, the
-    resource leaves the state, and `comes_back` says what to do if the cluster returns."""
+    """A forced delete that found its cluster unreachable (`error`, a person's sentence): `kept` stays there,
+    the resource leaves the state, and `comes_back` says what to do if the cluster returns."""
     diagnostics.add_warning(
         summary,
-        f"{error} So {kept} was not deleted; it is removed from the state, as the cluster is gone. If the cluster "
+        f"{error} So {kept} was not deleted; it is removed from the state, as `force` is set. If the cluster "
         f"comes back, {comes_back}.",
+    )
+
+
+def kept(diagnostics: Diagnostics, exc: UnreachableError, *, what: str) -> None:
+    """A delete (`what`) that could not reach its cluster, without `force`: an error, the resource stays."""
+    diagnostics.add_error(
+        f"Cannot {what}: the cluster cannot be reached",
+        f"{exc.error} Nothing was deleted, so the resource stays in the state: run the destroy again once the "
+        f"cluster answers.\n\n{GONE_FOR_GOOD}",
+        path=["force"],
     )
 
 

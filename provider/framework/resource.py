@@ -24,7 +24,7 @@ from tf.utils import AttributePath, Diagnostics
 from runtime.operations.waits import StopRequested, WaitTimeoutError
 
 from . import timeouts
-from .diagnostics import GONE_FOR_GOOD, api_error, interrupted, unexpected
+from .diagnostics import GONE_FOR_GOOD, api_error, interrupted, kept, unexpected
 
 if TYPE_CHECKING:
     from runtime.core import Client
@@ -90,9 +90,12 @@ def call(
         )
     except Exception as exc:
         from runtime.core import APIError
+        from runtime.operations.unreachable import UnreachableError
 
         if isinstance(exc, APIError):
             api_error(diagnostics, exc, what=what, cluster=kube.label, path=path, refresh=refresh)
+        elif isinstance(exc, UnreachableError):
+            kept(diagnostics, exc, what=what)
         else:
             unexpected(diagnostics, exc, where=what)
     return None

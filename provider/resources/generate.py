@@ -30,7 +30,7 @@ from ..framework.diagnostics import dropped
 from ..framework.resource import ApplyContext, PlanContext, Resource, State, call
 from ..framework.schema import Attribute
 from ..framework.timeouts import block as timeouts_block
-from . import checks
+from . import checks, force
 
 if TYPE_CHECKING:
     from runtime.core import Client
@@ -112,6 +112,7 @@ class GenerateResource(Resource):
                 use_state_for_unknown=True,
                 description='When the token expires (RFC 3339), "" when it does not.',
             ),
+            force.attribute(CONTRACT, "the token Secret (the token keeps working)"),
         ],
         block_types=[timeouts_block(CONTRACT.timeouts)],
     )
@@ -132,6 +133,7 @@ class GenerateResource(Resource):
     def plan(self, ctx: PlanContext, current: State | None, planned: State) -> State:  # type: ignore[override]
         if ctx.config.get("namespace") is None:
             planned = {**planned, "namespace": c.DEFAULT_NAMESPACE}
+        planned = {**planned, "force": force.planned(ctx.config, current)}
         return planned
 
     def create(self, ctx: ApplyContext, planned: State) -> State | None:  # type: ignore[override]
@@ -183,8 +185,8 @@ class GenerateResource(Resource):
         }
 
     def update(self, ctx: ApplyContext, current: State, planned: State) -> State | None:  # type: ignore[override]
-        # every input but the timeouts forces a new token: nothing to change in the cluster
-        return {**current, "timeouts": planned.get("timeouts")}
+        # every input but the timeouts and force forces a new token: nothing to change in the cluster
+        return {**current, "timeouts": planned.get("timeouts"), "force": planned.get("force")}
 
     def read(self, ctx: ReadContext, current: State) -> State | None:
 
@@ -222,7 +224,9 @@ class GenerateResource(Resource):
         unreachable = call(
             ctx.diagnostics,
             self.provider.kube,
-            lambda client: token.revoke(client, namespace=namespace, name=name),
+            lambda client: token.revoke(
+                client, namespace=namespace, name=name, force=current.get("force") is True
+            ),
             what=f"revoke the peering token (delete Secret {namespace}/{name})",
             seconds=self.seconds(current, "delete"),
         )

@@ -13,6 +13,8 @@ Terraform's lifecycle onto it:
 - create/update: server-side apply, then a wait bounded by `timeouts` until the three
   Deployments are rolled out, the webhook is patched and the auth service published its
   URL. An interrupted or timed-out create is recorded (tainted): what exists is in state;
+  a component whose image its node cannot pull ends the wait at once, an error on `image`
+  naming the image, the pod and the kubelet's reason;
 - read: namespace or identity gone means the installation is gone; the attributes are
   read back from the identity ConfigMap and the Deployments (`reflection` from the
   controller manager's flags), and objects found missing
@@ -60,17 +62,19 @@ from ..framework.plan import is_known
 from ..framework.resource import ApplyContext, PlanContext, Resource, State, call
 from ..framework.schema import Attribute, NestedAttribute
 from ..framework.timeouts import block as timeouts_block
-from . import checks
+from . import checks, force
 
 if TYPE_CHECKING:
     from runtime.core import Client
-    from runtime.operations.install import Cidrs, Observed, Ready
+    from runtime.operations.install import Cidrs, ImagePullError, Observed, Ready
 
 logger = logging.getLogger(__name__)
 
 #: the bound of the cluster reads done while planning
 PLAN_SECONDS: Final = 60.0
 #: attributes whose change restarts the auth service or moves its Service (so its published URL may change)
+#: the attributes only destroy reads (and the bounds): changing them alone changes nothing in the cluster
+_DESTROY_ONLY: Final = ("force", "purge", "timeouts")
 _AUTH_INPUTS: Final = ("namespace", "image", "api_server_url", "auth_url", "auth_service_type")
 
 
@@ -320,13 +324,12 @@ class InstallResource(Resource):
                     "and rolls every virtual kubelet out with the new options."
                 ),
             ),
-            Attribute(
-                "force",
-                Bool(),
-                **flags(CONTRACT, "force"),
-                description=(
+            force.attribute(
+                CONTRACT,
+                "the runtime",
+                also=(
                     "Let destroy proceed while peerings (ForeignClusters) or offloaded namespaces exist: they "
-                    "are deleted first. Apply it before the destroy (destroy uses the stored value)."
+                    "are deleted first. "
                 ),
             ),
             Attribute(
@@ -475,10 +478,20 @@ class InstallResource(Resource):
         return self._apply(ctx, planned, prior=None)
 
     def update(self, ctx: ApplyContext, current: State, planned: State) -> State | None:  # type: ignore[override]
+        if all(current.get(key) == value for key, value in planned.items() if key not in _DESTROY_ONLY):
+            # what only destroy reads changed: nothing to do in the cluster (which may be gone)
+            return {**current, **{key: planned.get(key) for key in _DESTROY_ONLY}}
         return self._apply(ctx, planned, prior=current)
 
     def _apply(self, ctx: ApplyContext, planned: State, *, prior: State | None) -> State | None:
-        from runtime.operations.install import Cidrs, Progress, apply, complete_options, wait_ready
+        from runtime.operations.install import (
+            Cidrs,
+            ImagePullError,
+            Progress,
+            apply,
+            complete_options,
+            wait_ready,
+        )
 
         operation = "create" if prior is None else "update"
         seconds = self.seconds(ctx.config, operation)
@@ -520,13 +533,23 @@ class InstallResource(Resource):
         if ctx.diagnostics.has_errors():
             return state if progress.applied or prior is not None else None
         left = max(seconds - (time.monotonic() - started), 0.0)
-        ready: Ready | None = call(
+
+        async def wait(client: Client) -> Ready | ImagePullError:
+            try:
+                return await wait_ready(client, options, seconds=left, stop=ctx.stop)
+            except ImagePullError as exc:
+                return exc
+
+        ready = call(
             ctx.diagnostics,
             kube,
-            lambda client: wait_ready(client, options, seconds=left, stop=ctx.stop),
+            wait,
             what=f"the {operation} of the Liqo runtime in namespace {namespace}",
             seconds=left + 10,
         )
+        if isinstance(ready, ImagePullError):
+            _image_unavailable(ctx.diagnostics, ready)
+            ready = None
         return _state(planned, options, identity=ready.identity if ready is not None else {})
 
     # read, delete, import
@@ -552,11 +575,11 @@ class InstallResource(Resource):
 
     def delete(self, ctx: ApplyContext, current: State) -> None:  # type: ignore[override]
         from runtime.core import APIConnectionError
-        from runtime.core.failures import explain
         from runtime.operations.install import InUseError, uninstall
+        from runtime.operations.unreachable import unreachable
 
         namespace = current.get("namespace") or c.DEFAULT_NAMESPACE
-        force, purge = bool(current.get("force")), bool(current.get("purge"))
+        forced, purge = bool(current.get("force")), bool(current.get("purge"))
         seconds = self.seconds(current, "delete")
 
         async def remove(client: Client) -> list[str] | InUseError | _Unreachable:
@@ -564,7 +587,7 @@ class InstallResource(Resource):
                 return await uninstall(
                     client,
                     namespace,
-                    force=force,
+                    force=forced,
                     purge=purge,
                     seconds=seconds,
                     field_manager=c.FIELD_MANAGER_TERRAFORM,
@@ -573,7 +596,7 @@ class InstallResource(Resource):
             except InUseError as exc:
                 return exc
             except APIConnectionError as exc:
-                return _Unreachable(explain(exc))
+                return _Unreachable(unreachable(exc, force=forced))
 
         outcome = call(
             ctx.diagnostics,
@@ -838,6 +861,16 @@ def _refuse(diags: Diagnostics, found: list[str]) -> None:
         + "\nDestroy the liqo_peer resources (and offloaded namespaces) first, or set force = true on the "
         "liqo_install resource and apply, then destroy: forcing deletes them.",
         path=["force"],
+    )
+
+
+def _image_unavailable(diags: Diagnostics, exc: ImagePullError) -> None:
+    diags.add_error(
+        "Cannot pull the Liqo runtime image",
+        f"{exc}.\nThe runtime does not start until its nodes can pull this image: build it and push it to a "
+        'registry they reach (docs/installation.md, "The runtime image"), set `image` to where it is, then '
+        "apply again. What was applied is recorded in the state.",
+        path=["image"],
     )
 
 

@@ -43,7 +43,7 @@ from ..framework.plan import is_known
 from ..framework.resource import ApplyContext, PlanContext, Resource, State, call
 from ..framework.schema import Attribute, ListNestedAttribute, Object
 from ..framework.timeouts import block as timeouts_block
-from . import checks
+from . import checks, force
 
 if TYPE_CHECKING:
     from runtime.core import Client
@@ -176,6 +176,7 @@ class OffloadResource(Resource):
                     "exists, and why not."
                 ),
             ),
+            force.attribute(CONTRACT, "the NamespaceOffloading and its twin namespaces"),
         ],
         block_types=[timeouts_block(CONTRACT.timeouts)],
     )
@@ -234,6 +235,7 @@ class OffloadResource(Resource):
         for name, default in CONTRACT.defaults.items():
             if ctx.config.get(name) is None:
                 planned[name] = default
+        planned["force"] = force.planned(ctx.config, current)
         namespace = planned.get("namespace")
         if is_known(namespace) and namespace is not None:
             planned["id"] = namespace
@@ -288,7 +290,7 @@ class OffloadResource(Resource):
 
     def update(self, ctx: ApplyContext, current: State, planned: State) -> State | None:  # type: ignore[override]
         if _spec_inputs(current) == _spec_inputs(planned):
-            return {**current, "timeouts": planned.get("timeouts")}
+            return {**current, "timeouts": planned.get("timeouts"), "force": planned.get("force")}
         return self._write(ctx, planned, prior=current)
 
     def _write(self, ctx: ApplyContext, planned: State, *, prior: State | None) -> State | None:
@@ -379,7 +381,12 @@ class OffloadResource(Resource):
             ctx.diagnostics,
             self.provider.kube,
             lambda client: unoffload(
-                client, namespace, seconds=seconds, field_manager=c.FIELD_MANAGER_TERRAFORM, stop=ctx.stop
+                client,
+                namespace,
+                seconds=seconds,
+                field_manager=c.FIELD_MANAGER_TERRAFORM,
+                force=current.get("force") is True,
+                stop=ctx.stop,
             ),
             what=f"unoffload namespace {namespace}",
             seconds=seconds + ORPHAN_SECONDS + 10,
@@ -426,7 +433,7 @@ class OffloadResource(Resource):
             )
             return None
         empty: State = {attribute.name: None for attribute in self.schema.attributes}
-        return _observed_state({**empty, "timeouts": None}, found)
+        return _observed_state({**empty, "timeouts": None, "force": False}, found)
 
 
 # state

@@ -46,7 +46,7 @@ from ..framework.plan import is_known
 from ..framework.resource import ApplyContext, PlanContext, Resource, State, call
 from ..framework.schema import Attribute
 from ..framework.timeouts import block as timeouts_block
-from . import checks
+from . import checks, force
 
 if TYPE_CHECKING:
     from runtime.core import Client
@@ -168,6 +168,7 @@ class PeerResource(Resource):
                     f"`{c.DEFAULT_NAMESPACE}`)."
                 ),
             ),
+            force.attribute(CONTRACT, "the ForeignCluster and its token Secret"),
             Attribute(
                 "virtual_node",
                 String(),
@@ -256,6 +257,7 @@ class PeerResource(Resource):
         planned = dict(planned)
         if ctx.config.get("namespace") is None:
             planned["namespace"] = CONTRACT.defaults["namespace"]
+        planned["force"] = force.planned(ctx.config, current)
         name = planned.get("cluster_name")
         if is_known(name) and name is not None:
             planned["id"] = name
@@ -312,7 +314,7 @@ class PeerResource(Resource):
         if _spec_inputs(current) == _spec_inputs(planned) and current.get("cluster_token") == planned.get(
             "cluster_token"
         ):
-            return {**current, "timeouts": planned.get("timeouts")}
+            return {**current, "timeouts": planned.get("timeouts"), "force": planned.get("force")}
         return self._write(ctx, planned, prior=current)
 
     def _write(self, ctx: ApplyContext, planned: State, *, prior: State | None) -> State | None:
@@ -411,6 +413,7 @@ class PeerResource(Resource):
                 namespace=namespace,
                 seconds=seconds,
                 field_manager=c.FIELD_MANAGER_TERRAFORM,
+                force=current.get("force") is True,
                 stop=ctx.stop,
             ),
             what=f"delete the peering with {name}",
@@ -469,7 +472,9 @@ class PeerResource(Resource):
             return None
         namespace = str((peering.spec.get("tokenSecretRef") or {}).get("namespace") or c.DEFAULT_NAMESPACE)
         empty: State = {attribute.name: None for attribute in self.schema.attributes}
-        return _observed_state({**empty, "timeouts": None}, peering, token=secret_token, namespace=namespace)
+        return _observed_state(
+            {**empty, "timeouts": None, "force": False}, peering, token=secret_token, namespace=namespace
+        )
 
 
 # state

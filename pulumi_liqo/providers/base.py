@@ -13,12 +13,15 @@ from pulumi.output import Unknown
 from runtime.core import APIError, Client
 from runtime.core.failures import explain
 from runtime.operations.contract import Contract, Words
+from runtime.operations.unreachable import UnreachableError
 from runtime.operations.waits import StopRequested, WaitTimeoutError, duration
 
 from .. import _cluster
 
-#: properties every resource carries that are not the object's own: changing them never replaces anything
-CONNECTION: Final = ("kubeconfig", "context", "timeouts")
+#: properties every resource carries that are not the object's own (how to reach the cluster, the bounds, and
+#: `force`: whether a delete may drop the resource when the cluster cannot be reached): changing them never
+#: replaces anything and writes nothing to the cluster
+CONNECTION: Final = ("kubeconfig", "context", "timeouts", "force")
 
 
 class LiqoError(Exception):
@@ -83,11 +86,22 @@ def interrupted(exc: WaitTimeoutError | StopRequested, *, what: str) -> LiqoErro
 
 
 def unreachable_on_delete(component: str, error: str, *, kept: str, comes_back: str) -> str:
-    """The warning of a delete that found its cluster unreachable (`error`, `explain`'s sentence): `kept`
-    stays there, the resource leaves the state, and `comes_back` says what to do if the cluster returns."""
+    """The warning of a forced delete that found its cluster unreachable (`error`, `explain`'s sentence):
+    `kept` stays there, the resource leaves the state, and `comes_back` says what to do if the cluster
+    returns."""
     return (
-        f"{component}: {error} So {kept} was not deleted; it is removed from the state, as the cluster is gone. "
+        f"{component}: {error} So {kept} was not deleted; it is removed from the state, as force is set. "
         f"If the cluster comes back, {comes_back}."
+    )
+
+
+def kept_unreachable(component: str, exc: UnreachableError) -> LiqoError:
+    """The error of a delete that could not reach its cluster without `force`: the component stays."""
+    return LiqoError(
+        f"{component}: cannot delete it, the cluster cannot be reached: {exc.error} Nothing was deleted, so it "
+        "stays in the stack: run the destroy again once the cluster answers. If the cluster is gone for good, "
+        "set force=True on the component and run `pulumi up --refresh=false`, then `pulumi destroy`: it is "
+        "dropped from the stack and what it made stays there (or `pulumi state delete <urn>`)."
     )
 
 

@@ -12,14 +12,23 @@ import pulumi.dynamic
 
 from runtime.api import constants as c
 from runtime.core import APIConnectionError, APIError
-from runtime.core.failures import explain
 from runtime.forge import install as forge_install
 from runtime.forge.install import InstallOptions
 from runtime.operations import install
+from runtime.operations.unreachable import UnreachableError, unreachable
 from runtime.operations.waits import StopRequested, WaitTimeoutError
 
 from .. import _cluster
-from .base import LiqoError, api_error, connection, diff, interrupted, seconds, unreachable_on_delete
+from .base import (
+    LiqoError,
+    api_error,
+    connection,
+    diff,
+    interrupted,
+    kept_unreachable,
+    seconds,
+    unreachable_on_delete,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -120,6 +129,9 @@ class RuntimeProvider(pulumi.dynamic.ResourceProvider):
         return result
 
     def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> pulumi.dynamic.UpdateResult:
+        if olds.get("options") == news.get("options") and not olds.get("missing_objects"):
+            # only the connection (or force) changed: nothing to wait for on the cluster, which may be gone
+            return pulumi.dynamic.UpdateResult({**olds, **connection(news)})
         return pulumi.dynamic.UpdateResult(self._ready(news, "update"))
 
     def read(self, id_: str, props: dict[str, Any]) -> pulumi.dynamic.ReadResult:
@@ -160,11 +172,15 @@ class RuntimeProvider(pulumi.dynamic.ResourceProvider):
                 "Install and run `pulumi up`, then destroy: forcing deletes them."
             ) from None
         except APIConnectionError as exc:
+            try:
+                error = unreachable(exc, force=force)
+            except UnreachableError as kept:
+                raise kept_unreachable(f"Install {id_}", kept) from None
             logger.warning(
                 "%s",
                 unreachable_on_delete(
                     f"Install {id_}",
-                    explain(exc),
+                    error,
                     kept=f"the Liqo runtime in namespace {id_}",
                     comes_back="uninstall it there by hand",
                 ),
@@ -187,6 +203,12 @@ class RuntimeProvider(pulumi.dynamic.ResourceProvider):
         except (WaitTimeoutError, StopRequested) as exc:
             raise interrupted(
                 exc, what=f"the {operation} of the Liqo runtime in namespace {options.namespace}"
+            ) from None
+        except install.ImagePullError as exc:
+            raise LiqoError(
+                f"Cannot pull the Liqo runtime image: {exc}. The runtime does not start until its nodes can pull "
+                'this image: build it and push it to a registry they reach (docs/installation.md, "The runtime '
+                "image\"), set the Install's image to where it is, then run `pulumi up` again."
             ) from None
         except APIError as exc:
             raise api_error(

@@ -10,7 +10,7 @@ offloaded already. The namespace, the mapping strategy and a selected name repla
 offloading (the runtime never renames twin namespaces); the pod offloading strategy and
 the cluster selector change in place. Read returns the live spec and status, so a refresh
 shows drift made by hand. Delete unoffloads, bounded, with the forced path; a cluster
-that cannot be reached counts as gone.
+that cannot be reached fails it (the Offload stays), unless `force` lets it go.
 """
 
 from __future__ import annotations
@@ -24,10 +24,11 @@ import pulumi.dynamic
 from runtime.api import constants as c
 from runtime.core import APIError, Client
 from runtime.operations import offload
+from runtime.operations.unreachable import UnreachableError
 from runtime.operations.waits import StopRequested, WaitTimeoutError
 
 from .. import _cluster
-from .base import LiqoError, SpecProvider, api_error, connection
+from .base import LiqoError, SpecProvider, api_error, connection, kept_unreachable
 
 logger = logging.getLogger(__name__)
 
@@ -56,7 +57,11 @@ class OffloadingProvider(SpecProvider):
             namespace,
             props,
             lambda client: offload.unoffload(
-                client, namespace, seconds=bound, field_manager=c.FIELD_MANAGER_PULUMI
+                client,
+                namespace,
+                seconds=bound,
+                field_manager=c.FIELD_MANAGER_PULUMI,
+                force=True,  # nothing is in the stack yet: an unreachable cluster is said, not kept
             ),
             seconds=bound + offload.ORPHAN_SECONDS + 10,
             what=f"The NamespaceOffloading of {namespace}",
@@ -98,10 +103,16 @@ class OffloadingProvider(SpecProvider):
             outcome = _cluster.run(
                 props,
                 lambda client: offload.unoffload(
-                    client, id_, seconds=bound, field_manager=c.FIELD_MANAGER_PULUMI
+                    client,
+                    id_,
+                    seconds=bound,
+                    field_manager=c.FIELD_MANAGER_PULUMI,
+                    force=props.get("force") is True,
                 ),
                 seconds=bound + offload.ORPHAN_SECONDS + 10,
             )
+        except UnreachableError as exc:
+            raise kept_unreachable(f"Offload {id_}", exc) from None
         except APIError as exc:
             raise api_error(exc, what=f"unoffload namespace {id_}", props=props) from None
         if outcome.orphaned:

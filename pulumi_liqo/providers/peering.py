@@ -9,8 +9,8 @@ why: Pulumi keeps no state for a failed create, so a ForeignCluster left behind 
 make the next `pulumi up` refuse the name as peered already. The provider's id, name and auth URL replace the peering; the
 resources, node labels and token change in place. Read returns the live spec, token and
 status, so a refresh shows drift made by hand and the next `pulumi up` puts it back.
-Delete unpeers, bounded, with the forced path; a cluster that cannot be reached counts as
-gone.
+Delete unpeers, bounded, with the forced path; a cluster that cannot be reached fails it
+(the Peer stays), unless `force` lets it go.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from runtime.forge import podsecurity
 from runtime.forge.peering import split_resources
 from runtime.operations import peering
 from runtime.operations.peering import RESOURCE_ARGUMENTS
+from runtime.operations.unreachable import UnreachableError
 from runtime.operations.waits import StopRequested, WaitTimeoutError
 
 from .. import _cluster
@@ -36,6 +37,7 @@ from .base import (
     api_error,
     connection,
     interrupted,
+    kept_unreachable,
     unreachable_on_delete,
 )
 
@@ -69,7 +71,12 @@ class PeeringProvider(SpecProvider):
             name,
             props,
             lambda client: peering.unpeer(
-                client, name, namespace=namespace, seconds=bound, field_manager=c.FIELD_MANAGER_PULUMI
+                client,
+                name,
+                namespace=namespace,
+                seconds=bound,
+                field_manager=c.FIELD_MANAGER_PULUMI,
+                force=True,  # nothing is in the stack yet: an unreachable cluster is said, not kept
             ),
             seconds=bound + peering.ORPHAN_SECONDS + 10,
             what=f"The ForeignCluster {name}",
@@ -123,10 +130,17 @@ class PeeringProvider(SpecProvider):
             outcome = _cluster.run(
                 props,
                 lambda client: peering.unpeer(
-                    client, id_, namespace=namespace, seconds=bound, field_manager=c.FIELD_MANAGER_PULUMI
+                    client,
+                    id_,
+                    namespace=namespace,
+                    seconds=bound,
+                    field_manager=c.FIELD_MANAGER_PULUMI,
+                    force=props.get("force") is True,
                 ),
                 seconds=bound + peering.ORPHAN_SECONDS + 10,
             )
+        except UnreachableError as exc:
+            raise kept_unreachable(f"Peer {id_}", exc) from None
         except APIError as exc:
             raise api_error(exc, what=f"delete the peering with {id_}", props=props) from None
         if outcome.orphaned:

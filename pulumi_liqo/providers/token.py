@@ -17,10 +17,18 @@ from runtime.api import constants as c
 from runtime.api.validation import parse_duration
 from runtime.core import APIError
 from runtime.operations import token
+from runtime.operations.unreachable import UnreachableError
 from runtime.operations.waits import StopRequested, WaitTimeoutError
 
 from .. import _cluster
-from .base import ContractProvider, api_error, connection, interrupted, unreachable_on_delete
+from .base import (
+    ContractProvider,
+    api_error,
+    connection,
+    interrupted,
+    kept_unreachable,
+    unreachable_on_delete,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -106,8 +114,14 @@ class TokenProvider(ContractProvider):
         bound = self.bound(props, "delete")
         try:
             unreachable = _cluster.run(
-                props, lambda client: token.revoke(client, namespace=namespace, name=id_), seconds=bound
+                props,
+                lambda client: token.revoke(
+                    client, namespace=namespace, name=id_, force=props.get("force") is True
+                ),
+                seconds=bound,
             )
+        except UnreachableError as exc:
+            raise kept_unreachable(f"Generate {namespace}/{id_}", exc) from None
         except APIError as exc:
             raise api_error(
                 exc, what=f"revoke the peering token (Secret {namespace}/{id_})", props=props

@@ -9,7 +9,14 @@ the blockers). What the runtime writes into those objects itself (the webhook's 
 and CA bundle, the auth service's `authURL` in the identity ConfigMap) is owned by the
 runtime's own field managers, and a re-apply carries the webhook's values over, so an
 upgrade never undoes them. Outcomes are values and typed errors (`InUseError`,
-`runtime.core` API errors, `waits.WaitTimeoutError`); each front end words them.
+`ImagePullError`, `runtime.core` API errors, `waits.WaitTimeoutError`); each front end
+words them.
+
+A component whose image its node cannot get never becomes ready, whatever the wait's
+bound: the readiness wait ends at once with `ImagePullError` (the image, the pod, its
+node and cluster, and the kubelet's reason and message) as soon as a pod of the
+installation shows one of the kubelet's image failures, instead of waiting out the
+timeout. Apply again once the image can be pulled.
 """
 
 from __future__ import annotations
@@ -109,6 +116,12 @@ _CLUSTER_CIDR_FLAG: Final = "--cluster-cidr="
 #: auth service's serving key (consumers pin its public key) is created by the controller manager, not by the
 #: install manifests, so it stays with the namespace an uninstall without purge keeps
 KEPT_WITHOUT_PURGE: Final = frozenset({(kinds.CONFIGMAPS, c.CLUSTER_IDENTITY_CONFIGMAP)})
+#: the waiting reasons the kubelet gives a container whose image it cannot get (kubelet's pkg/kubelet/images:
+#: the pull failed, it backs off before the next, the reference does not parse, the pull policy forbids it,
+#: the runtime cannot inspect it)
+IMAGE_FAILURES: Final = frozenset(
+    {"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull", "ErrImageInspect"}
+)
 
 
 @dataclass(frozen=True)
@@ -350,7 +363,10 @@ class Ready:
 
 
 async def wait_ready(client: Client, options: InstallOptions, *, seconds: float, stop: Stop = NEVER) -> Ready:
-    """Until the components' Deployments are rolled out, the webhook is patched and `authURL` is published."""
+    """Until the components' Deployments are rolled out, the webhook is patched and `authURL` is published.
+
+    Raises `ImagePullError` as soon as a component's pod cannot get its image.
+    """
 
     async def check() -> tuple[Ready | None, str]:
         pending = await _pending(client, options)
@@ -434,6 +450,49 @@ async def _auth_url_moving(client: Client, namespace: str, published: str) -> li
     return []
 
 
+class ImagePullError(Exception):
+    """A pod of the installation cannot get its image: waiting longer does not help."""
+
+    def __init__(
+        self, *, image: str, pod: str, container: str, node: str, cluster: str, reason: str, message: str
+    ) -> None:
+        where = f"pod {pod} (container {container}" + (f", node {node}" if node else "") + ")"
+        on = f" on {cluster}" if cluster else ""
+        super().__init__(
+            f'{where}{on} cannot pull image "{image}": {reason}' + (f": {message}" if message else "")
+        )
+        self.image, self.pod, self.container, self.node = image, pod, container, node
+        self.cluster, self.reason, self.message = cluster, reason, message
+
+
+def image_failure(pod: Mapping[str, Any], *, cluster: str = "") -> ImagePullError | None:
+    """The first container (init containers first) of `pod` the kubelet cannot get the image of, as the error
+    to raise; None when there is none."""
+    metadata = pod.get("metadata") or {}
+    spec = pod.get("spec") or {}
+    status = pod.get("status") or {}
+    for entry in [*(status.get("initContainerStatuses") or []), *(status.get("containerStatuses") or [])]:
+        waiting = (entry.get("state") or {}).get("waiting") or {}
+        if waiting.get("reason") in IMAGE_FAILURES:
+            return ImagePullError(
+                image=str(entry.get("image") or _spec_image(spec, str(entry.get("name") or ""))),
+                pod=f"{metadata.get('namespace')}/{metadata.get('name')}",
+                container=str(entry.get("name") or ""),
+                node=str(spec.get("nodeName") or ""),
+                cluster=cluster,
+                reason=str(waiting["reason"]),
+                message=str(waiting.get("message") or ""),
+            )
+    return None
+
+
+def _spec_image(spec: Mapping[str, Any], container: str) -> str:
+    for entry in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]:
+        if entry.get("name") == container:
+            return str(entry.get("image") or "")
+    return ""
+
+
 def rolled_out(deployment: Mapping[str, Any]) -> bool:
     """Whether a Deployment's latest generation is fully rolled out and available (`kubectl rollout status`)."""
     wanted = int((deployment.get("spec") or {}).get("replicas", 1))
@@ -448,10 +507,16 @@ def rolled_out(deployment: Mapping[str, Any]) -> bool:
 
 
 async def _pod_summary(client: Client, namespace: str, name: str) -> str:
-    """` (pod x: Pending, CrashLoopBackOff)` for the Deployment's pods, to say why it is not available."""
+    """` (pod x: Pending, CrashLoopBackOff)` for the Deployment's pods, to say why it is not available.
+
+    Raises `ImagePullError` for a pod whose image cannot be pulled: that pod never becomes available.
+    """
     pods = await client.list(kinds.PODS, namespace=namespace, label_selector=f"{c.LABEL_NAME}={name}")
     notes = []
     for pod in pods.items:
+        failure = image_failure(pod, cluster=client.config.cluster_label)
+        if failure is not None:
+            raise failure
         status = pod.get("status") or {}
         reasons = [
             str((state.get("waiting") or state.get("terminated") or {}).get("reason") or "")

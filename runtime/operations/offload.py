@@ -24,10 +24,10 @@ from runtime.api import constants as c
 from runtime.api.crds import NAMESPACEOFFLOADINGS
 from runtime.api.kinds import NAMESPACES
 from runtime.core import APIConnectionError, Client, NotFoundError
-from runtime.core.failures import explain
 from runtime.forge.namespaceoffloading import ClusterStatus, cluster_statuses, namespace_offloading
 
 from .contract import Change, Contract, Input, Refusal
+from .unreachable import unreachable
 from .waits import (
     NEVER,
     POLL_INTERVAL,
@@ -156,6 +156,7 @@ CONTRACT: Final = Contract(
         Input("namespace_mapping_strategy", Change.REPLACE, default=c.MAPPING_DEFAULT_NAME),
         Input("remote_namespace_name", Change.REPLACE),
         Input("cluster_selector_terms", Change.UPDATE),
+        Input("force", Change.UPDATE, default=False),
     ),
     timeouts={"create": 300.0, "update": 300.0, "delete": 300.0},
     refusals=(
@@ -310,15 +311,16 @@ class Unoffloaded:
 
     #: the wait ran out (what was last seen) and the finalizer was removed: twin namespaces may be left behind
     orphaned: str = ""
-    #: the cluster could not be reached (why, in words): nothing was deleted, the offloading counts as gone
+    #: the cluster could not be reached (why, in words) and `force` let the offloading go: nothing was deleted
     unreachable: str = ""
 
 
 async def unoffload(
-    client: Client, namespace: str, *, seconds: float, field_manager: str, stop: Stop = NEVER
+    client: Client, namespace: str, *, seconds: float, field_manager: str, force: bool, stop: Stop = NEVER
 ) -> Unoffloaded:
     """Delete the namespace's NamespaceOffloading and wait for its twin namespaces to go, bounded by `seconds`
-    (plus `ORPHAN_SECONDS` when forced)."""
+    (plus `ORPHAN_SECONDS` when forced). A cluster that cannot be reached is `unreachable.UnreachableError`,
+    unless `force` lets the offloading go without deleting it."""
     orphaned = ""
     try:
         try:
@@ -338,5 +340,5 @@ async def unoffload(
                 )
             await wait_gone(client, namespace, seconds=ORPHAN_SECONDS, stop=stop)
     except APIConnectionError as exc:
-        return Unoffloaded(orphaned=orphaned, unreachable=explain(exc))
+        return Unoffloaded(orphaned=orphaned, unreachable=unreachable(exc, force=force))
     return Unoffloaded(orphaned=orphaned)

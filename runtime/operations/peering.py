@@ -27,7 +27,6 @@ from runtime.api import constants as c
 from runtime.api.crds import FOREIGNCLUSTERS
 from runtime.api.kinds import NODES, SECRETS
 from runtime.core import APIConnectionError, Client, NotFoundError
-from runtime.core.failures import explain
 from runtime.forge import conditions, podsecurity
 from runtime.forge.peering import token_of, token_secret_name
 from runtime.forge.podsecurity import Level
@@ -35,6 +34,7 @@ from runtime.forge.virtualnode import node_name_for
 
 from .contract import Change, Contract, Input, Refusal
 from .identity import NotInstalledError, cluster_identity
+from .unreachable import unreachable
 from .waits import (
     NEVER,
     POLL_INTERVAL,
@@ -275,6 +275,7 @@ CONTRACT: Final = Contract(
         Input("networking_disabled", Change.UPDATE, default=False),
         Input("pod_security", Change.UPDATE, default=podsecurity.DEFAULT_LEVEL),
         Input("namespace", Change.REPLACE, default=c.DEFAULT_NAMESPACE),
+        Input("force", Change.UPDATE, default=False),
     ),
     timeouts={"create": 300.0, "update": 300.0, "delete": 180.0},
     refusals=(
@@ -511,17 +512,26 @@ class Unpeered:
 
     #: the wait ran out (what was last seen) and the finalizer was removed: objects may be left behind
     orphaned: str = ""
-    #: the cluster could not be reached (why, in words): nothing was deleted, the peering counts as gone
+    #: the cluster could not be reached (why, in words) and `force` let the peering go: nothing was deleted
     unreachable: str = ""
 
 
 async def unpeer(
-    client: Client, name: str, *, namespace: str, seconds: float, field_manager: str, stop: Stop = NEVER
+    client: Client,
+    name: str,
+    *,
+    namespace: str,
+    seconds: float,
+    field_manager: str,
+    force: bool,
+    stop: Stop = NEVER,
 ) -> Unpeered:
     """Delete the peering `name` and its token Secret, bounded by `seconds` (plus `ORPHAN_SECONDS` when forced).
 
     The controller unpeers (and gives up on an unreachable provider after its own bound);
-    past `seconds` the ForeignCluster's finalizer is removed.
+    past `seconds` the ForeignCluster's finalizer is removed. A consumer cluster that cannot
+    be reached is `unreachable.UnreachableError`, unless `force` lets the peering go without
+    deleting it.
     """
     from runtime.forge.peering import token_secret_name
 
@@ -539,5 +549,5 @@ async def unpeer(
         with contextlib.suppress(NotFoundError):
             await client.delete(SECRETS, token_secret_name(name), namespace=namespace)
     except APIConnectionError as exc:
-        return Unpeered(orphaned=orphaned, unreachable=explain(exc))
+        return Unpeered(orphaned=orphaned, unreachable=unreachable(exc, force=force))
     return Unpeered(orphaned=orphaned)

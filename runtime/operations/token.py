@@ -18,7 +18,6 @@ from typing import Final
 from runtime.api import constants as c
 from runtime.api.kinds import SECRETS
 from runtime.core import APIConnectionError, Client, NotFoundError
-from runtime.core.failures import explain
 from runtime.forge.credential import rfc3339
 from runtime.forge.tokens import (
     generate_token,
@@ -31,6 +30,7 @@ from runtime.forge.tokens import (
 
 from .contract import Change, Contract, Input, Refusal
 from .identity import NotInstalledError, published
+from .unreachable import unreachable
 from .waits import NEVER, Stop, wait_until
 
 logger = logging.getLogger(__name__)
@@ -42,6 +42,7 @@ CONTRACT: Final = Contract(
     (
         Input("namespace", Change.REPLACE, default=c.DEFAULT_NAMESPACE),
         Input("expires_in", Change.REPLACE),
+        Input("force", Change.UPDATE, default=False),
     ),
     timeouts={"create": 120.0, "delete": 60.0},
     refusals=(
@@ -133,12 +134,13 @@ async def observe(client: Client, *, namespace: str, name: str, token: str) -> d
     return await published(client, namespace=namespace) or {}
 
 
-async def revoke(client: Client, *, namespace: str, name: str) -> str:
-    """Delete the token Secret `name`; why the cluster cannot be reached, in words ("" when it was reached)."""
+async def revoke(client: Client, *, namespace: str, name: str, force: bool) -> str:
+    """Delete the token Secret `name`; why the cluster cannot be reached, in words ("" when it was reached),
+    when `force` lets the token go without deleting it (else `unreachable.UnreachableError`)."""
     try:
         await client.delete(SECRETS, name, namespace=namespace)
     except NotFoundError:
         pass
     except APIConnectionError as exc:
-        return explain(exc)
+        return unreachable(exc, force=force)
     return ""

@@ -46,7 +46,9 @@ def test_the_project_has_a_virtual_environment_of_its_own_made_from_its_requirem
     requirements = [
         line for line in (EXAMPLE / "requirements.txt").read_text().splitlines() if not line.startswith("#")
     ]
-    assert requirements == ["../.."], "the component package (this checkout's distribution)"
+    assert requirements == ["--find-links ../../dist", "pulumi-liqo"], (
+        "the component package, as `make dist` built it"
+    )
     assert {"romeKubeconfig", "milanKubeconfig"} <= set(project["config"])
 
 

@@ -44,6 +44,7 @@ from tests.playground.test_network import (
     ready_endpoints,
     web,
 )
+from tests.runtime.operations.test_install_image import UNPULLABLE, failed_install
 
 JSON = dict[str, Any]
 ROOT = Path(__file__).resolve().parents[2]
@@ -283,6 +284,15 @@ async def test_load_image_reaches_every_node(
         pod["spec"]["containers"][0]["imagePullPolicy"] = "Never"
         await api.create(PODS, pod, namespace=namespace)
         await running(api, namespace, f"never-{node}")
+
+
+async def test_an_install_whose_image_no_registry_has_fails_with_the_kubelets_reason(pair: Cluster) -> None:
+    failure = await failed_install(pair, UNPULLABLE)
+
+    assert failure.image == UNPULLABLE
+    assert failure.reason in ("ErrImagePull", "ImagePullBackOff")
+    assert failure.node in pair.node_names
+    assert f'cannot pull image "{UNPULLABLE}"' in str(failure)
 
 
 async def test_two_real_clusters_with_the_same_pod_cidr_run_side_by_side(

@@ -146,19 +146,89 @@ def test_load_with_host_alone_needs_no_file() -> None:
     assert (loaded.server, loaded.token, loaded.insecure_skip_tls_verify) == ("https://api:6443", "t", True)
 
 
-def test_no_settings_read_the_default_kubeconfig(
-    kubeconfig: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("block", [None, {"kubernetes": {}}, {"kubernetes": {"config_context": "dev"}}])
+def test_no_path_and_no_host_outside_a_pod_is_an_error_on_config_path(
+    kubeconfig: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, block: dict[str, Any] | None
 ) -> None:
-    monkeypatch.delenv("KUBECONFIG", raising=False)
+    # kubectl's current context names a cluster: the provider still does not fall back to it
+    monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
     monkeypatch.setenv("HOME", str(tmp_path))
     (tmp_path / ".kube").mkdir()
     (tmp_path / ".kube" / "config").write_text(KUBECONFIG)
     diagnostics = Diagnostics()
 
-    loaded = config.load(diagnostics, None, {})
+    loaded = config.load(diagnostics, block, {"KUBECONFIG": str(kubeconfig), "HOME": str(tmp_path)})
+
+    assert loaded is None
+    [diagnostic] = diagnostics.diagnostics
+    assert (diagnostic.summary, diagnostic.path) == ("No cluster configured", ["kubernetes", "config_path"])
+    assert "never falls back to the current kubectl context" in str(diagnostic.detail)
+    assert "KUBE_CONFIG_PATH" in str(diagnostic.detail)
+
+
+@pytest.fixture
+def service_account(tmp_path: Path) -> Path:
+    from playground.apiserver.pki import CertificateAuthority
+
+    directory = tmp_path / "serviceaccount"
+    directory.mkdir()
+    (directory / "token").write_text("sa-token")
+    (directory / "ca.crt").write_bytes(CertificateAuthority.generate("test-ca").cert_pem)
+    (directory / "namespace").write_text("ci\n")
+    return directory
+
+
+IN_A_POD = {"KUBERNETES_SERVICE_HOST": "10.96.0.1", "KUBERNETES_SERVICE_PORT": "443"}
+
+
+def test_no_path_and_no_host_in_a_pod_use_its_service_account(service_account: Path) -> None:
+    diagnostics = Diagnostics()
+
+    loaded = config.load(diagnostics, None, IN_A_POD, service_account_dir=service_account)
+
+    assert diagnostics.diagnostics == []
+    assert loaded is not None
+    assert (loaded.server, loaded.token_file, loaded.namespace) == (
+        "https://10.96.0.1:443",
+        service_account / "token",
+        "ci",
+    )
+
+
+def test_a_kubeconfig_path_wins_over_the_pod_s_service_account(
+    kubeconfig: Path, service_account: Path
+) -> None:
+    loaded = config.load(
+        Diagnostics(),
+        None,
+        {**IN_A_POD, "KUBE_CONFIG_PATH": str(kubeconfig)},
+        service_account_dir=service_account,
+    )
 
     assert loaded is not None
-    assert loaded.context_name == "dev"
+    assert loaded.server == "https://127.0.0.1:6443"
+
+
+def test_a_pod_without_its_service_account_token_says_so_on_config_path(service_account: Path) -> None:
+    (service_account / "token").unlink()
+    diagnostics = Diagnostics()
+
+    assert config.load(diagnostics, None, IN_A_POD, service_account_dir=service_account) is None
+
+    [diagnostic] = diagnostics.diagnostics
+    assert diagnostic.path == ["kubernetes", "config_path"]
+    assert "Terraform runs in a pod" in str(diagnostic.detail)
+    assert f"cannot read the token {service_account}/token" in str(diagnostic.detail)
+
+
+def test_credentials_without_a_host_or_kubeconfig_are_an_error_on_host(service_account: Path) -> None:
+    diagnostics = Diagnostics()
+
+    assert (
+        config.load(diagnostics, None, {**IN_A_POD, "KUBE_TOKEN": "t"}, service_account_dir=service_account)
+        is None
+    )
+    assert errors(diagnostics) == [("Invalid provider setting kubernetes.host", ["kubernetes", "host"])]
 
 
 @pytest.mark.parametrize(

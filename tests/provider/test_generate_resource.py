@@ -194,8 +194,23 @@ async def test_destroy_revokes_the_token(provider: Provider, api: Client) -> Non
         await api.get(SECRETS, state["id"], namespace="liqo")
 
 
-def test_a_destroy_on_a_cluster_that_is_gone_drops_the_token_with_a_warning(gone: Provider) -> None:
+def test_a_destroy_that_cannot_reach_the_cluster_fails_and_keeps_the_token(gone: Provider) -> None:
     state = {**config(), "id": "liqo-peering-token-0123456789", "namespace": "liqo"}
+
+    outcome = harness.delete(resource(gone), state)
+
+    [(summary, detail, path)] = outcome.errors
+    assert (summary, path) == (
+        "Cannot revoke the peering token (delete Secret liqo/liqo-peering-token-0123456789): the cluster cannot "
+        "be reached",
+        ["force"],
+    )
+    assert "Nothing was deleted, so the resource stays in the state" in detail
+    assert outcome.warnings == []
+
+
+def test_a_forced_destroy_on_a_cluster_that_is_gone_drops_the_token_with_a_warning(gone: Provider) -> None:
+    state = {**config(), "id": "liqo-peering-token-0123456789", "namespace": "liqo", "force": True}
 
     outcome = harness.delete(resource(gone), state)
 

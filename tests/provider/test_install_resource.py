@@ -25,12 +25,14 @@ from runtime.api.kinds import (
     DEPLOYMENTS,
     NAMESPACES,
     NODES,
+    PODS,
     SECRETS,
+    SERVICEACCOUNTS,
     SERVICES,
     VALIDATINGWEBHOOKS,
 )
 from runtime.auth.servingkey import generate_key, serving_key_secret
-from runtime.core import Client, NotFoundError
+from runtime.core import AlreadyExistsError, Client, NotFoundError
 from runtime.forge.install import VALIDATING_WEBHOOK
 from runtime.operations.install import covering_network
 from tests.playground.conftest import running
@@ -427,6 +429,63 @@ async def test_a_create_that_times_out_says_what_is_pending_and_keeps_the_state(
     )
 
 
+async def kubelet_cannot_pull(api: Client, namespace: str, image: str) -> None:
+    """What a node shows once the auth service's pod is on it and its image cannot be pulled."""
+    while True:
+        try:
+            await api.get(NAMESPACES, namespace)
+            break
+        except NotFoundError:
+            await asyncio.sleep(0.05)
+    with contextlib.suppress(AlreadyExistsError):  # the ServiceAccount controller's, which does not run here
+        await api.create(SERVICEACCOUNTS, {"metadata": {"name": "default"}}, namespace=namespace)
+    pod = {
+        "metadata": {"name": "liqo-auth-5f7d", "labels": {c.LABEL_NAME: "liqo-auth"}},
+        "spec": {"nodeName": "rome-worker", "containers": [{"name": "auth", "image": image}]},
+    }
+    created = await api.create(PODS, pod, namespace=namespace)
+    message = f'failed to pull and unpack image "{image}": not found'
+    created["status"] = {
+        "phase": "Pending",
+        "containerStatuses": [
+            {
+                "name": "auth",
+                "image": image,
+                "imageID": "",
+                "ready": False,
+                "restartCount": 0,
+                "state": {"waiting": {"reason": "ErrImagePull", "message": message}},
+            }
+        ],
+    }
+    await api.update_status(PODS, created, namespace=namespace)
+
+
+async def test_a_create_whose_image_cannot_be_pulled_fails_at_once_on_image(
+    provider: Provider, api: Client
+) -> None:
+    image = "registry.example.com/liqo/runtime:0.1.0"
+    element, planned, cfg = await asyncio.to_thread(
+        plan_create,
+        provider,
+        pod_cidr=POD_CIDR,
+        image=image,
+        timeouts={"create": "30s", "update": None, "delete": None},
+    )
+    node = asyncio.create_task(kubelet_cannot_pull(api, "liqo", image))
+
+    outcome = await asyncio.to_thread(harness.create, element, planned, cfg)
+    await node
+
+    [(summary, detail, path)] = outcome.errors
+    assert (summary, path) == ("Cannot pull the Liqo runtime image", ["image"])
+    assert detail.startswith(
+        f"pod liqo/liqo-auth-5f7d (container auth, node rome-worker) on {provider.kube.label} "
+        f'cannot pull image "{image}": ErrImagePull: failed to pull and unpack image "{image}": not found.'
+    )
+    assert outcome.state is not None, "what was applied is recorded (tainted) so destroy can remove it"
+
+
 async def test_a_stop_during_create_returns_the_state_at_once(provider: Provider) -> None:
     element, planned, cfg = await asyncio.to_thread(plan_create, provider, pod_cidr=POD_CIDR)
     stop = threading.Event()
@@ -697,8 +756,25 @@ async def test_a_purge_removes_the_namespace_crds_identity_and_serving_key(
     assert (await asyncio.to_thread(harness.read, element, state)).state is None
 
 
-def test_a_destroy_on_a_cluster_that_is_gone_drops_it_with_a_warning(gone: Provider) -> None:
+def test_a_destroy_that_cannot_reach_the_cluster_fails_and_keeps_it(gone: Provider) -> None:
     outcome = harness.delete(resource(gone), applied_state())
+
+    [(summary, detail, path)] = outcome.errors
+    assert (summary, path) == (
+        "Cannot uninstall the Liqo runtime from namespace liqo: the cluster cannot be reached",
+        ["force"],
+    )
+    assert detail.startswith(
+        f"The cluster of context 'gone' ({gone.kube.host}) cannot be reached: the connection was refused (nothing "
+        "listens there). Check that it is running and that its address (host and port) is right. Nothing was "
+        "deleted, so the resource stays in the state: run the destroy again once the cluster answers.\n\n"
+        "If this cluster is gone for good, set `force = true`"
+    )
+    assert outcome.warnings == []
+
+
+def test_a_forced_destroy_on_a_cluster_that_is_gone_drops_it_with_a_warning(gone: Provider) -> None:
+    outcome = harness.delete(resource(gone), {**applied_state(), "force": True})
 
     assert outcome.errors == []
     [(summary, detail)] = outcome.warnings
@@ -706,9 +782,18 @@ def test_a_destroy_on_a_cluster_that_is_gone_drops_it_with_a_warning(gone: Provi
     assert detail == (
         f"The cluster of context 'gone' ({gone.kube.host}) cannot be reached: the connection was refused (nothing "
         "listens there). Check that it is running and that its address (host and port) is right. So the Liqo "
-        "runtime in namespace liqo was not deleted; it is removed from the state, as the cluster is gone. If the "
+        "runtime in namespace liqo was not deleted; it is removed from the state, as `force` is set. If the "
         "cluster comes back, uninstall it there by hand or import it again."
     )
+
+
+def test_setting_force_alone_updates_without_reaching_the_cluster(gone: Provider) -> None:
+    state = applied_state()
+
+    outcome = harness.update(resource(gone), state, {**state, "force": True}, config(force=True))
+
+    assert outcome.errors == []
+    assert outcome.state == {**state, "force": True}
 
 
 def test_a_refresh_of_a_cluster_that_is_gone_says_how_to_destroy_or_forget_it(gone: Provider) -> None:
@@ -719,8 +804,8 @@ def test_a_refresh_of_a_cluster_that_is_gone_says_how_to_destroy_or_forget_it(go
     assert detail == (
         f"The cluster of context 'gone' ({gone.kube.host}) cannot be reached: the connection was refused (nothing "
         "listens there). Check that it is running and that its address (host and port) is right.\n\n"
-        "If this cluster is gone for good, skip the refresh: `terraform destroy -refresh=false` (or `terraform "
-        "apply -refresh=false`) deletes what the state holds without reading it first, and the liqo resources' "
-        "deletes count an unreachable cluster as gone; or forget this resource with `terraform state rm "
-        "<address>` (its address is named above)."
+        "If this cluster is gone for good, set `force = true` on its liqo resources and record it without "
+        "reading the cluster (`terraform apply -refresh=false`), then `terraform destroy -refresh=false`: a "
+        "forced delete drops a resource whose cluster cannot be reached from the state, and what it made stays "
+        "there. Or forget the resource with `terraform state rm <address>` (its address is named above)."
     )

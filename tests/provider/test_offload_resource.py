@@ -336,16 +336,27 @@ async def test_a_cluster_without_the_runtime_is_told_so(provider: Provider, api:
     assert summary == "Liqo runtime not installed"
 
 
-async def test_an_unreachable_cluster_drops_the_offloading_from_the_state(gone: Provider) -> None:
+async def test_an_unreachable_cluster_fails_the_destroy_and_keeps_the_offloading(gone: Provider) -> None:
     deleted = await asyncio.to_thread(harness.delete, resource(gone), applied_state())
+
+    [(summary, _, path)] = deleted.errors
+    assert (summary, path) == (
+        "Cannot unoffload namespace liqo-demo: the cluster cannot be reached",
+        ["force"],
+    )
+    assert deleted.warnings == []
+
+
+async def test_an_unreachable_cluster_drops_the_offloading_from_the_state_when_forced(gone: Provider) -> None:
+    deleted = await asyncio.to_thread(harness.delete, resource(gone), {**applied_state(), "force": True})
     assert deleted.errors == []
     [(summary, detail)] = deleted.warnings
     assert summary == "Cluster unreachable: offloading dropped from the state"
     assert detail == (
         f"The cluster of context 'gone' ({gone.kube.host}) cannot be reached: the connection was refused (nothing "
         "listens there). Check that it is running and that its address (host and port) is right. So the "
-        "NamespaceOffloading of namespace liqo-demo was not deleted; it is removed from the state, as the cluster "
-        "is gone. If the cluster comes back, delete it there."
+        "NamespaceOffloading of namespace liqo-demo was not deleted; it is removed from the state, as `force` is "
+        "set. If the cluster comes back, delete it there."
     )
 
 
@@ -358,8 +369,8 @@ def test_a_refresh_of_a_cluster_that_is_gone_says_how_to_destroy_or_forget_it(go
         f"The cluster of context 'gone' ({gone.kube.host}) cannot be reached: the connection "
     )
     assert detail.endswith(
-        "If this cluster is gone for good, skip the refresh: `terraform destroy -refresh=false` (or `terraform "
-        "apply -refresh=false`) deletes what the state holds without reading it first, and the liqo resources' "
-        "deletes count an unreachable cluster as gone; or forget this resource with `terraform state rm "
-        "<address>` (its address is named above)."
+        "If this cluster is gone for good, set `force = true` on its liqo resources and record it without "
+        "reading the cluster (`terraform apply -refresh=false`), then `terraform destroy -refresh=false`: a "
+        "forced delete drops a resource whose cluster cannot be reached from the state, and what it made stays "
+        "there. Or forget the resource with `terraform state rm <address>` (its address is named above)."
     )

@@ -431,8 +431,19 @@ async def test_destroy_never_hangs_on_a_peering_that_does_not_unpeer(
         await consumer.get(FOREIGNCLUSTERS, "milan")
 
 
-def test_a_destroy_on_a_cluster_that_is_gone_drops_it_with_a_warning(gone: Provider) -> None:
+def test_a_destroy_that_cannot_reach_the_cluster_fails_and_keeps_it(gone: Provider) -> None:
     outcome = harness.delete(resource(gone), applied_state())
+
+    [(summary, _, path)] = outcome.errors
+    assert (summary, path) == (
+        "Cannot delete the peering with milan: the cluster cannot be reached",
+        ["force"],
+    )
+    assert outcome.warnings == []
+
+
+def test_a_forced_destroy_on_a_cluster_that_is_gone_drops_it_with_a_warning(gone: Provider) -> None:
+    outcome = harness.delete(resource(gone), {**applied_state(), "force": True})
 
     assert outcome.errors == []
     [(summary, _)] = outcome.warnings

@@ -17,6 +17,7 @@ import yaml
 from pulumi_liqo._cluster import OperationTimeoutError
 from pulumi_liqo.providers.base import LiqoError, interrupted
 from pulumi_liqo.providers.install import RuntimeProvider
+from pulumi_liqo.providers.offload import OffloadingProvider
 from pulumi_liqo.providers.peering import PeeringProvider
 from pulumi_liqo.providers.token import TokenProvider
 from runtime.operations.waits import Blocking, WaitTimeoutError
@@ -61,19 +62,41 @@ def test_a_read_of_a_cluster_that_cannot_be_reached_names_it_says_why_and_what_t
     )
 
 
-def test_deletes_on_a_cluster_that_is_gone_warn_what_is_left_there(
+@pytest.mark.parametrize(
+    ("provider", "id_", "props", "component"),
+    [
+        (TokenProvider(), "liqo-token-abc", {"namespace": "liqo"}, "Generate liqo/liqo-token-abc"),
+        (RuntimeProvider(), "liqo", {"options": {"namespace": "liqo"}}, "Install liqo"),
+        (PeeringProvider(), "milan", {"namespace": "liqo"}, "Peer milan"),
+        (OffloadingProvider(), "liqo-demo", {}, "Offload liqo-demo"),
+    ],
+    ids=["token", "runtime", "peering", "offloading"],
+)
+def test_a_delete_that_cannot_reach_its_cluster_fails_and_keeps_the_component(
+    gone: dict[str, Any], provider: Any, id_: str, props: dict[str, Any], component: str
+) -> None:
+    with pytest.raises(LiqoError) as raised:
+        provider.delete(id_, {**gone, **props, "force": False})
+    assert str(raised.value).startswith(
+        f"{component}: cannot delete it, the cluster cannot be reached: The cluster of context 'gone' "
+        f"({_server(gone)}) {REFUSED} Nothing was deleted, so it stays in the stack"
+    )
+    assert "set force=True on the component" in str(raised.value)
+
+
+def test_forced_deletes_on_a_cluster_that_is_gone_warn_what_is_left_there(
     gone: dict[str, Any], caplog: pytest.LogCaptureFixture
 ) -> None:
     with caplog.at_level(logging.WARNING):
-        TokenProvider().delete("liqo-token-abc", {**gone, "namespace": "liqo"})
-        RuntimeProvider().delete("liqo", {**gone, "options": {"namespace": "liqo"}, "force": False})
+        TokenProvider().delete("liqo-token-abc", {**gone, "namespace": "liqo", "force": True})
+        RuntimeProvider().delete("liqo", {**gone, "options": {"namespace": "liqo"}, "force": True})
     cluster = f"The cluster of context 'gone' ({_server(gone)})"
     assert [record.getMessage() for record in caplog.records if record.levelno == logging.WARNING] == [
         f"Generate liqo/liqo-token-abc: {cluster} {REFUSED} So the token Secret liqo/liqo-token-abc was not "
-        "deleted; it is removed from the state, as the cluster is gone. If the cluster comes back, delete that "
+        "deleted; it is removed from the state, as force is set. If the cluster comes back, delete that "
         "Secret to revoke the token.",
         f"Install liqo: {cluster} {REFUSED} So the Liqo runtime in namespace liqo was not deleted; it is removed "
-        "from the state, as the cluster is gone. If the cluster comes back, uninstall it there by hand.",
+        "from the state, as force is set. If the cluster comes back, uninstall it there by hand.",
     ]
 
 

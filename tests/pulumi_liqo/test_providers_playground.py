@@ -329,11 +329,14 @@ async def test_quick_start_drift_and_teardown_with_the_provider_gone(
     with pytest.raises(LiqoError, match=r"still in use: .*ForeignCluster milan"):
         await call(runtimes.delete, c.DEFAULT_NAMESPACE, rome_runtime)
 
-    # teardown with the provider cluster gone: the unpeer ends within its bound, the token is dropped with a warning
+    # teardown with the provider cluster gone: the unpeer ends within its bound; the token stays until forced,
+    # then is dropped with a warning
     await milan.stop()
     with caplog.at_level(logging.WARNING):
         await call(peerings.delete, peering.id, updated.outs)
-        await call(tokens.delete, token.id, issued)
+        with pytest.raises(LiqoError, match="cannot delete it, the cluster cannot be reached"):
+            await call(tokens.delete, token.id, issued)
+        await call(tokens.delete, token.id, {**issued, "force": True})
     async with rome.client() as api:
         with pytest.raises(NotFoundError):
             await api.get(FOREIGNCLUSTERS, "milan")
@@ -347,7 +350,7 @@ async def test_quick_start_drift_and_teardown_with_the_provider_gone(
         f"Generate {c.DEFAULT_NAMESPACE}/{token.id}: {_capital(milan_label)} cannot be reached: the connection"
         " was refused (nothing listens there). Check that it is running and that its address (host and "
         f"port) is right. So the token Secret {c.DEFAULT_NAMESPACE}/{token.id} was not deleted; it is removed from "
-        "the state, as the cluster is gone. If the cluster comes back, delete that Secret to revoke the token."
+        "the state, as force is set. If the cluster comes back, delete that Secret to revoke the token."
     )
     await call(runtimes.delete, c.DEFAULT_NAMESPACE, rome_runtime)
 

@@ -342,7 +342,9 @@ async def test_pods_reach_each_other_across_clusters_with_the_same_pod_cidr(play
         assert routes == {milan_here: True, naples_here: True}, routes
         assert node_routes(state_dir, "milan-control-plane") == {rome_at_milan: True}
         await rome.delete(NAMESPACES, "north")
-        await unpeer(rome, "milan", namespace="liqo", seconds=120, field_manager=c.FIELD_MANAGER_TERRAFORM)
+        await unpeer(
+            rome, "milan", namespace="liqo", seconds=120, field_manager=c.FIELD_MANAGER_TERRAFORM, force=False
+        )
 
         async def milan_gone() -> bool:
             left = [

@@ -274,6 +274,25 @@ async def test_destroy_with_the_provider_cluster_gone_finishes(
     await run(terraform, "apply")
     await clusters["milan"].stop_apiserver()
 
+    # a delete never counts a cluster it cannot reach as gone: milan's resources stay in the state
+    kept = await run(terraform, "destroy", "-refresh=false", check=False)
+    assert kept.returncode == 1
+    text = flat(kept.output)
+    assert "Error: Cannot revoke the peering token" in text
+    assert "the cluster cannot be reached" in text
+    listed = (await run(terraform, "run", "state", "list", check=False)).stdout.split()
+    assert {"liqo_install.milan", "liqo_generate.generate"} <= set(listed), listed
+
+    # saying it is gone for good: force, recorded without reaching the cluster
+    terraform.write(
+        'resource "liqo_install" "milan" {\n  force = true\n}\n'
+        'resource "liqo_generate" "generate" {\n  force = true\n}\n',
+        "force_override.tf",
+    )
+    await run(
+        terraform, "apply", "-refresh=false", "-target=liqo_install.milan", "-target=liqo_generate.generate"
+    )
+
     # a refresh cannot read what lives in milan, and says how past a cluster that is gone for good
     refreshed = await run(terraform, "destroy", check=False)
     assert refreshed.returncode == 1
@@ -288,14 +307,14 @@ async def test_destroy_with_the_provider_cluster_gone_finishes(
         r"that is down\)",
         text,
     ), text
-    assert "If this cluster is gone for good, skip the refresh: `terraform destroy -refresh=false`" in text
+    assert "If this cluster is gone for good, set `force = true` on its liqo resources" in text
     assert "`terraform state rm <address>`" in text
 
-    # which is what a person does next
+    # which lets the destroy finish
     result = await run(terraform, "destroy", "-refresh=false")
 
     text = flat(result.output)
-    assert "Warning: The peering with milan was removed without its clean-up" in text
+    assert "Warning: The peering with milan was removed without its clean-up" in flat(kept.output)
     assert "Warning: Cluster unreachable: token dropped from the state" in text
     assert "Warning: Cluster unreachable: installation dropped from the state" in text
     assert (await run(terraform, "run", "state", "list", check=False)).stdout.strip() == ""

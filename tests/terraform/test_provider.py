@@ -138,8 +138,14 @@ def test_validate_reports_conflicting_paths_on_the_attribute(terraform: Terrafor
             None,
             "client_certificate is set without client_key",
         ),
+        (
+            '    config_context = "kind-rome"',
+            "No cluster configured",
+            None,
+            "never falls back to the current kubectl context",
+        ),
     ],
-    ids=["missing-kubeconfig", "unknown-context", "certificate-without-key"],
+    ids=["missing-kubeconfig", "unknown-context", "certificate-without-key", "no-kubeconfig-named"],
 )
 def test_bad_provider_settings_are_diagnostics_on_their_attribute(
     terraform: Terraform, kubeconfig: Path, body: str, summary: str, line: int | None, shown: str

@@ -9,6 +9,7 @@ it is a bound token that kubelet rotates, so the client re-reads the file while 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
 from ..errors import KubeconfigError
@@ -18,10 +19,14 @@ from .pem import PEMError, check_certificates
 SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 
 
-def load_incluster_config(*, service_account_dir: Path = SERVICE_ACCOUNT_DIR) -> ClusterConfig:
-    """The config of the pod this process runs in; KubeconfigError when it does not run in one."""
-    host = os.environ.get("KUBERNETES_SERVICE_HOST", "")
-    port = os.environ.get("KUBERNETES_SERVICE_PORT", "")
+def load_incluster_config(
+    *, service_account_dir: Path = SERVICE_ACCOUNT_DIR, environ: Mapping[str, str] | None = None
+) -> ClusterConfig:
+    """The config of the pod this process runs in (`environ`: the process's environment by default);
+    KubeconfigError when it does not run in one."""
+    environ = os.environ if environ is None else environ
+    host = environ.get("KUBERNETES_SERVICE_HOST", "")
+    port = environ.get("KUBERNETES_SERVICE_PORT", "")
     if not host or not port:
         raise KubeconfigError(
             "not running in a pod: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not set; "
