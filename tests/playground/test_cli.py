@@ -31,6 +31,8 @@ def run(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.
     )
 
 
+# the playground's default mode where the real control plane is not built is the emulator
+@pytest.mark.emulator
 def test_up_status_kubeconfig_down(tmp_path: Path) -> None:
     started = run("up", "cli", cwd=tmp_path)
     assert started.returncode == 0, started.stderr

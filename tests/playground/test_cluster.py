@@ -240,6 +240,8 @@ def _gone(pids: list[int]) -> bool:
     return all((info := processes.read_proc(pid)) is None or info.is_zombie for pid in pids)
 
 
+# the emulator keeps the objects itself (etcd does in real-binary mode)
+@pytest.mark.emulator
 async def test_a_cluster_restarts_with_its_objects_and_stops_without_a_trace(tmp_path: Path) -> None:
     playground = Playground(tmp_path)
     try:
@@ -319,6 +321,7 @@ async def test_down_stops_what_a_killed_supervisor_left_running(tmp_path: Path) 
     assert not (tmp_path / "orphans").exists()
 
 
+@pytest.mark.emulator
 @pytest.mark.skipif(
     bool(os.environ.get("KUBEBUILDER_ASSETS")), reason="the loopback fallback is emulator-only"
 )
