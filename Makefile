@@ -10,7 +10,7 @@ HOST_TOOLS := ip:iproute2 nft:nftables nsenter:util-linux wireguard-go:wireguard
 # program:Debian package, for what builds and runs container images without Docker (tools/images, its tests)
 IMAGE_TOOLS := mmdebstrap:mmdebstrap umoci:umoci runc:runc ctr:containerd
 
-.PHONY: venv test test-emulator test-real real-k8s opentofu lint demo bench clean mirror dist image host-tools image-tools pulumi-engine
+.PHONY: venv test test-emulator test-real real-k8s opentofu lint demo demo-real bench clean mirror dist image host-tools image-tools pulumi-engine
 
 venv: $(STAMP) host-tools image-tools
 
@@ -84,6 +84,12 @@ lint: venv
 # Two playground clusters peered by `terraform apply` of examples/terraform (builds the provider mirror on the way).
 demo: venv
 	$(BIN)/python -m playground.demo
+
+# The same quick start on real nodes (containerd, kubelet, kube-proxy, CoreDNS): the real binaries built first
+# (make real-k8s, minutes once), the runtime and test images built from Debian packages and loaded into every node.
+demo-real: venv
+	@assets="$$($(PYTHON) tools/realk8s/build.py)" || exit 1; \
+	KUBEBUILDER_ASSETS="$$assets" $(BIN)/python -m playground.demo --real
 
 # The release artifacts into dist/: the wheels of the repository's distributions (packaging/<distribution>/, built
 # by tools/dist.py), then the Terraform provider as a self-contained executable (PyInstaller, cached in

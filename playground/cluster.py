@@ -74,7 +74,7 @@ from playground.controlplane.__main__ import HEALTH_PORT_FILE
 from playground.controlplane.components import COMPONENTS
 from playground.network import fabric, netns, requirements, subnets
 from playground.nodeagent import podrun
-from playground.processes import ProcessRecord
+from playground.processes import ProcessRecord, read_proc
 from playground.realbinary import (
     ADMIN,
     ASSETS_ENV,
@@ -85,6 +85,7 @@ from playground.realbinary import (
     find_assets,
     generate_pki,
 )
+from playground.realnode import cgroups
 from playground.realnode import nodes as realnodes
 from playground.realnode.images import ImageError
 from playground.spec import (
@@ -369,12 +370,25 @@ class Cluster:
         return {role: processes.is_running(record) for role, record in self.records().items()}
 
     def container_pid(self, pod: Mapping[str, Any], container: str) -> int | None:
-        """The local process running `container` of a process pod bound to one of this cluster's nodes, or None."""
+        """The local process running `container` of a pod bound to one of this cluster's nodes, or None: a
+        process pod's on agent nodes; on real nodes, the container's first process (its cgroup's process
+        whose parent is outside it), found by the container ID of the pod's status."""
         node = str((pod.get("spec") or {}).get("nodeName") or "")
         uid = str((pod.get("metadata") or {}).get("uid") or "")
         if not node or not uid:
             return None
-        return podrun.container_pid(self.paths.node(node), uid, container)
+        if not self.spec.real_nodes:
+            return podrun.container_pid(self.paths.node(node), uid, container)
+        statuses = (pod.get("status") or {}).get("containerStatuses") or []
+        found = [
+            str(status.get("containerID") or "") for status in statuses if status.get("name") == container
+        ]
+        if not found or "://" not in found[0]:
+            return None
+        cgroup = cgroups.node_cgroup(node_netns_name(self.spec, self.paths, node))
+        pids = cgroups.container_processes(cgroup, uid, found[0].split("://", 1)[1])
+        first = [pid for pid in pids if (info := read_proc(pid)) is not None and info.ppid not in pids]
+        return min(first) if first else None
 
     # the cluster's network, from inside
 

@@ -33,8 +33,9 @@ policy binds: `system:kube-controller-manager`, `system:kube-scheduler`, and
 The folder may also hold what real nodes need (`make real-k8s` builds it all): kubelet,
 kube-proxy, kubectl, and the images its `versions.json` lists (the sandbox and CoreDNS
 images, OCI archives). A real node's kubelet gets a serving certificate from the cluster
-CA for its name and address, and kube-apiserver verifies it
-(`--kubelet-certificate-authority`) and reaches kubelets at their InternalIP only.
+CA for its name and address; kube-apiserver reaches kubelets at their InternalIP only and,
+as kubeadm's (kind's) does, without verifying their serving certificates: a virtual
+kubelet serves `kubectl logs` and `exec` of offloaded pods with a self-signed one.
 """
 
 from __future__ import annotations
@@ -384,10 +385,10 @@ def apiserver_command(
     bind_address: str = "127.0.0.1",
     real_nodes: bool = False,
 ) -> list[str]:
-    """kube-apiserver's command line; with `real_nodes` it reaches kubelets at their InternalIP only and
-    verifies their serving certificates with the cluster CA (which issued them)."""
+    """kube-apiserver's command line; with `real_nodes` it reaches kubelets at their InternalIP only (with no
+    `--kubelet-certificate-authority`, as kubeadm's: virtual kubelets serve self-signed certificates)."""
     kubelets = (
-        ["--kubelet-preferred-address-types=InternalIP", f"--kubelet-certificate-authority={pki.ca_cert}"]
+        ["--kubelet-preferred-address-types=InternalIP"]
         if real_nodes
         else ["--kubelet-preferred-address-types=InternalIP,ExternalIP,Hostname"]
     )

@@ -7,10 +7,11 @@
    as it runs against the emulator alone;
 2. every test marked `cluster` (tests/clustermarker.py) in real-binary mode: the
    playground fixture and `playground.testing` take the mode from `KUBEBUILDER_ASSETS`,
-   on agent nodes (`PLAYGROUND_AGENT_NODES`) but for the tests that ask for real nodes
-   (tests/playground/test_realnodes.py): the suites that start clusters were written
-   for agent nodes (their stand-in images, process pods) and move to real nodes one by
-   one.
+   on agent nodes (`PLAYGROUND_AGENT_NODES`) but for the tests that ask for real nodes:
+   tests/playground/test_realnodes.py and tests/terraform/test_demo_real.py (the quick
+   start with the runtime as containers). The other suites stay on agent nodes: real
+   nodes would take CI past its time (docs/playground.md, "The real leg") and they were
+   written for agent nodes (their stand-in images, process pods).
 
 Both run even when the first fails; the exit code is the first nonzero one. `make
 test-real` builds DIR first (`make real-k8s`).

@@ -72,6 +72,21 @@ def processes(cgroup: str) -> set[int]:
     return pids
 
 
+def container_processes(cgroup: str, pod_uid: str, container_id: str) -> set[int]:
+    """The processes of one container of a node whose cgroup is `cgroup`: kubelet's cgroupfs layout puts them in
+    `kubepods/[<qos class>/]pod<uid>/<container id>` under it (`container_id` without its `containerd://`)."""
+    pids: set[int] = set()
+    for folder in _folders(cgroup):
+        if not folder.is_dir():
+            continue
+        for procs in folder.glob(f"kubepods/**/pod{pod_uid}/{container_id}/cgroup.procs"):
+            with contextlib.suppress(OSError):
+                pids.update(int(pid) for pid in procs.read_text().split())
+        if pids:
+            break
+    return pids
+
+
 def kill(cgroup: str, *, timeout: float = 10.0) -> set[int]:
     """SIGKILL every process in `cgroup` until none is left (or `timeout` passes); those still there."""
     deadline = time.monotonic() + timeout

@@ -8,7 +8,7 @@ the manager runs them with leader election and a health/metrics endpoint. The na
 below are the public surface; modules are imported by path only for their helpers.
 """
 
-from .client import Client, ObjectList, Resource, WatchEvent
+from .client import Client, ObjectList, Resource, Upgraded, WatchEvent
 from .errors import (
     AlreadyExistsError,
     APIConnectionError,
@@ -86,6 +86,7 @@ __all__ = [
     "Store",
     "TemporaryError",
     "UnauthorizedError",
+    "Upgraded",
     "WatchEvent",
     "WatchingSettings",
     "label_index",

@@ -76,6 +76,16 @@ _PATCH_CONTENT_TYPES: dict[str, str] = {
 }
 
 
+@dataclass
+class Upgraded:
+    """A connection the API server switched to another protocol (101): its answer's headers, and the raw byte
+    streams both ways (SPDY or WebSocket frames, for the caller to pass on or speak)."""
+
+    headers: Mapping[str, str]
+    reader: asyncio.StreamReader
+    writer: asyncio.StreamWriter
+
+
 class WatchEvent(TypedDict):
     """One raw watch event: ADDED, MODIFIED, DELETED, BOOKMARK (object: a stub), ERROR (object: a Status)."""
 
@@ -462,6 +472,71 @@ class Client:
                     return
                 yield chunk
 
+    async def upgrade(
+        self,
+        resource: Resource,
+        name: str,
+        *,
+        namespace: str | None = None,
+        subresource: str,
+        query: Iterable[tuple[str, str]] = (),
+        headers: Iterable[tuple[str, str]],
+    ) -> Upgraded:
+        """A POST on an object's streaming subresource (`pods/exec`) that asks, with `headers` (Connection,
+        Upgrade, X-Stream-Protocol-Version, Sec-WebSocket-*: a line each, a name may repeat), to switch
+        protocols; the switched connection.
+
+        An answer other than 101 raises its typed error; a server that cannot be reached, APIConnectionError.
+        Not through an HTTP proxy.
+        """
+        path = resource.path(namespace=_scope(resource, namespace), name=name, subresource=subresource)
+        query = list(query)
+        target = path + ("?" + urlencode(query) if query else "")
+        request = f"POST {target}"
+        if self._config.proxy_url or self._env_proxy:
+            raise APIConnectionError(
+                f"{request}: streams (exec) are not opened through an HTTP proxy; reach the API server directly",
+                cluster=self._config.cluster_label,
+            )
+        parts = urlsplit(self.host)
+        auth = await self._auth.request_auth()
+        tls = parts.scheme == "https"
+        context = auth.ssl if isinstance(auth.ssl, ssl.SSLContext) else ssl.create_default_context()
+        try:
+            async with asyncio.timeout(self._timeout):
+                reader, writer = await asyncio.open_connection(
+                    parts.hostname,
+                    parts.port or (443 if tls else 80),
+                    ssl=context if tls else None,
+                    server_hostname=(self._config.tls_server_name or parts.hostname) if tls else None,
+                    limit=READ_BUFFER,
+                )
+                lines = [
+                    f"{request} HTTP/1.1",
+                    f"Host: {parts.netloc}",
+                    f"User-Agent: {USER_AGENT}",
+                    "Content-Length: 0",
+                    *(f"{key}: {value}" for key, value in [*headers, *auth.headers.items()]),
+                ]
+                writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
+                status, answer = _response_head(await reader.readuntil(b"\r\n\r\n"))
+                if status != 101:
+                    length = int(answer.get("content-length", "0") or 0)
+                    body = await reader.readexactly(length) if length else b""
+                    writer.close()
+                    raise self._status_error(status, body)
+        except (
+            OSError,
+            TimeoutError,
+            asyncio.IncompleteReadError,
+            asyncio.LimitOverrunError,
+            ValueError,
+        ) as exc:
+            raise await self._connection_error(exc, request, bound=self._timeout) from exc
+        if self.on_request is not None:
+            self.on_request("create", status)
+        return Upgraded(headers=answer, reader=reader, writer=writer)
+
     async def get_path(self, path: str) -> JSON:
         """GET a path that addresses no object: a discovery document (`/apis`, `/api/v1`), `/version`."""
         return await self._json("GET", path)
@@ -665,6 +740,20 @@ class Client:
             return await response.read()
         except (aiohttp.ClientError, TimeoutError) as exc:
             raise await self._connection_error(exc, f"{method} {path}", bound=self._timeout) from exc
+
+
+def _response_head(head: bytes) -> tuple[int, dict[str, str]]:
+    """The status and the headers (names lower-cased) of an HTTP/1.1 answer's head."""
+    status_line, *fields = head.decode("latin-1").split("\r\n")
+    protocol, _, rest = status_line.partition(" ")
+    if not protocol.startswith("HTTP/"):
+        raise ValueError(f"not an HTTP answer: {status_line[:40]!r}")
+    headers = {}
+    for field in fields:
+        key, separator, value = field.partition(":")
+        if separator:
+            headers[key.strip().lower()] = value.strip()
+    return int(rest.split(" ", 1)[0]), headers
 
 
 def _retry_after(response: aiohttp.ClientResponse) -> float | None:

@@ -61,6 +61,7 @@ from runtime.core import (
     ServerSettings,
     Settings,
     Store,
+    Upgraded,
     WatchingSettings,
 )
 from runtime.core.failures import explain
@@ -406,8 +407,33 @@ class VirtualKubelet:
             finally:
                 await chunks.aclose()
 
+        async def exec_(
+            namespace: str,
+            name: str,
+            container: str,
+            options: Sequence[tuple[str, str]],
+            upgrade: Sequence[tuple[str, str]],
+        ) -> Upgraded:
+            pair = reflection.pair(namespace)
+            if pair is None or pods.store.get(name, namespace=namespace) is None or remote.client is None:
+                raise LogsError(
+                    404, f'pod "{name}" in namespace "{namespace}" is not offloaded through {node_name}'
+                )
+            try:
+                return await remote.client.upgrade(
+                    PODS,
+                    name,
+                    namespace=pair.remote,
+                    subresource="exec",
+                    query=[("container", container), *options],
+                    headers=upgrade,
+                )
+            except (APIStatusError, APIConnectionError) as exc:
+                raise logs_error(exc, provider=provider, host=remote.client.host) from None
+
         self._kubelet = KubeletAPI(
             logs,
+            exec_=exec_,
             authorizer=SubjectAccessAuthorizer(self._client, node_name=node_name),
             node_name=node_name,
             host=self._settings.kubelet_host,

@@ -7,6 +7,13 @@ The answer is the provider's `pods/log` of the pod in its twin namespace, with t
 options (`-c`, `--previous`, `-f`, `--tail`, `--since`, `--since-time`, `--timestamps`,
 `--limit-bytes`), streamed chunk by chunk.
 
+`kubectl exec` reaches `/exec/{namespace}/{pod}/{container}?command=...&input=1...` the
+same way, asking to switch protocols (SPDY, or WebSocket). The server opens the
+provider's `pods/exec` of the twin pod with the same options and the same upgrade
+headers and, once the provider switched (101), answers 101 with its headers and passes
+the bytes on both ways as they come: the stream's framing is between the consumer's API
+server and the provider's kubelet, which speak it; the virtual kubelet only relays.
+
 As virtual-kubelet's `node/api`, the server knows nothing of pods itself: it gets a plain
 `Logs` function. Clients authenticate with a certificate of the cluster's CA (what
 kube-apiserver presents with `--kubelet-client-certificate`) and are authorized the way a
@@ -25,13 +32,13 @@ import datetime as dt
 import logging
 import ssl
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any, Protocol
 
 from aiohttp import web
 
 from runtime.api.kinds import SUBJECTACCESSREVIEWS
-from runtime.core import APIConnectionError, APIStatusError, Client
+from runtime.core import APIConnectionError, APIStatusError, Client, Upgraded
 from runtime.core.failures import explain
 from runtime.core.kubeconfig.tls import load_cert_chain
 from runtime.forge import certificates
@@ -44,13 +51,28 @@ JSON = dict[str, Any]
 LOG_OPTIONS = ("follow", "previous", "timestamps", "tailLines", "limitBytes", "sinceSeconds", "sinceTime")
 #: (namespace, pod, container, options) -> the log's chunks; raises LogsError
 Logs = Callable[[str, str, str, Sequence[tuple[str, str]]], AsyncIterator[bytes]]
+#: the kubelet's exec options and the PodExecOptions fields the API server took them from
+EXEC_OPTIONS = {"command": "command", "input": "stdin", "output": "stdout", "error": "stderr", "tty": "tty"}
+#: the headers of an upgrade, passed on to the provider and back
+UPGRADE_HEADERS = (
+    "Connection",
+    "Upgrade",
+    "X-Stream-Protocol-Version",
+    "Sec-WebSocket-Key",
+    "Sec-WebSocket-Version",
+    "Sec-WebSocket-Protocol",
+    "Sec-WebSocket-Accept",
+)
+#: (namespace, pod, container, PodExecOptions, upgrade headers) -> the provider's switched stream; raises LogsError
+Exec = Callable[[str, str, str, Sequence[tuple[str, str]], Sequence[tuple[str, str]]], Awaitable[Upgraded]]
+RELAY_CHUNK = 2**16
 #: how long an authorization decision is reused
 AUTHORIZATION_TTL = 60.0
 CERT_DAYS = 365
 
 
 class LogsError(Exception):
-    """The log cannot be served: `status` is the HTTP status to answer with."""
+    """The log (or an exec) cannot be served: `status` is the HTTP status to answer with."""
 
     def __init__(self, status: int, message: str) -> None:
         super().__init__(message)
@@ -58,8 +80,8 @@ class LogsError(Exception):
 
 
 class Authorizer(Protocol):
-    async def allowed(self, user: str, groups: Sequence[str]) -> bool:
-        """Whether `user` (in `groups`) may read this node's kubelet API (`nodes/proxy`)."""
+    async def allowed(self, user: str, groups: Sequence[str], verb: str = "get") -> bool:
+        """Whether `user` (in `groups`) may `verb` this node's kubelet API (`nodes/proxy`)."""
 
 
 class SubjectAccessAuthorizer:
@@ -68,10 +90,10 @@ class SubjectAccessAuthorizer:
     def __init__(self, client: Client, *, node_name: str) -> None:
         self._client = client
         self._node_name = node_name
-        self._decisions: dict[tuple[str, tuple[str, ...]], tuple[float, bool]] = {}
+        self._decisions: dict[tuple[str, tuple[str, ...], str], tuple[float, bool]] = {}
 
-    async def allowed(self, user: str, groups: Sequence[str]) -> bool:
-        key = (user, tuple(sorted(groups)))
+    async def allowed(self, user: str, groups: Sequence[str], verb: str = "get") -> bool:
+        key = (user, tuple(sorted(groups)), verb)
         cached = self._decisions.get(key)
         now = time.monotonic()
         if cached is not None and now - cached[0] < AUTHORIZATION_TTL:
@@ -83,7 +105,7 @@ class SubjectAccessAuthorizer:
                 "user": user,
                 "groups": list(groups),
                 "resourceAttributes": {
-                    "verb": "get",
+                    "verb": verb,
                     "resource": "nodes",
                     "subresource": "proxy",
                     "name": self._node_name,
@@ -103,6 +125,7 @@ class KubeletAPI:
         self,
         logs: Logs,
         *,
+        exec_: Exec | None = None,
         authorizer: Authorizer,
         node_name: str,
         host: str,
@@ -110,6 +133,7 @@ class KubeletAPI:
         client_ca: bytes | None,
     ) -> None:
         self._logs = logs
+        self._exec = exec_
         self._authorizer = authorizer
         self._node_name = node_name
         self._host = host
@@ -122,6 +146,10 @@ class KubeletAPI:
         app = web.Application()
         app.router.add_get("/healthz", self._healthz)
         app.router.add_get("/containerLogs/{namespace}/{pod}/{container}", self._container_logs)
+        if self._exec is not None:
+            # the API server sends SPDY upgrades as POST, WebSocket ones as GET, as to any kubelet
+            app.router.add_route("POST", "/exec/{namespace}/{pod}/{container}", self._container_exec)
+            app.router.add_route("GET", "/exec/{namespace}/{pod}/{container}", self._container_exec)
         runner = web.AppRunner(app, access_log=None, handler_cancellation=True)
         await runner.setup()
         try:
@@ -189,14 +217,50 @@ class KubeletAPI:
             await chunks.aclose()  # type: ignore[attr-defined]
         return response
 
-    async def _authorize(self, request: web.Request) -> web.Response | None:
+    async def _container_exec(self, request: web.Request) -> web.StreamResponse:
+        assert self._exec is not None
+        denied = await self._authorize(request, verb="create" if request.method == "POST" else "get")
+        if denied is not None:
+            return denied
+        namespace, pod = request.match_info["namespace"], request.match_info["pod"]
+        container = request.match_info["container"]
+        options = [
+            (EXEC_OPTIONS[key], value if key == "command" else "true")
+            for key, value in request.query.items()
+            if key in EXEC_OPTIONS and (key == "command" or value not in ("", "0", "false"))
+        ]
+        # each protocol version the API server offers is a header line of its own (httpstream reads them so)
+        upgrade = [(key, value) for key in UPGRADE_HEADERS for value in request.headers.getall(key, [])]
+        if not request.headers.get("Upgrade"):
+            return _text(400, "exec needs a connection upgrade (SPDY or WebSocket)")
+        try:
+            upstream = await self._exec(namespace, pod, container, options, upgrade)
+        except LogsError as exc:
+            return _text(exc.status, str(exc))
+        try:
+            response = web.StreamResponse(
+                status=101,
+                headers={
+                    key: value
+                    for key in UPGRADE_HEADERS
+                    if (value := upstream.headers.get(key.lower())) is not None
+                },
+            )
+            response.force_close()
+            await response.prepare(request)
+            await _relay(request, upstream)
+        finally:
+            upstream.writer.close()
+        return response
+
+    async def _authorize(self, request: web.Request, *, verb: str = "get") -> web.Response | None:
         ssl_object = request.transport.get_extra_info("ssl_object") if request.transport else None
         der = ssl_object.getpeercert(binary_form=True) if ssl_object is not None else None
         if not der:
             return _text(401, "Unauthorized")
         user, groups = certificates.client_identity(der)
         try:
-            allowed = await self._authorizer.allowed(user, groups)
+            allowed = await self._authorizer.allowed(user, groups, verb)
         except (APIConnectionError, APIStatusError) as exc:
             logger.warning("%s: cannot authorize %s: %s", self._node_name, user, explain(exc, advice=False))
             return _text(500, "the authorization check failed")
@@ -204,8 +268,49 @@ class KubeletAPI:
             return None
         return _text(
             403,
-            f"Forbidden (user={user}, verb=get, resource=nodes, subresource(s)=[proxy])",
+            f"Forbidden (user={user}, verb={verb}, resource=nodes, subresource(s)=[proxy])",
         )
+
+
+class _Forward:
+    """What aiohttp feeds an upgraded connection's bytes to (as its WebSocket reader): the provider's stream."""
+
+    def __init__(self, writer: asyncio.StreamWriter, closed: asyncio.Event) -> None:
+        self._writer = writer
+        self._closed = closed
+
+    def feed_data(self, data: bytes) -> tuple[bool, bytes]:
+        self._writer.write(data)
+        return False, b""
+
+    def feed_eof(self) -> None:
+        self._closed.set()
+
+    def set_exception(self, exc: BaseException, cause: BaseException | None = None) -> None:
+        self._closed.set()
+
+
+async def _relay(request: web.Request, upstream: Upgraded) -> None:
+    """Pass the bytes of the switched connection on, both ways, until either side closes it."""
+    transport = request.transport
+    if transport is None:
+        return
+    closed = asyncio.Event()
+    request.protocol.set_parser(_Forward(upstream.writer, closed))  # type: ignore[arg-type]
+
+    async def back() -> None:
+        while chunk := await upstream.reader.read(RELAY_CHUNK):
+            transport.write(chunk)
+
+    returning = asyncio.create_task(back(), name=f"exec relay of {request.path}")
+    ended = asyncio.create_task(closed.wait(), name=f"exec client of {request.path}")
+    try:
+        await asyncio.wait((returning, ended), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in (returning, ended):
+            task.cancel()
+        await asyncio.gather(returning, ended, return_exceptions=True)
+        transport.close()
 
 
 def _text(status: int, message: str) -> web.Response:

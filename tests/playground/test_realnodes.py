@@ -156,6 +156,10 @@ async def test_a_pod_runs_and_kubectl_reaches_it_through_its_kubelet(
     await api.create(PODS, nginx_pod("web", node="real-worker"), namespace=namespace)
     pod = await running(api, namespace, "web")
     assert pod["status"]["containerStatuses"][0]["containerID"].startswith("containerd://")
+    # the container's first process, found on the host by its cgroup (the benches measure containers so)
+    pid = await asyncio.to_thread(pair.container_pid, pod, "nginx")
+    info = None if pid is None else read_proc(pid)
+    assert info is not None and "nginx: master process" in " ".join(info.cmdline), info
     # port-forward: kube-apiserver to the kubelet, the kubelet to containerd's stream server, into the pod
     forward = await asyncio.create_subprocess_exec(
         str(assets.kubectl),
@@ -328,7 +332,7 @@ async def test_two_real_clusters_with_the_same_pod_cidr_run_side_by_side(
     assert "curl/" not in await logs(rome, "default", "web")
 
 
-def _leftovers(state_dir: Path, cluster: Cluster) -> list[str]:
+def node_leftovers(state_dir: Path, cluster: Cluster) -> list[str]:
     """What of the cluster's nodes is on the host: processes, mounts, cgroups, namespaces."""
     found = []
     for node in cluster.node_names:
@@ -370,7 +374,7 @@ def _shims(state_dir: Path, cluster: Cluster) -> list[int]:
     ]
 
 
-def _host_rules() -> tuple[str, str]:
+def host_rules() -> tuple[str, str]:
     nft = subprocess.run(["nft", "list", "ruleset"], capture_output=True, text=True, check=True).stdout
     iptables = subprocess.run(["iptables-save"], capture_output=True, text=True, check=True).stdout
     return nft, "\n".join(line for line in iptables.splitlines() if not line.startswith("#"))
@@ -379,7 +383,7 @@ def _host_rules() -> tuple[str, str]:
 async def test_down_leaves_nothing_on_the_host(
     assets: Assets, test_images: list[Path], playground: Playground
 ) -> None:
-    rules = await asyncio.to_thread(_host_rules)
+    rules = await asyncio.to_thread(host_rules)
     others = await asyncio.to_thread(mountns.names)
     settings = await asyncio.to_thread(tunables.current)
     (cluster,) = await playground.up("gone", nodes=2, real_nodes=True)
@@ -391,11 +395,11 @@ async def test_down_leaves_nothing_on_the_host(
             await running(api, "default", node)
     shims = await asyncio.to_thread(_shims, playground.state_dir, cluster)
     assert len(shims) >= 4  # the CoreDNS pods and the two web pods, each with its shim
-    assert len(await asyncio.to_thread(_leftovers, playground.state_dir, cluster)) > len(shims)
+    assert len(await asyncio.to_thread(node_leftovers, playground.state_dir, cluster)) > len(shims)
     await playground.close()
-    assert await asyncio.to_thread(_leftovers, playground.state_dir, cluster) == []
+    assert await asyncio.to_thread(node_leftovers, playground.state_dir, cluster) == []
     assert [pid for pid in shims if (info := read_proc(pid)) is not None and not info.is_zombie] == []
-    assert await asyncio.to_thread(_host_rules) == rules
+    assert await asyncio.to_thread(host_rules) == rules
     if not others and not await asyncio.to_thread(mountns.names):
         # no other real node on the machine, before or after: kubelet's kernel settings are undone
         assert await asyncio.to_thread(tunables.current) == settings

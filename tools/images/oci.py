@@ -507,6 +507,21 @@ def write_image(
         shutil.rmtree(blobs, ignore_errors=True)
 
 
+def unpacked_size(archive: Path) -> int:
+    """The bytes of an image archive's layers uncompressed (what `docker images` shows as its size)."""
+    total = 0
+    with tarfile.open(archive) as tar:
+        index = json.load(tar.extractfile("index.json") or io.BytesIO(b"{}"))
+        manifest = json.load(
+            tar.extractfile(f"blobs/sha256/{index['manifests'][0]['digest'][7:]}") or io.BytesIO()
+        )
+        for layer in manifest["layers"]:
+            with gzip.open(tar.extractfile(f"blobs/sha256/{layer['digest'][7:]}") or io.BytesIO()) as stream:
+                while chunk := stream.read(1 << 20):
+                    total += len(chunk)
+    return total
+
+
 def architecture() -> str:
     """This machine's architecture as OCI names it (`amd64`, `arm64`)."""
     machine = platform.machine().lower()

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
+from runtime.api.kinds import PODS
 from runtime.core.client import Client, Resource, group_version_path
 from runtime.core.errors import (
     AlreadyExistsError,
@@ -283,3 +284,77 @@ async def test_the_environments_proxy_is_used_unless_no_proxy_covers_the_server(
     finally:
         server.close()
         await server.wait_closed()
+
+
+class UpgradingServer:
+    """An API server's answer to a streaming subresource: 101 and an echo, or `refusal` (status, body)."""
+
+    def __init__(self, refusal: tuple[int, bytes] | None = None) -> None:
+        self.refusal = refusal
+        self.heads: list[str] = []
+
+    async def __call__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.heads.append((await reader.readuntil(b"\r\n\r\n")).decode())
+        if self.refusal is not None:
+            status, body = self.refusal
+            writer.write(f"HTTP/1.1 {status} No\r\nContent-Length: {len(body)}\r\n\r\n".encode() + body)
+        else:
+            writer.write(
+                b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: SPDY/3.1\r\nConnection: Upgrade\r\n\r\n"
+            )
+            writer.write(await reader.read(100))
+        await writer.drain()
+        writer.close()
+
+
+async def _upgrade_client(server: UpgradingServer) -> tuple[Client, asyncio.Server]:
+    listening = await asyncio.start_server(server, "127.0.0.1", 0)
+    port = listening.sockets[0].getsockname()[1]
+    config = {
+        "clusters": [{"name": "c", "cluster": {"server": f"http://127.0.0.1:{port}"}}],
+        "users": [{"name": "u", "user": {"token": "secret-token"}}],
+        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+        "current-context": "c",
+    }
+    return await Client.from_kubeconfig_dict(config), listening
+
+
+async def test_upgrade_switches_protocols_with_every_header_line_and_relays_raw_bytes() -> None:
+    server = UpgradingServer()
+    client, listening = await _upgrade_client(server)
+    async with client, listening:
+        stream = await client.upgrade(
+            PODS,
+            "web",
+            namespace="demo",
+            subresource="exec",
+            query=[("command", "ls"), ("command", "-l"), ("stdout", "true")],
+            headers=[
+                ("Upgrade", "SPDY/3.1"),
+                ("X-Stream-Protocol-Version", "v4.channel.k8s.io"),
+                ("X-Stream-Protocol-Version", "channel.k8s.io"),
+            ],
+        )
+        assert stream.headers["upgrade"] == "SPDY/3.1"
+        stream.writer.write(b"frames")
+        assert await stream.reader.read(100) == b"frames"
+        stream.writer.close()
+    head = server.heads[0]
+    assert head.startswith(
+        "POST /api/v1/namespaces/demo/pods/web/exec?command=ls&command=-l&stdout=true HTTP/1.1"
+    )
+    assert (
+        "X-Stream-Protocol-Version: v4.channel.k8s.io\r\nX-Stream-Protocol-Version: channel.k8s.io\r\n"
+        in head
+    )
+    assert "Authorization: Bearer secret-token\r\n" in head
+
+
+async def test_an_upgrade_the_server_refuses_is_its_typed_error() -> None:
+    status = b'{"kind":"Status","status":"Failure","code":403,"reason":"Forbidden","message":"pods \\"web\\" is forbidden"}'
+    client, listening = await _upgrade_client(UpgradingServer((403, status)))
+    async with client, listening:
+        with pytest.raises(ForbiddenError, match='pods "web" is forbidden'):
+            await client.upgrade(
+                PODS, "web", namespace="demo", subresource="exec", headers=[("Upgrade", "SPDY/3.1")]
+            )

@@ -1,4 +1,4 @@
-"""The virtual kubelet's kubelet API alone: who may read logs, and what it forwards of the request."""
+"""The virtual kubelet's kubelet API alone: who may read logs and exec, and what it forwards of the request."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import aiohttp
 import pytest
 
 from playground.apiserver.pki import CertificateAuthority
-from runtime.core import APIConnectionError, Client
+from runtime.core import APIConnectionError, Client, Upgraded
 from runtime.core.kubeconfig import load_kubeconfig_dict
 from runtime.virtualkubelet.kubelet import logs_error
 from runtime.virtualkubelet.kubeletapi import KubeletAPI, LogsError
@@ -26,18 +26,50 @@ class Verdicts:
     def __init__(self, *allowed: str) -> None:
         self.allowed_users = set(allowed)
         self.asked: list[tuple[str, list[str]]] = []
+        self.verbs: list[str] = []
 
-    async def allowed(self, user: str, groups: Sequence[str]) -> bool:
+    async def allowed(self, user: str, groups: Sequence[str], verb: str = "get") -> bool:
         self.asked.append((user, list(groups)))
+        self.verbs.append(verb)
         return user in self.allowed_users
 
 
 class Provider:
-    """The provider's logs: what it was asked for, and chunks back (or an error)."""
+    """The provider's logs: what it was asked for, and chunks back (or an error); its exec: a stream that
+    answers every chunk with the chunk upper-cased, then ends on `bye`."""
 
     def __init__(self) -> None:
         self.asked: list[tuple[str, str, str, list[tuple[str, str]]]] = []
         self.error: LogsError | None = None
+        self.upgrades: list[list[tuple[str, str]]] = []
+        self.streams: list[asyncio.Task[None]] = []
+
+    async def exec_(
+        self,
+        namespace: str,
+        pod: str,
+        container: str,
+        options: Sequence[tuple[str, str]],
+        upgrade: Sequence[tuple[str, str]],
+    ) -> Upgraded:
+        self.asked.append((namespace, pod, container, list(options)))
+        self.upgrades.append(list(upgrade))
+        if self.error is not None:
+            raise self.error
+
+        async def shout(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            while (chunk := await reader.read(100)) and chunk != b"bye":
+                writer.write(chunk.upper())
+            writer.close()
+
+        server = await asyncio.start_server(shout, "127.0.0.1", 0)
+        self.streams.append(asyncio.create_task(server.serve_forever()))
+        reader, writer = await asyncio.open_connection(*server.sockets[0].getsockname()[:2])
+        return Upgraded(
+            headers={"upgrade": "SPDY/3.1", "x-stream-protocol-version": "v4.channel.k8s.io"},
+            reader=reader,
+            writer=writer,
+        )
 
     async def logs(
         self, namespace: str, pod: str, container: str, options: Sequence[tuple[str, str]]
@@ -72,6 +104,7 @@ async def served(ca: CertificateAuthority) -> AsyncIterator[tuple[KubeletAPI, Ve
     verdicts, provider = Verdicts("kube-apiserver-kubelet-client"), Provider()
     api = KubeletAPI(
         provider.logs,
+        exec_=provider.exec_,
         authorizer=verdicts,
         node_name="liqo-milan",
         host="127.0.0.1",
@@ -81,9 +114,10 @@ async def served(ca: CertificateAuthority) -> AsyncIterator[tuple[KubeletAPI, Ve
     task = asyncio.create_task(api.run())
     await asyncio.wait_for(api.ready.wait(), 10)
     yield api, verdicts, provider
-    task.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await task
+    for running in (task, *provider.streams):
+        running.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await running
 
 
 async def get(api: KubeletAPI, path: str, context: ssl.SSLContext) -> tuple[int, str]:
@@ -157,3 +191,74 @@ async def test_logs_of_a_provider_that_cannot_be_reached_say_which_and_why() -> 
         f"the API server of provider milan ({url}) cannot be reached: the connection was refused (nothing "
         "listens there)"
     )
+
+
+EXEC_REQUEST = (
+    "POST /exec/demo/web/app?command=ip&command=addr&input=1&output=1&error=1&tty=0 HTTP/1.1\r\n"
+    "Host: liqo-milan\r\nConnection: Upgrade\r\nUpgrade: SPDY/3.1\r\n"
+    "X-Stream-Protocol-Version: v4.channel.k8s.io\r\nX-Stream-Protocol-Version: channel.k8s.io\r\n"
+    "Content-Length: 0\r\n\r\n"
+)
+
+
+async def test_exec_opens_the_providers_stream_and_relays_it_both_ways(
+    served: tuple[KubeletAPI, Verdicts, Provider], ca: CertificateAuthority
+) -> None:
+    api, verdicts, provider = served
+    context = client(ca, "kube-apiserver-kubelet-client", ["system:masters"])
+    reader, writer = await asyncio.open_connection("127.0.0.1", api.port, ssl=context)
+    writer.write(EXEC_REQUEST.encode())
+    head = (await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)).decode()
+    assert head.startswith("HTTP/1.1 101 "), head
+    assert "Upgrade: SPDY/3.1" in head and "X-Stream-Protocol-Version: v4.channel.k8s.io" in head, head
+    for word in (b"spdy", b"frames"):
+        writer.write(word)
+        assert await asyncio.wait_for(reader.read(100), 10) == word.upper()
+    writer.write(b"bye")
+    assert await asyncio.wait_for(reader.read(100), 10) == b"", "the provider's end closes the stream"
+    writer.close()
+    # the kubelet's exec options as the PodExecOptions of pods/exec; each protocol version offered passed on
+    assert provider.asked == [
+        (
+            "demo",
+            "web",
+            "app",
+            [
+                ("command", "ip"),
+                ("command", "addr"),
+                ("stdin", "true"),
+                ("stdout", "true"),
+                ("stderr", "true"),
+            ],
+        )
+    ]
+    assert [value for key, value in provider.upgrades[0] if key == "X-Stream-Protocol-Version"] == [
+        "v4.channel.k8s.io",
+        "channel.k8s.io",
+    ]
+    # a POST to the kubelet API is a `create` on nodes/proxy, as the kubelet authorizes it
+    assert verdicts.verbs == ["create"]
+
+
+async def test_exec_of_a_pod_not_offloaded_here_or_without_an_upgrade_is_refused(
+    served: tuple[KubeletAPI, Verdicts, Provider], ca: CertificateAuthority
+) -> None:
+    api, _, provider = served
+    context = client(ca, "kube-apiserver-kubelet-client")
+    async with (
+        aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=context)) as session,
+        session.post(f"https://127.0.0.1:{api.port}/exec/demo/web/app?command=ls") as response,
+    ):
+        assert (response.status, await response.text()) == (
+            400,
+            "exec needs a connection upgrade (SPDY or WebSocket)",
+        )
+    provider.error = LogsError(404, 'pod "web" in namespace "demo" is not offloaded through liqo-milan')
+    reader, writer = await asyncio.open_connection("127.0.0.1", api.port, ssl=context)
+    writer.write(EXEC_REQUEST.encode())
+    head = (await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)).decode()
+    assert head.startswith("HTTP/1.1 404 "), head
+    length = int(head.lower().split("content-length:")[1].split("\r\n")[0])
+    body = (await asyncio.wait_for(reader.readexactly(length), 10)).decode()
+    writer.close()
+    assert body == 'pod "web" in namespace "demo" is not offloaded through liqo-milan'

@@ -12,15 +12,11 @@ from __future__ import annotations
 import ast
 import asyncio
 import contextlib
-import gzip
-import io
-import json
 import re
 import shutil
 import socket
 import subprocess
 import sys
-import tarfile
 import time
 import urllib.error
 import urllib.request
@@ -35,7 +31,7 @@ from tests.runtime.forge.workloads import container, install_options, runtime_wo
 from tests.runtime.webhook.conftest import apply_manifests
 from tests.tools.images.conftest import Containerd
 from tests.tools.images.runc import Bundle, Container, is_root, missing_tools, unpack
-from tools.images import runtimeimage
+from tools.images import oci, runtimeimage
 
 ROOT = Path(__file__).resolve().parents[3]
 BUILD = ROOT / "tools" / "images" / "build.py"
@@ -78,23 +74,8 @@ def bundle(archive: Path, tmp_path_factory: pytest.TempPathFactory) -> Bundle:
     return unpack(archive, runtime_image(), tmp_path_factory.mktemp("runtime-bundle"))
 
 
-def _unpacked_size(archive: Path) -> int:
-    """The bytes of the image's layers uncompressed."""
-    total = 0
-    with tarfile.open(archive) as tar:
-        index = json.load(tar.extractfile("index.json") or io.BytesIO(b"{}"))
-        manifest = json.load(
-            tar.extractfile(f"blobs/sha256/{index['manifests'][0]['digest'][7:]}") or io.BytesIO()
-        )
-        for layer in manifest["layers"]:
-            with gzip.open(tar.extractfile(f"blobs/sha256/{layer['digest'][7:]}") or io.BytesIO()) as stream:
-                while chunk := stream.read(1 << 20):
-                    total += len(chunk)
-    return total
-
-
 def test_the_image_is_under_its_size_target(archive: Path) -> None:
-    assert _unpacked_size(archive) < TARGET_BYTES
+    assert oci.unpacked_size(archive) < TARGET_BYTES
 
 
 def test_the_archive_imports_into_containerd_under_the_name_the_manifests_use(
