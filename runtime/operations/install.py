@@ -670,14 +670,23 @@ async def release(
 
     Without `force`, raises InUseError while peerings or offloaded namespaces exist. With it,
     they are deleted while the runtime still runs to clean up after them, and their
-    finalizers are removed once `seconds` pass.
+    finalizers are removed once half of `seconds` pass. Then the runtime finishes the
+    deletions under way (`settle_deletions`) within what is left.
     """
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + seconds
+    warnings: list[str] = []
     if not force:
         found = await blockers(client)
         if found:
             raise InUseError(found)
-        return []
-    return await _remove_blockers(client, seconds=seconds, stop=stop, field_manager=field_manager)
+    else:
+        warnings += await _remove_blockers(
+            client, seconds=seconds / 2, stop=stop, field_manager=field_manager
+        )
+    return warnings + await settle_deletions(
+        client, seconds=max(deadline - loop.time(), 1.0), field_manager=field_manager, stop=stop
+    )
 
 
 async def uninstall(
@@ -723,6 +732,58 @@ async def uninstall(
             stop=stop,
         )
     return warnings
+
+
+async def _deleting(client: Client) -> list[Ref]:
+    """What the runtime must still finish deleting: its objects held by one of its finalizers, and
+    tenant namespaces being deleted (their NamespaceMaps wait for the twin namespaces to go)."""
+    found: list[Ref] = []
+    for kind in crds.KINDS:
+        try:
+            listed = await client.list(kind.resource)
+        except NotFoundError:
+            continue
+        found += [
+            Ref(kind.resource, obj["metadata"]["name"], obj["metadata"].get("namespace"))
+            for obj in listed.items
+            if obj["metadata"].get("deletionTimestamp") and obj["metadata"].get("finalizers")
+        ]
+    tenants = await client.list(kinds.NAMESPACES, label_selector=c.LABEL_TENANT_NAMESPACE)
+    found += [
+        Ref(kinds.NAMESPACES, obj["metadata"]["name"], None)
+        for obj in tenants.items
+        if obj["metadata"].get("deletionTimestamp")
+    ]
+    return found
+
+
+async def settle_deletions(
+    client: Client, *, seconds: float, field_manager: str, stop: Stop = NEVER
+) -> list[str]:
+    """Let the runtime finish the deletions under way (an unpeer's tenant namespace, say) before it goes;
+    the warnings worth showing.
+
+    Once the controller manager is deleted, nothing would remove its finalizers and those objects
+    (and the namespaces holding them) would stay Terminating for good. What is still held after
+    `seconds` has its runtime finalizers removed, as an uninstall of the CRDs does.
+    """
+    pending = await _deleting(client)
+    if not pending:
+        return []
+    try:
+        await _wait_gone(
+            client, pending, what="the runtime's deletions under way to finish", seconds=seconds, stop=stop
+        )
+        return []
+    except TimeoutError:
+        held = [target for target in await _deleting(client) if target.resource != kinds.NAMESPACES]
+        for target in held:
+            await _clear_finalizers(client, target, field_manager=field_manager)
+        return [
+            f"{target} was still being deleted by the runtime; its finalizers were removed so that it goes "
+            "(objects it created on the remote cluster may be left there)"
+            for target in held
+        ]
 
 
 async def _remove_blockers(client: Client, *, seconds: float, stop: Stop, field_manager: str) -> list[str]:
