@@ -32,7 +32,7 @@ from playground.network import names
 from playground.realbinary import Assets, find_assets
 from playground.realnode import mountns, tunables
 from runtime.api import constants as c
-from runtime.api.kinds import NODES, PODS, SERVICES
+from runtime.api.kinds import NAMESPACES, NODES, PODS, SERVICES
 from runtime.core import Client
 from tests.playground.conftest import eventually
 from tests.playground.test_realnodes import host_rules, node_leftovers
@@ -243,8 +243,18 @@ async def test_the_quick_start_runs_on_real_nodes_and_leaves_nothing_behind(
                 pods = (await api.list(PODS)).items
                 return not [pod for pod in pods if pod["metadata"]["namespace"].startswith("liqo")]
 
+            async def no_tenant_namespace(api: Client) -> bool:
+                """The tenant namespaces went with the peering, none left Terminating (the provider's
+                uninstall lets its runtime finish their deletion before it goes)."""
+                return not [
+                    ns
+                    for ns in (await api.list(NAMESPACES)).items
+                    if ns["metadata"]["name"].startswith("liqo-tenant-")
+                ]
+
             for api in (rome, milan):
                 await eventually(functools.partial(runtime_gone, api), within=120, every=1)
+                await eventually(functools.partial(no_tenant_namespace, api), within=60, every=1)
     finally:
         await asyncio.to_thread(
             _run,
