@@ -76,6 +76,8 @@ async def traffic_across_the_fabric(rome: Client, milan: Client, kubeconfig: Pat
     assert "Welcome to nginx" in page
 
 
+# `make demo` runs the emulator on a fresh machine: that mode is what users meet first, so it runs in both legs
+@pytest.mark.emulator
 async def test_the_demo_peers_rome_with_milan_offloads_liqo_demo_and_leaves_the_clusters_up(
     tmp_path: Path,
 ) -> None:
