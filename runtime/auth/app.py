@@ -9,18 +9,23 @@ Routes (the contract is in `runtime.forge.credential`):
 | `POST /v1/identity/renew` | signed request -> fresh credential |
 | `POST /v1/identity/revoke` | signed request -> Tenant deleted |
 
-Parsing validates every field before anything else happens and names the first bad one
-in a 400. Handlers raise the typed errors of `errors.py`; one middleware renders them,
-counts failures (400, 401) per source address and answers 429 while an address's budget
-is spent. A failing API server becomes a 503 that says to retry, with the details in
-the log only.
+Bodies are read bounded in size (`max_body`, 64 KiB) and depth (`runtime.core.jsonbody`):
+too large, not JSON or nested too deep is a 400, never a 500. Parsing validates every field
+before anything else happens and names the first bad one in a 400. Handlers raise the typed
+errors of `errors.py`; one middleware renders them and counts failures (400, 401) per
+source address. A request is throttled only when it fails: a failure from an address whose
+budget is spent is answered 429 instead of 400/401, while a request that authenticates (a
+valid peering token, a good signature) is served whatever its address did before. Checking
+first costs little, as both checks read caches only (no API request before a token or a
+signature is good), and it keeps one address from locking out the others: consumers behind
+one NAT share it, and ten garbage requests from any of them must not stop a renewal. A
+failing API server becomes a 503 that says to retry, with the details in the log only.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
-import json
 import logging
 import math
 import re
@@ -32,7 +37,7 @@ from aiohttp import web
 from aiohttp.typedefs import Middleware
 
 from runtime.api import constants as c
-from runtime.core import APIError
+from runtime.core import APIError, jsonbody
 from runtime.forge import credential as contract
 from runtime.forge.credential import ClusterInfo, cluster_info, error_body, identity_response, parse_rfc3339
 
@@ -51,6 +56,8 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 _CLUSTER_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,56}[a-z0-9])?$")
 _MAX_TOKEN = 256
 _SIGNATURE_BYTES = 64
+#: the contract's bodies are flat objects: anything nesting deeper is refused before a field is read
+_MAX_DEPTH = 4
 MAX_BODY = web.AppKey("max_body", int)
 #: statuses that spend a source address's failure budget
 _FAILURES = frozenset({400, 401})
@@ -162,21 +169,22 @@ def auth_app(handlers: Handlers, *, limiter: FailureLimiter, max_body: int) -> w
 def _limited(limiter: FailureLimiter) -> Middleware:
     @web.middleware
     async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+        response = await _rendered(request, handler)
+        if response.status not in _FAILURES:
+            return response
         source = request.remote or "unknown"
         wait = limiter.retry_after(source)
-        if wait > 0:
-            seconds = max(1, math.ceil(wait))
-            logger.info("%s: too many failed requests; answering 429 for %d s", source, seconds)
-            return _render(
-                TooManyRequestsError(
-                    f"too many failed requests from {source}; retry in {seconds} s",
-                    headers={"Retry-After": str(seconds)},
-                )
-            )
-        response = await _rendered(request, handler)
-        if response.status in _FAILURES:
+        if wait <= 0:
             limiter.failed(source)
-        return response
+            return response
+        seconds = max(1, math.ceil(wait))
+        logger.info("%s: too many failed requests; answering 429 for %d s", source, seconds)
+        return _render(
+            TooManyRequestsError(
+                f"too many failed requests from {source}; retry in {seconds} s",
+                headers={"Retry-After": str(seconds)},
+            )
+        )
 
     return middleware
 
@@ -208,9 +216,9 @@ def _render(error: AuthError) -> web.Response:
 async def _body(request: web.Request) -> object:
     raw = await request.read()
     try:
-        return json.loads(raw)
-    except ValueError:
-        raise InvalidRequestError("body", "not JSON") from None
+        return jsonbody.parse(raw, max_depth=_MAX_DEPTH)
+    except jsonbody.JSONBodyError as exc:
+        raise InvalidRequestError("body", str(exc).removeprefix("is ")) from None
 
 
 def _fields(body: object) -> dict[str, Any]:

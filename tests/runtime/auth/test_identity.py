@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import AsyncIterator
 
 import pytest
 from cryptography import x509
@@ -18,7 +19,7 @@ from runtime.forge import credential as contract
 from runtime.forge.tenant import tenant_namespace_name
 from tests.playground.conftest import eventually
 
-from .cluster import NAMESPACE, OPTIONS, Consumer, hours_ago, new_token, request, serving
+from .cluster import NAMESPACE, OPTIONS, Consumer, hours_ago, new_token, raw_request, request, serving
 
 
 async def test_cluster_endpoint_says_who_the_provider_is_and_its_url_is_published(
@@ -181,22 +182,48 @@ async def test_malformed_requests_are_400_naming_the_field(
 async def test_repeated_failures_from_one_address_are_rate_limited_and_recover(
     admin: Client, auth_client: Client
 ) -> None:
-    token, _ = await new_token(admin)
     async with serving(auth_client, failure_burst=2, failure_refill=2.0) as server:
         consumer = Consumer(server)
         wrong = consumer.identity_body(uuid.uuid4().hex * 2)
         statuses = [(await consumer.post(contract.IDENTITY_PATH, wrong)).status for _ in range(2)]
-        limited = await consumer.post(contract.IDENTITY_PATH, consumer.identity_body(token))
+        limited = await consumer.post(contract.IDENTITY_PATH, wrong)
         assert statuses == [401, 401]
         assert limited.status == 429 and limited.body["reason"] == contract.TOO_MANY_REQUESTS
         assert int(limited.headers["Retry-After"]) >= 1
 
-        async def accepted() -> bool:
-            answer = await consumer.post(contract.IDENTITY_PATH, consumer.identity_body(token))
-            assert answer.status in (200, 429), answer
-            return answer.status == 200
+        async def refused_again() -> bool:
+            answer = await consumer.post(contract.IDENTITY_PATH, wrong)
+            assert answer.status in (401, 429), answer
+            return answer.status == 401
 
-        await eventually(accepted, within=10, every=0.2)
+        await eventually(refused_again, within=10, every=0.2)
+
+
+async def test_garbage_from_a_shared_address_never_throttles_a_consumer_that_authenticates(
+    admin: Client, auth_client: Client
+) -> None:
+    """Consumers behind one NAT share an address: a hostile one spending its budget (the default: 10
+    failures, one forgiven every 10 s) must not stop another's peering nor a signed renewal."""
+    token, _ = await new_token(admin)
+    renewing_token, _ = await new_token(admin)
+    async with serving(auth_client) as server:
+        peered = Consumer(server)
+        await peered.peer(renewing_token)
+        hostile = Consumer(server)
+        garbage = [
+            (contract.IDENTITY_PATH, hostile.identity_body("0" * 64)),
+            (contract.RENEW_PATH, {**hostile.signed_body(contract.RENEW), "clusterID": peered.cluster_id}),
+            (contract.IDENTITY_PATH, {"token": 1}),
+        ]
+        statuses = [(await hostile.post(*garbage[n % 3])).status for n in range(12)]
+        renewed = await peered.renew()
+        newcomer = Consumer(server)
+        joined = await newcomer.post(contract.IDENTITY_PATH, newcomer.identity_body(token))
+        still_limited = await hostile.post(contract.IDENTITY_PATH, hostile.identity_body("0" * 64))
+    assert statuses[:10] == [401, 401, 400] * 3 + [401] and set(statuses[10:]) == {429}, statuses
+    assert renewed.status == 200, renewed
+    assert joined.status == 200, joined
+    assert still_limited.status == 429
 
 
 async def test_a_consumer_whose_old_tenant_is_still_going_is_told_to_retry(
@@ -236,3 +263,33 @@ async def test_bodies_that_are_not_json_objects_or_too_large_are_400(auth_client
         too_large = await consumer.post(contract.RENEW_PATH, {"padding": "x" * 2048})
     assert (not_object.status, not_object.body["message"]) == (400, "body: not a JSON object")
     assert (too_large.status, too_large.body["message"]) == (400, "body: larger than 1024 bytes")
+
+
+@pytest.mark.parametrize("levels", [5, 1000, 50_000])
+async def test_deeply_nested_json_is_a_400_not_a_500(auth_client: Client, levels: int) -> None:
+    body = ('{"token": ' + "[" * levels + "]" * levels + "}").encode()
+    async with serving(auth_client, max_body=256 * 1024) as server:
+        answers = [
+            await raw_request(server, path, body) for path in (contract.IDENTITY_PATH, contract.RENEW_PATH)
+        ]
+    for answer in answers:
+        assert answer.status == 400, answer
+        assert answer.body == {
+            "reason": contract.INVALID_REQUEST,
+            "message": "body: nests deeper than 4 levels",
+        }
+
+
+async def test_an_oversize_body_is_refused_before_it_is_read_whole(auth_client: Client) -> None:
+    """The default bound (64 KiB): a megabyte of JSON, announced or streamed without a length, is a 400."""
+    big = b'{"token": "' + b"0" * (1024 * 1024) + b'"}'
+
+    async def chunks() -> AsyncIterator[bytes]:
+        for start in range(0, len(big), 65536):
+            yield big[start : start + 65536]
+
+    async with serving(auth_client) as server:
+        announced = await raw_request(server, contract.IDENTITY_PATH, big)
+        streamed = await raw_request(server, contract.IDENTITY_PATH, chunks())
+    for answer in (announced, streamed):
+        assert (answer.status, answer.body["message"]) == (400, "body: larger than 65536 bytes"), answer
