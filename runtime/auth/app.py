@@ -44,7 +44,8 @@ from runtime.forge.credential import ClusterInfo, cluster_info, error_body, iden
 from .errors import AuthError, InvalidRequestError, TooManyRequestsError
 from .identities import IdentityIssuer, IdentityRequest
 from .ratelimit import FailureLimiter
-from .renewal import SignedRequest, SignedRequests, load_public_key
+from .renewal import SignedRequest, SignedRequests
+from .signatures import load_public_key
 from .tokens import PeeringTokens
 
 logger = logging.getLogger(__name__)
@@ -87,7 +88,10 @@ def parse_identity_request(body: object) -> tuple[str, IdentityRequest]:
         load_public_key(public_key)
     except ValueError as exc:
         raise InvalidRequestError("publicKey", f"not a base64 raw Ed25519 public key: {exc}") from None
-    return token, IdentityRequest(cluster_id=cluster_id, cluster_name=cluster_name, public_key=public_key)
+    proof = _signature(fields, "keyChangeSignature") if fields.get("keyChangeSignature") is not None else None
+    return token, IdentityRequest(
+        cluster_id=cluster_id, cluster_name=cluster_name, public_key=public_key, key_change_signature=proof
+    )
 
 
 def parse_signed_request(body: object, action: contract.SignedAction) -> SignedRequest:
@@ -99,17 +103,12 @@ def parse_signed_request(body: object, action: contract.SignedAction) -> SignedR
         timestamp = parse_rfc3339(stamp)
     except ValueError as exc:
         raise InvalidRequestError("timestamp", str(exc)) from None
-    encoded = _string(fields, "signature")
-    try:
-        signature = base64.b64decode(encoded, validate=True)
-    except binascii.Error:
-        raise InvalidRequestError("signature", "not base64") from None
-    if len(signature) != _SIGNATURE_BYTES:
-        raise InvalidRequestError(
-            "signature", f"an Ed25519 signature has {_SIGNATURE_BYTES} bytes, this one {len(signature)}"
-        )
     return SignedRequest(
-        action=action, cluster_id=cluster_id, timestamp_text=stamp, timestamp=timestamp, signature=signature
+        action=action,
+        cluster_id=cluster_id,
+        timestamp_text=stamp,
+        timestamp=timestamp,
+        signature=_signature(fields, "signature"),
     )
 
 
@@ -234,6 +233,19 @@ def _string(fields: dict[str, Any], key: str) -> str:
     if not isinstance(value, str):
         raise InvalidRequestError(key, "not a string")
     return value
+
+
+def _signature(fields: dict[str, Any], key: str) -> bytes:
+    encoded = _string(fields, key)
+    try:
+        signature = base64.b64decode(encoded, validate=True)
+    except binascii.Error:
+        raise InvalidRequestError(key, "not base64") from None
+    if len(signature) != _SIGNATURE_BYTES:
+        raise InvalidRequestError(
+            key, f"an Ed25519 signature has {_SIGNATURE_BYTES} bytes, this one {len(signature)}"
+        )
+    return signature
 
 
 def _cluster_id(fields: dict[str, Any]) -> str:

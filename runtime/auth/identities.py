@@ -9,8 +9,15 @@ for a Tenant that already exists (after `renewal.py` checked the signature).
 
 Names are first come, first served: a cluster name already held by another cluster id,
 or a cluster id already peered under another name, is a conflict (409), never a
-takeover. Issuing is serialised in this process, so two concurrent exchanges for one
-name cannot both pass the conflict check.
+takeover. A cluster id is bound to its public key as well: presenting another key for a
+consumer that has a Tenant needs a signature by the key on record over the new one
+(`keyChangeSignature`, `runtime.forge.credential.key_change_message`), else the answer is
+409 KeyChangeRefused. A cluster id is no secret (it is on every object the consumer
+reflects), so without this, anyone holding a peering token could replace a consumer's key
+and take its tenant over, renewals and revocation included. A consumer that lost its key
+unpeers (its credential then lapses and the Tenant is collected) or the provider's
+administrator deletes its Tenant. Issuing is serialised in this process, so two
+concurrent exchanges for one name cannot both pass these checks.
 """
 
 from __future__ import annotations
@@ -26,7 +33,7 @@ from runtime.api import constants as c
 from runtime.api.crds import TENANTS
 from runtime.api.kinds import NAMESPACES, ROLEBINDINGS, SERVICEACCOUNTS
 from runtime.core import Client, Informer, NotFoundError, Resource
-from runtime.forge.credential import ClusterInfo, Credential, parse_rfc3339, rfc3339
+from runtime.forge.credential import ClusterInfo, Credential, key_change_message, parse_rfc3339, rfc3339
 from runtime.forge.tenant import (
     CONSUMER_SERVICE_ACCOUNT,
     is_tenant_namespace_of,
@@ -37,7 +44,8 @@ from runtime.forge.tenant import (
     tenant_namespace_name,
 )
 
-from .errors import ClusterIDConflictError, TenantDrainedError, TenantTerminatingError
+from .errors import ClusterIDConflictError, KeyChangeRefusedError, TenantDrainedError, TenantTerminatingError
+from .signatures import is_signed_by
 
 logger = logging.getLogger(__name__)
 
@@ -71,6 +79,8 @@ class IdentityRequest:
     cluster_name: str
     #: base64 of the raw Ed25519 public key
     public_key: str
+    #: the key on record's signature over the new one, when the consumer changes its key
+    key_change_signature: bytes | None = None
 
 
 @dataclass(frozen=True)
@@ -171,6 +181,7 @@ class IdentityIssuer:
                     "provider: give the consumer cluster another name, or ask the provider's administrator "
                     "to remove that tenant"
                 )
+            _check_key_change(existing, request, ref)
             if is_deleting(existing):
                 raise _terminating(ref)
             if is_drained(existing):
@@ -233,6 +244,30 @@ class IdentityIssuer:
             return await self._client.get(resource, name, namespace=namespace)
         except NotFoundError:
             return None
+
+
+def _check_key_change(existing: JSON, request: IdentityRequest, ref: str) -> None:
+    """KeyChangeRefusedError unless the request keeps the Tenant's key or the key on record signed the new one."""
+    on_record = str((existing.get("spec") or {}).get("publicKey") or "")
+    if not on_record or on_record == request.public_key:
+        return
+    proof = request.key_change_signature
+    message = key_change_message(cluster_id=request.cluster_id, public_key=request.public_key)
+    if proof is not None and is_signed_by(on_record, message, proof):
+        logger.info("%s: cluster %s changes its public key (signed by the old one)", ref, request.cluster_id)
+        return
+    logger.warning(
+        "%s: refused a peering of cluster %s with another public key %s (%s)",
+        ref,
+        request.cluster_id,
+        "signed by a key not on record" if proof is not None else "without the old key's signature",
+        "a takeover attempt, or a consumer that lost its key",
+    )
+    raise KeyChangeRefusedError(
+        f"{ref}: cluster {request.cluster_id} is peered with another public key; a new key must be signed by "
+        "the old one (keyChangeSignature). A consumer that lost its key unpeers first, or the provider's "
+        f"administrator deletes the Tenant {ref}"
+    )
 
 
 def _terminating(ref: str) -> TenantTerminatingError:

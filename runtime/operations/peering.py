@@ -29,6 +29,7 @@ from runtime.api.kinds import NODES, SECRETS
 from runtime.core import APIConnectionError, Client, NotFoundError
 from runtime.core.failures import explain
 from runtime.forge import conditions, podsecurity
+from runtime.forge import credential as contract
 from runtime.forge.peering import token_of, token_secret_name
 from runtime.forge.podsecurity import Level
 from runtime.forge.virtualnode import node_name_for
@@ -57,6 +58,7 @@ DEFINITIVE: Final = frozenset(
         c.REASON_CLUSTER_ID_MISMATCH,
         c.REASON_RESOURCES_DENIED,
         c.REASON_AUTH_SERVICE_KEY_CHANGED,
+        contract.KEY_CHANGE_REFUSED,
     }
 )
 #: how long a definitive failure must persist before a wait gives up (the controller may still be retrying a

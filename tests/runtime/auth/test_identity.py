@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import logging
 import uuid
 from collections.abc import AsyncIterator
@@ -293,3 +294,64 @@ async def test_an_oversize_body_is_refused_before_it_is_read_whole(auth_client: 
         streamed = await raw_request(server, contract.IDENTITY_PATH, chunks())
     for answer in (announced, streamed):
         assert (answer.status, answer.body["message"]) == (400, "body: larger than 65536 bytes"), answer
+
+
+async def test_another_token_holder_cannot_take_a_tenant_over_with_the_victims_cluster_id(
+    admin: Client, auth_client: Client
+) -> None:
+    """A cluster id is no secret: a holder of any valid token presenting a victim's id, name and a key of its
+    own gets no credential, and the victim's key stays the one its renewals are checked with."""
+    victim_token, _ = await new_token(admin)
+    hostile_token, _ = await new_token(admin)
+    async with serving(auth_client) as server:
+        victim = Consumer(server)
+        credential = await victim.peer(victim_token)
+        hostile = Consumer(server, name=victim.name, cluster_id=victim.cluster_id)
+        takeover = await hostile.post(contract.IDENTITY_PATH, hostile.identity_body(hostile_token))
+        forged = Consumer(server, name=victim.name, cluster_id=victim.cluster_id)
+        forged_proof = await forged.post(
+            contract.IDENTITY_PATH,
+            contract.identity_request(
+                token=hostile_token,
+                cluster_id=victim.cluster_id,
+                cluster_name=victim.name,
+                public_key=forged.public_key,
+                previous_key=hostile.key.sign,
+            ),
+        )
+        hostile_renewal = await hostile.renew()
+        victim_renewal = await victim.renew()
+    for answer in (takeover, forged_proof):
+        assert answer.status == 409, answer
+        assert answer.body["reason"] == contract.KEY_CHANGE_REFUSED
+        assert "signed by the old one" in answer.body["message"]
+    assert hostile_renewal.status == 401
+    assert victim_renewal.status == 200
+    tenant = await admin.get(TENANTS, victim.name, namespace=credential.namespace)
+    assert tenant["spec"]["publicKey"] == base64.b64encode(victim.public_key).decode()
+
+
+async def test_a_consumer_changes_its_key_with_the_old_keys_signature(
+    admin: Client, auth_client: Client
+) -> None:
+    token, _ = await new_token(admin)
+    async with serving(auth_client) as server:
+        old = Consumer(server)
+        credential = await old.peer(token)
+        new = Consumer(server, name=old.name, cluster_id=old.cluster_id)
+        changed = await new.post(
+            contract.IDENTITY_PATH,
+            contract.identity_request(
+                token=token,
+                cluster_id=old.cluster_id,
+                cluster_name=old.name,
+                public_key=new.public_key,
+                previous_key=old.key.sign,
+            ),
+        )
+        old_renewal = await old.renew()
+        new_renewal = await new.renew()
+    assert changed.status == 200, changed
+    assert (old_renewal.status, new_renewal.status) == (401, 200)
+    tenant = await admin.get(TENANTS, old.name, namespace=credential.namespace)
+    assert tenant["spec"]["publicKey"] == base64.b64encode(new.public_key).decode()
