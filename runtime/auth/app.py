@@ -138,10 +138,10 @@ class Handlers:
             "cluster %s (%s) presented peering token %s from %s",
             identity.cluster_id,
             identity.cluster_name,
-            secret,
+            secret["metadata"]["name"],
             request.remote,
         )
-        return web.json_response(identity_response(await self._issuer.issue(identity)))
+        return web.json_response(identity_response(await self._issuer.issue(identity, token_secret=secret)))
 
     async def renew(self, request: web.Request) -> web.Response:
         signed = parse_signed_request(await _body(request), contract.RENEW)

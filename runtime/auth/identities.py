@@ -16,8 +16,18 @@ consumer that has a Tenant needs a signature by the key on record over the new o
 reflects), so without this, anyone holding a peering token could replace a consumer's key
 and take its tenant over, renewals and revocation included. A consumer that lost its key
 unpeers (its credential then lapses and the Tenant is collected) or the provider's
-administrator deletes its Tenant. Issuing is serialised in this process, so two
-concurrent exchanges for one name cannot both pass these checks.
+administrator deletes its Tenant.
+
+A peering token is bound to the first consumer that uses it (`runtime.forge.tokens`): the
+Tenant names the token's Secret (the controller manager copies the consumer's cluster id
+onto the Secret, where it outlives the Tenant), and a token that a Tenant of another
+cluster id names, that its Secret says is bound to another, or that a single-use Secret
+says was used, is refused as any invalid token is (401, the cause in the log). So a token
+leaked after use is worth nothing, and one leaked before use is worth one consumer.
+
+Issuing is serialised in this process, so two concurrent exchanges for one name, or for
+one token, cannot both pass these checks: the tokens this process bound are remembered
+until the Tenant cache shows them (the cache lags behind the apply).
 """
 
 from __future__ import annotations
@@ -43,8 +53,15 @@ from runtime.forge.tenant import (
     tenant_namespace,
     tenant_namespace_name,
 )
+from runtime.forge.tokens import bound_consumer, is_single_use
 
-from .errors import ClusterIDConflictError, KeyChangeRefusedError, TenantDrainedError, TenantTerminatingError
+from .errors import (
+    ClusterIDConflictError,
+    InvalidTokenError,
+    KeyChangeRefusedError,
+    TenantDrainedError,
+    TenantTerminatingError,
+)
 from .signatures import is_signed_by
 
 logger = logging.getLogger(__name__)
@@ -53,6 +70,8 @@ JSON = dict[str, Any]
 
 #: the Tenant informer's index by `spec.clusterID`
 CLUSTER_ID_INDEX = "clusterID"
+#: the Tenant informer's index by the token Secret its consumer presented (`runtime.forge.tokens.tenant_token`)
+TOKEN_INDEX = "peeringToken"
 #: how long a consumer is told to wait when its previous tenant is still being removed
 TERMINATING_RETRY_AFTER = 5
 
@@ -103,11 +122,15 @@ class IdentityIssuer:
         self._provider = provider
         self._token_ttl = token_ttl
         self._lock = asyncio.Lock()
+        #: token Secret name -> cluster id, for tokens bound here that the Tenant cache may not show yet
+        self._bound: dict[str, str] = {}
 
-    async def issue(self, request: IdentityRequest) -> Credential:
-        """Ensure the consumer's objects and return a fresh credential; 409/403/503 errors as described above."""
+    async def issue(self, request: IdentityRequest, *, token_secret: JSON) -> Credential:
+        """Ensure the consumer's objects and return a fresh credential; 401/409/403/503 errors as described above."""
+        token_name = str(token_secret["metadata"]["name"])
         async with self._lock:
             namespace = tenant_namespace_name(request.cluster_name)
+            self._check_token(token_secret, request)
             await self._check(request, namespace)
             await self._apply(
                 NAMESPACES, tenant_namespace(cluster_id=request.cluster_id, cluster_name=request.cluster_name)
@@ -120,8 +143,10 @@ class IdentityIssuer:
                     cluster_id=request.cluster_id,
                     cluster_name=request.cluster_name,
                     public_key=request.public_key,
+                    peering_token=token_name,
                 ),
             )
+            self._bound[token_name] = request.cluster_id
             credential = await self._credential(request.cluster_name, namespace)
         logger.info(
             "%s/%s: issued a credential to cluster %s (expires %s)",
@@ -162,6 +187,32 @@ class IdentityIssuer:
             meta["namespace"],
             meta["name"],
         )
+
+    def _check_token(self, secret: JSON, request: IdentityRequest) -> None:
+        """InvalidTokenError when the token is bound to another consumer, or is single-use and was used."""
+        name = str(secret["metadata"]["name"])
+        users = {
+            str((t.get("spec") or {}).get("clusterID"))
+            for t in self._tenants.store.by_index(TOKEN_INDEX, name)
+        }
+        pending = self._bound.get(name, "")
+        if pending in users:
+            del self._bound[name]  # the cache caught up
+        users |= {user for user in (bound_consumer(secret), pending) if user}
+        if is_single_use(secret) and users:
+            why = "it is single-use and was used"
+        elif users - {request.cluster_id}:
+            why = f"it is bound to cluster {', '.join(sorted(users - {request.cluster_id}))}"
+        else:
+            return
+        logger.warning(
+            "%s/%s: refused the peering token presented by cluster %s: %s",
+            secret["metadata"].get("namespace"),
+            name,
+            request.cluster_id,
+            why,
+        )
+        raise InvalidTokenError()
 
     async def _check(self, request: IdentityRequest, namespace: str) -> None:
         ref = f"{namespace}/{request.cluster_name}"

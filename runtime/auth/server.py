@@ -48,10 +48,11 @@ from runtime.core.informer import InformerMetrics
 from runtime.core.kubeconfig.tls import load_cert_chain
 from runtime.core.reconcile import ControllerMetrics
 from runtime.forge.credential import ClusterInfo
+from runtime.forge.tokens import tenant_token
 
 from .app import Handlers, auth_app
 from .endpoint import url_for
-from .identities import CLUSTER_ID_INDEX, IdentityIssuer, ProviderIdentity, cluster_id_of
+from .identities import CLUSTER_ID_INDEX, TOKEN_INDEX, IdentityIssuer, ProviderIdentity, cluster_id_of
 from .options import AuthOptions
 from .publisher import AuthURLPublisher
 from .ratelimit import FailureLimiter
@@ -112,6 +113,7 @@ class AuthServer:
         )
         tenants = informers.informer(TENANTS)
         tenants.store.add_index(CLUSTER_ID_INDEX, cluster_id_of)
+        tenants.store.add_index(TOKEN_INDEX, tenant_token)
         watched = None
         if not options.advertise_url:
             watched = (

@@ -6,6 +6,7 @@ import base64
 import logging
 import uuid
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from cryptography import x509
@@ -15,12 +16,25 @@ from runtime.api.crds import RESOURCESLICES, TENANTS
 from runtime.api.image import package_version
 from runtime.api.kinds import CONFIGMAPS, NAMESPACES, NODES, SECRETS
 from runtime.auth.servingkey import key_of
+from runtime.controllers.authentication import peeringtoken
+from runtime.controllers.options import ControllerOptions
 from runtime.core import Client, ForbiddenError
 from runtime.forge import credential as contract
 from runtime.forge.tenant import tenant_namespace_name
+from runtime.forge.tokens import generate_token, token_secret
 from tests.playground.conftest import eventually
 
-from .cluster import NAMESPACE, OPTIONS, Consumer, hours_ago, new_token, raw_request, request, serving
+from .cluster import (
+    NAMESPACE,
+    OPTIONS,
+    Consumer,
+    controllers,
+    hours_ago,
+    new_token,
+    raw_request,
+    request,
+    serving,
+)
 
 
 async def test_cluster_endpoint_says_who_the_provider_is_and_its_url_is_published(
@@ -141,12 +155,13 @@ async def test_peering_twice_is_idempotent_and_a_taken_name_is_a_conflict(
     admin: Client, auth_client: Client
 ) -> None:
     token, _ = await new_token(admin)
+    impostors_token, _ = await new_token(admin)
     async with serving(auth_client) as server:
         consumer = Consumer(server)
         first = await consumer.peer(token)
         again = await consumer.peer(token)
         impostor = Consumer(server, name=consumer.name)
-        taken = await impostor.post(contract.IDENTITY_PATH, impostor.identity_body(token))
+        taken = await impostor.post(contract.IDENTITY_PATH, impostor.identity_body(impostors_token))
         renamed = Consumer(server, cluster_id=consumer.cluster_id, key=consumer.key)
         twice = await renamed.post(contract.IDENTITY_PATH, renamed.identity_body(token))
     assert first.namespace == again.namespace == tenant_namespace_name(consumer.name)
@@ -355,3 +370,78 @@ async def test_a_consumer_changes_its_key_with_the_old_keys_signature(
     assert (old_renewal.status, new_renewal.status) == (401, 200)
     tenant = await admin.get(TENANTS, old.name, namespace=credential.namespace)
     assert tenant["spec"]["publicKey"] == base64.b64encode(new.public_key).decode()
+
+
+async def test_a_token_serves_only_the_first_consumer_that_uses_it(
+    admin: Client, auth_client: Client, manager_client: Client
+) -> None:
+    """A token leaked after use is worth nothing to another cluster: refused at once (the Tenant names it),
+    and still refused once the first consumer is gone (its cluster id is kept on the token's Secret)."""
+    token, secret = await new_token(admin)
+    async with (
+        serving(auth_client) as server,
+        controllers(manager_client, peeringtoken.setup, options=ControllerOptions(namespace=NAMESPACE)),
+    ):
+        first = Consumer(server)
+        credential = await first.peer(token)
+        second = Consumer(server)
+        reused = await second.post(contract.IDENTITY_PATH, second.identity_body(token))
+
+        async def bound() -> bool:
+            stored = await admin.get(SECRETS, secret, namespace=NAMESPACE)
+            annotations: dict[str, str] = stored["metadata"].get("annotations") or {}
+            return annotations.get(c.ANNOTATION_TOKEN_CONSUMER) == first.cluster_id
+
+        await eventually(bound, within=10, every=0.2)
+        await admin.delete(TENANTS, first.name, namespace=credential.namespace)
+        await admin.patch(
+            TENANTS, first.name, {"metadata": {"finalizers": None}}, namespace=credential.namespace
+        )
+        again = await first.peer(token)
+        await admin.delete(TENANTS, first.name, namespace=credential.namespace)
+        await admin.patch(
+            TENANTS, first.name, {"metadata": {"finalizers": None}}, namespace=credential.namespace
+        )
+    async with serving(auth_client) as restarted:
+        third = Consumer(restarted)
+        after_unpeer = await third.post(contract.IDENTITY_PATH, third.identity_body(token))
+    assert again.namespace == credential.namespace
+    for answer in (reused, after_unpeer):
+        assert answer.status == 401, answer
+        assert answer.body["reason"] == contract.INVALID_TOKEN
+
+
+async def test_a_single_use_token_serves_one_exchange(admin: Client, auth_client: Client) -> None:
+    token = generate_token()
+    await admin.create(SECRETS, token_secret(token, namespace=NAMESPACE, single_use=True))
+    async with serving(auth_client) as server:
+        consumer = Consumer(server)
+        await consumer.peer(token)
+        twice = await consumer.post(contract.IDENTITY_PATH, consumer.identity_body(token))
+        renewed = await consumer.renew()
+    assert twice.status == 401
+    assert renewed.status == 200
+
+
+async def test_an_expired_token_is_refused_and_its_secret_collected(
+    admin: Client, auth_client: Client, manager_client: Client
+) -> None:
+    expired, expired_secret = await new_token(admin, expires_at=hours_ago(1))
+    soon = datetime.now(UTC) + timedelta(seconds=2)
+    expiring, expiring_secret = await new_token(admin, expires_at=soon)
+    async with serving(auth_client) as server:
+        consumer = Consumer(server)
+        refused = await consumer.post(contract.IDENTITY_PATH, consumer.identity_body(expired))
+        async with controllers(
+            manager_client, peeringtoken.setup, options=ControllerOptions(namespace=NAMESPACE)
+        ):
+
+            async def collected() -> bool:
+                names = {
+                    s["metadata"]["name"] for s in (await admin.list(SECRETS, namespace=NAMESPACE)).items
+                }
+                return not {expired_secret, expiring_secret} & names
+
+            await eventually(collected, within=15, every=0.2)
+        late = await consumer.post(contract.IDENTITY_PATH, consumer.identity_body(expiring))
+    assert refused.status == 401 and late.status == 401
