@@ -34,6 +34,8 @@ IDENTITY_POD_CIDR: Final = "podCIDR"
 IDENTITY_SERVICE_CIDR: Final = "serviceCIDR"
 IDENTITY_VERSION: Final = "version"
 IDENTITY_AUTH_URL: Final = "authURL"
+#: `sha256:<hex>` of the auth service's key (its SubjectPublicKeyInfo), which consumers pin
+IDENTITY_AUTH_KEY: Final = "authKeyFingerprint"
 IDENTITY_SHARING_PERCENTAGE: Final = "sharingPercentage"
 
 # Labels.

@@ -2,8 +2,8 @@
 
 A provider hands a consumer a random token (`liqo_generate` outputs it, marked
 sensitive). The cluster keeps only its SHA-256, in a Secret labelled
-`liqo.io/peering-token=true` in the runtime's namespace, optionally with an expiry
-annotation; the auth service compares hashes, so reading the
+`liqo.io/peering-token=true` in the runtime's namespace, with its expiry (24 hours unless
+asked otherwise) as an annotation; the auth service compares hashes, so reading the
 Secret never reveals a usable token, and deleting the Secret revokes it. The Secret's
 name derives from the hash, so it is known at plan time and a token maps to exactly one
 Secret.
@@ -22,7 +22,7 @@ import binascii
 import hashlib
 import re
 import secrets
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from runtime.api import constants as c
@@ -33,6 +33,9 @@ from .meta import metadata
 JSON = dict[str, Any]
 
 TOKEN_BYTES = 32
+#: how long a token is accepted when its issuer does not say (a kubeadm bootstrap token's default too): long
+#: enough to apply the consumer's configuration, short enough that a leaked one soon stops working
+DEFAULT_LIFETIME = timedelta(hours=24)
 #: the key of the Secret's data holding the token's hex SHA-256
 HASH_KEY = "sha256"
 SECRET_PREFIX = "liqo-peering-token-"

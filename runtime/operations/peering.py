@@ -429,9 +429,10 @@ async def apply_peering(
     field_manager: str,
     networking: bool = True,
     pod_security: Level = podsecurity.DEFAULT_LEVEL,
+    auth_key_fingerprint: str = "",
 ) -> None:
     """Server-side apply what a peering is made of, as `field_manager`: the token Secret, then the
-    ForeignCluster `name`."""
+    ForeignCluster `name` (`auth_key_fingerprint`: the auth service key it trusts, "" the first contact's)."""
     from runtime.forge.peering import foreign_cluster, token_secret
 
     secret = token_secret(name, token, namespace=namespace)
@@ -445,6 +446,7 @@ async def apply_peering(
         node_labels=dict(node_labels),
         networking=networking,
         pod_security=pod_security,
+        auth_key_fingerprint=auth_key_fingerprint,
     )
     await client.apply(FOREIGNCLUSTERS, body, field_manager=field_manager, force=True)
 

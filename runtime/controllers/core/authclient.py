@@ -35,10 +35,8 @@ unpeer), and nothing is left open when a controller stops.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import logging
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -47,11 +45,12 @@ from urllib.parse import urlsplit
 
 import aiohttp
 from cryptography import x509
-from cryptography.hazmat.primitives import serialization
 
 from runtime.api import constants as c
 from runtime.core.failures import UNREACHABLE, address_of, transport_failure
+from runtime.forge import certificates
 from runtime.forge import credential as contract
+from runtime.forge.peering import trusted_key_of
 
 logger = logging.getLogger(__name__)
 
@@ -174,14 +173,6 @@ def check_url(url: str) -> None:
         raise InvalidAuthURLError(url, "the authentication URL must be https://<host>[:port]")
 
 
-_FINGERPRINT = re.compile(r"^sha256:[0-9a-f]{64}$")
-
-
-def is_key_fingerprint(value: str) -> bool:
-    """Whether `value` reads as a key fingerprint: `sha256:` and 64 lowercase hexadecimal digits."""
-    return bool(_FINGERPRINT.match(value))
-
-
 def trusted_key(foreign_cluster: Mapping[str, Any], identity: Mapping[str, Any] | None = None) -> str | None:
     """The auth service key fingerprint a peering trusts; None before the first contact.
 
@@ -189,8 +180,7 @@ def trusted_key(foreign_cluster: Mapping[str, Any], identity: Mapping[str, Any] 
     comes first; then the key pinned on the first contact, as the Identity keeps it (the status
     is only a report of it, and a stale cache may lag behind), then as the status reports it.
     """
-    annotations = (foreign_cluster.get("metadata") or {}).get("annotations") or {}
-    explicit = str(annotations.get(c.ANNOTATION_TRUST_AUTH_SERVICE_KEY) or "").strip()
+    explicit = trusted_key_of(foreign_cluster)
     if explicit:
         return explicit
     pinned = str(((identity or {}).get("spec") or {}).get(c.AUTH_KEY_FINGERPRINT_FIELD) or "")
@@ -201,12 +191,7 @@ def trusted_key(foreign_cluster: Mapping[str, Any], identity: Mapping[str, Any] 
 
 def key_fingerprint(certificate: bytes) -> str:
     """`sha256:<hex>` of the SubjectPublicKeyInfo (DER) of a DER certificate: what a consumer pins."""
-    spki = (
-        x509.load_der_x509_certificate(certificate)
-        .public_key()
-        .public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
-    )
-    return "sha256:" + hashlib.sha256(spki).hexdigest()
+    return certificates.key_fingerprint(x509.load_der_x509_certificate(certificate).public_key())
 
 
 class _KeyPin(aiohttp.Fingerprint):

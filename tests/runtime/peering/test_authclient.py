@@ -316,7 +316,7 @@ def test_each_failure_message_says_what_to_do() -> None:
         ),
         authclient.KeyPinMismatchError("https://a:1", "other key", pinned="sha256:aa", found="sha256:bb"): (
             c.REASON_AUTH_SERVICE_KEY_CHANGED,
-            "trust it with: kubectl annotate foreignclusters.core.liqo.io milan"
+            "set liqo_peer's auth_key_fingerprint to it, or run kubectl annotate foreignclusters.core.liqo.io milan"
             " liqo.io/trust-auth-service-key=sha256:bb --overwrite",
         ),
     }
