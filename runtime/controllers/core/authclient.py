@@ -29,13 +29,14 @@ ForeignCluster's `liqo.io/trust-auth-service-key` annotation names the new key, 
 `trusted_key`). The issued credential is then used against the provider's API server with
 the CA bundle the service returned, verified as usual. Each call
 opens its own short-lived HTTP session with bounded timeouts: calls are rare (peering, renewal,
-unpeer), and nothing is left open when a controller stops.
+unpeer), and nothing is left open when a controller stops. Answers are read bounded in size
+(`MAX_ANSWER`) and depth (`runtime.core.jsonbody`): whatever answers at the URL is not trusted
+before it proved its key, and even then is only a peer.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -47,6 +48,7 @@ import aiohttp
 from cryptography import x509
 
 from runtime.api import constants as c
+from runtime.core import jsonbody
 from runtime.core.failures import UNREACHABLE, address_of, transport_failure
 from runtime.forge import certificates
 from runtime.forge import credential as contract
@@ -59,6 +61,8 @@ Signer = Callable[[bytes], bytes]
 
 #: how much of the answer's text goes into a message when it is not the contract's JSON
 _EXCERPT = 120
+#: the largest answer read: a credential (a token, the API server's CA bundle, cluster labels) is a few KiB
+MAX_ANSWER = 1024 * 1024
 
 
 class AuthServiceError(Exception):
@@ -322,7 +326,7 @@ class AuthClient:
                     method, self.url + path, json=body, headers={"Accept": "application/json"}
                 ) as response,
             ):
-                data = await response.read()
+                data = await _bounded_body(response, self.url)
                 retry_after = _seconds(response.headers.get("Retry-After"))
                 status = response.status
         except aiohttp.ServerFingerprintMismatch:
@@ -348,11 +352,26 @@ class AuthClient:
         self.key_fingerprint = pin.seen
         text = data.decode(errors="replace")
         try:
-            parsed: object = json.loads(text) if text else None
-        except ValueError:
+            parsed: object = jsonbody.parse(text) if text else None
+        except jsonbody.JSONBodyError:
             parsed = None
         logger.debug("%s %s%s: %d", method, self.url, path, status)
         return _Answer(status=status, body=parsed, text=text, retry_after=retry_after)
+
+
+async def _bounded_body(response: aiohttp.ClientResponse, url: str) -> bytes:
+    """The answer's body, read up to `MAX_ANSWER` bytes; RuntimeNotInstalledError past that (no service of
+    ours answers that much, and reading on would let whatever answers fill this process's memory)."""
+    if (response.content_length or 0) > MAX_ANSWER:
+        raise RuntimeNotInstalledError(
+            url, f"the answer announces {response.content_length} bytes, more than {MAX_ANSWER}"
+        )
+    data = bytearray()
+    async for chunk in response.content.iter_chunked(64 * 1024):
+        data += chunk
+        if len(data) > MAX_ANSWER:
+            raise RuntimeNotInstalledError(url, f"the answer is larger than {MAX_ANSWER} bytes")
+    return bytes(data)
 
 
 def _describe(answer: _Answer) -> str:
