@@ -500,7 +500,11 @@ class PeerResource(Resource):
             )
             return None
         namespace = str((peering.spec.get("tokenSecretRef") or {}).get("namespace") or c.DEFAULT_NAMESPACE)
+        from runtime.forge.peering import trusted_key_of
+
         empty: State = {attribute.name: None for attribute in self.schema.attributes}
+        # an imported peering trusts the key its ForeignCluster names, as `auth_key_fingerprint` would
+        empty["auth_key_fingerprint"] = trusted_key_of(peering.obj) or None
         return _observed_state({**empty, "timeouts": None}, peering, token=secret_token, namespace=namespace)
 
 

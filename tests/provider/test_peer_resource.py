@@ -372,6 +372,8 @@ async def test_the_auth_service_key_from_liqo_generate_is_pinned_and_read_back(
     )
     refreshed = await asyncio.to_thread(harness.read, resource(provider), outcome.state)
     assert refreshed.state is not None and refreshed.state["auth_key_fingerprint"] == rotated
+    imported = await asyncio.to_thread(harness.import_, resource(provider), "milan")
+    assert imported.state is not None and imported.state["auth_key_fingerprint"] == rotated
 
 
 async def test_an_update_renegotiates_resources_in_place(
