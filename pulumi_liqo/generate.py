@@ -25,8 +25,11 @@ class GenerateArgs(TypedDict):
     namespace: NotRequired[pulumi.Input[str]]
     """Namespace of the Liqo runtime on the provider (default `liqo`)."""
     expires_in: NotRequired[pulumi.Input[str]]
-    """How long the token is accepted for new peerings, as a duration such as "24h" (default: until the
-    component is destroyed). Changing it issues a new token."""
+    """How long the token is accepted, as a duration such as "1h" or "720h" (default "24h", as a kubeadm
+    bootstrap token); the runtime deletes an expired token's Secret. Changing it issues a new token."""
+    single_use: NotRequired[pulumi.Input[bool]]
+    """Whether the token serves one exchange only (default false: it serves the first consumer that uses it, as
+    often as that consumer needs it until it expires, and no other cluster). Changing it issues a new token."""
     force: NotRequired[pulumi.Input[bool]]
     """Let destroy drop the component when its cluster cannot be reached, leaving the token Secret (the token keeps working) there; without
     it, such a destroy fails and the component stays. Run `pulumi up` with it before the destroy."""
@@ -50,10 +53,13 @@ class Generate(pulumi.ComponentResource):
     """The provider's cluster name (for `PeerArgs.cluster_name`)."""
     auth_ep: pulumi.Output[str]
     """URL of the provider's authentication service (for `PeerArgs.cluster_authurl`)."""
+    auth_key_fingerprint: pulumi.Output[str]
+    """Fingerprint of the provider's authentication service key, `sha256:<hex>` (for
+    `PeerArgs.auth_key_fingerprint`, which then refuses any other service even on its first contact)."""
     local_token: pulumi.Output[str]
     """The peering token (for `PeerArgs.cluster_token`). Secret."""
     expires_at: pulumi.Output[str]
-    """When the token expires (RFC 3339), "" when it does not."""
+    """When the token expires (RFC 3339)."""
 
     def __init__(self, name: str, args: GenerateArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         # checked before anything is registered: a bad argument leaves no half-made component
@@ -77,12 +83,14 @@ class Generate(pulumi.ComponentResource):
                 "force": bool(values.get("force")),
                 "namespace": values["namespace"],
                 "expires_in": values.get("expires_in") or "",
+                "single_use": bool(values.get("single_use")),
             },
             _args.child_options(self, opts),
         )
         self.cluster_id = token.cluster_id
         self.cluster_name = token.cluster_name
         self.auth_ep = token.auth_ep
+        self.auth_key_fingerprint = token.auth_key_fingerprint
         self.local_token = pulumi.Output.secret(token.local_token)
         self.expires_at = token.expires_at
         self.register_outputs(
@@ -90,6 +98,7 @@ class Generate(pulumi.ComponentResource):
                 "cluster_id": self.cluster_id,
                 "cluster_name": self.cluster_name,
                 "auth_ep": self.auth_ep,
+                "auth_key_fingerprint": self.auth_key_fingerprint,
                 "local_token": self.local_token,
                 "expires_at": self.expires_at,
             }

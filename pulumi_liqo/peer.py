@@ -10,6 +10,7 @@ import pulumi
 
 from runtime.api import validation
 from runtime.forge import podsecurity
+from runtime.forge.certificates import is_key_fingerprint
 from runtime.forge.tokens import is_token
 from runtime.operations.peering import CONTRACT, RESOURCE_ARGUMENTS
 
@@ -56,6 +57,11 @@ class PeerArgs(TypedDict):
     """The Pod Security Standards level the provider holds this peering's offloaded pods to, in its twin
     namespaces and at admission: `baseline` (default) or `restricted`; never `privileged`. A pod that breaks it
     is not offloaded and says why. Changes apply in place."""
+    auth_key_fingerprint: NotRequired[pulumi.Input[str]]
+    """Fingerprint of the provider's authentication service key, `sha256:<hex>` (`Generate.auth_key_fingerprint`).
+    When set, the consumer talks only to a service holding that key, from the first contact on: another key at
+    the authURL is refused before the token is sent (reason AuthServiceKeyChanged, naming both fingerprints).
+    Unset, the key met on the first contact is trusted. Changes apply in place."""
     namespace: NotRequired[pulumi.Input[str]]
     """Namespace of the Liqo runtime on this cluster, where the token Secret is kept (default `liqo`)."""
     force: NotRequired[pulumi.Input[bool]]
@@ -99,6 +105,12 @@ class Peer(pulumi.ComponentResource):
             "node_labels": values.get("node_labels") or {},
             "networking_disabled": values["networking_disabled"],
             "pod_security": values["pod_security"],
+            # only when given: a peering made before the argument existed sees no change
+            **(
+                {"auth_key_fingerprint": values["auth_key_fingerprint"]}
+                if values.get("auth_key_fingerprint")
+                else {}
+            ),
             **{argument: values.get(argument) for argument in RESOURCE_ARGUMENTS},
         }
         peering = Peering(f"{name}-peering", props, _args.child_options(self, opts))
@@ -132,6 +144,7 @@ def _check(args: PeerArgs) -> dict[str, Any]:
         "node_labels": _labels_problem,
         "namespace": validation.namespace,
         "pod_security": _pod_security_problem,
+        "auth_key_fingerprint": _fingerprint_problem,
     }
     return _args.checked(
         "Peer",
@@ -147,6 +160,15 @@ def _pod_security_problem(value: Any) -> str:
     except podsecurity.InvalidLevelError as exc:
         return f"{exc}."
     return ""
+
+
+def _fingerprint_problem(value: Any) -> str:
+    if is_key_fingerprint(str(value)):
+        return ""
+    return (
+        f"{value!r} is not a key fingerprint (sha256: and 64 lowercase hexadecimal digits): use "
+        "Generate.auth_key_fingerprint of the provider."
+    )
 
 
 def _cluster_id_problem(value: Any) -> str:

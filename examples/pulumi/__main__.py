@@ -60,6 +60,7 @@ peer = liqo.Peer(
         "cluster_name": token.cluster_name,
         "cluster_authurl": token.auth_ep,
         "cluster_token": token.local_token,
+        "auth_key_fingerprint": token.auth_key_fingerprint,
         "cpu": config.get("cpu") or "2",
         "memory": config.get("memory") or "4Gi",
         "pods": config.get("pods") or "20",

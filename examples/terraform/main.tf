@@ -68,6 +68,9 @@ resource "liqo_peer" "peer" {
   cluster_authurl = liqo_generate.generate.auth_ep
   cluster_token   = liqo_generate.generate.local_token
 
+  # the provider's auth service key: another key at cluster_authurl is refused, even on the first contact
+  auth_key_fingerprint = liqo_generate.generate.auth_key_fingerprint
+
   cpu    = var.cpu
   memory = var.memory
   pods   = var.pods

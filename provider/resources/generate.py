@@ -1,11 +1,14 @@
 """`resource "liqo_generate"`: on the provider, a peering token for one consumer, with what the consumer
-needs to use it (`cluster_id`, `cluster_name`, `auth_ep`, `local_token`).
+needs to use it (`cluster_id`, `cluster_name`, `auth_ep`, `auth_key_fingerprint`, `local_token`).
 
 Each resource issues its own token (`runtime.operations.token`): the cluster keeps only
 its SHA-256 in a Secret, the token itself exists only in the Terraform state (sensitive).
-Destroying the resource deletes the Secret, which revokes the token. Read treats a
-token whose Secret is gone, changed (no longer its hash) or expired as gone, so the next
-apply issues a new one (and a `liqo_peer` using it gets the new token in place).
+The token expires (24 hours unless `expires_in` says otherwise) and serves only the first
+consumer that uses it (`single_use`: one exchange). Destroying the resource deletes the
+Secret, which revokes the token. Read treats a token whose Secret is gone, changed (no
+longer its hash) or expired as gone, so the next apply issues a new one (and a
+`liqo_peer` using it gets the new token in place), and refreshes the auth service's key
+fingerprint (a provider whose key was replaced hands the new one to `liqo_peer`).
 A token cannot be imported: the cluster never knew it.
 """
 
@@ -17,7 +20,7 @@ from typing import TYPE_CHECKING, ClassVar, Final
 
 from tf.iface import ImportContext, ReadContext, UpgradeContext
 from tf.schema import Schema
-from tf.types import String
+from tf.types import Bool, String
 from tf.utils import Diagnostics
 
 from runtime.api import constants as c
@@ -68,9 +71,20 @@ class GenerateResource(Resource):
                 String(),
                 **flags(CONTRACT, "expires_in"),
                 description=(
-                    'How long the token is accepted for new peerings, as a duration such as "24h" (default: '
-                    "until the resource is destroyed). An expired token is issued again on the next apply; "
-                    "established peerings are not affected."
+                    'How long the token is accepted, as a duration such as "1h" or "720h" (default "24h", as a '
+                    "kubeadm bootstrap token). An expired token is refused, its Secret deleted by the runtime, "
+                    "and issued again on the next apply; established peerings are not affected (they renew "
+                    "their credential with their own key)."
+                ),
+            ),
+            Attribute(
+                "single_use",
+                Bool(),
+                optional=True,
+                requires_replace=True,
+                description=(
+                    "Whether the token serves one exchange only (default false: it serves the first consumer "
+                    "that uses it, as often as that consumer needs it until it expires, and no other cluster)."
                 ),
             ),
             Attribute(
@@ -95,6 +109,17 @@ class GenerateResource(Resource):
                 description="URL of the provider's authentication service (for `liqo_peer.cluster_authurl`).",
             ),
             Attribute(
+                "auth_key_fingerprint",
+                String(),
+                computed=True,
+                use_state_for_unknown=True,
+                description=(
+                    "Fingerprint of the provider's authentication service key, `sha256:<hex>` (for "
+                    "`liqo_peer.auth_key_fingerprint`, which then refuses any other service even on its first "
+                    "contact). Follows the key when the provider replaces it."
+                ),
+            ),
+            Attribute(
                 "local_token",
                 String(),
                 computed=True,
@@ -110,7 +135,7 @@ class GenerateResource(Resource):
                 String(),
                 computed=True,
                 use_state_for_unknown=True,
-                description='When the token expires (RFC 3339), "" when it does not.',
+                description='When the token expires (RFC 3339; "" for a token issued without expiry by an earlier version).',
             ),
             force.attribute(CONTRACT, "the token Secret (the token keeps working)"),
         ],
@@ -150,6 +175,7 @@ class GenerateResource(Resource):
                     lifetime=lifetime,
                     seconds=seconds,
                     field_manager=c.FIELD_MANAGER_TERRAFORM,
+                    single_use=planned.get("single_use") is True,
                     stop=ctx.stop,
                 )
             except CONTRACT.refused as exc:
@@ -180,6 +206,7 @@ class GenerateResource(Resource):
             "cluster_id": issued.cluster_id,
             "cluster_name": issued.cluster_name,
             "auth_ep": issued.auth_ep,
+            "auth_key_fingerprint": issued.auth_key_fingerprint,
             "local_token": issued.token,
             "expires_at": issued.expires_at,
         }
@@ -213,6 +240,7 @@ class GenerateResource(Resource):
             "cluster_id": identity.get(c.IDENTITY_CLUSTER_ID) or "",
             "cluster_name": identity.get(c.IDENTITY_CLUSTER_NAME) or "",
             "auth_ep": identity.get(c.IDENTITY_AUTH_URL) or "",
+            "auth_key_fingerprint": identity.get(c.IDENTITY_AUTH_KEY) or "",
         }
 
     def delete(self, ctx: ApplyContext, current: State) -> None:  # type: ignore[override]

@@ -9,9 +9,9 @@ shared with the Pulumi components); the runtime's controller does the peering. T
   fix (refused token, wrong cluster id, denied resources) ends it early; either way the
   diagnostic carries the ForeignCluster's conditions, and the objects are recorded
   (tainted), so the next apply starts over cleanly;
-- update: requested resources and node labels in place (the controller renegotiates
-  the ResourceSlice), the token by rewriting its Secret; the provider's id, name and
-  auth URL force a new peering;
+- update: requested resources, node labels and the trusted auth service key in place (the
+  controller renegotiates the ResourceSlice), the token by rewriting its Secret; the
+  provider's id, name and auth URL force a new peering;
 - read: the ForeignCluster gone (or being deleted) removes the peering from the state;
   spec, token and status are read back;
 - delete: the ForeignCluster is deleted and waited for (the controller unpeers, and
@@ -160,6 +160,18 @@ class PeerResource(Resource):
                 ),
             ),
             Attribute(
+                "auth_key_fingerprint",
+                String(),
+                optional=True,
+                description=(
+                    "Fingerprint of the provider's authentication service key, `sha256:<hex>` "
+                    "(`liqo_generate.auth_key_fingerprint`). When set, the consumer talks only to a service "
+                    "holding that key, from the first contact on: another key at `cluster_authurl` is refused "
+                    "before the token is sent (reason AuthServiceKeyChanged, naming both fingerprints). "
+                    "Unset, the key met on the first contact is trusted. Changes apply in place."
+                ),
+            ),
+            Attribute(
                 "namespace",
                 String(),
                 **flags(CONTRACT, "namespace"),
@@ -244,6 +256,17 @@ class PeerResource(Resource):
                 _check_extended(diags, key, value)
         checks.labels(diags, config.get("node_labels"), path=["node_labels"])
         checks.namespace(diags, config.get("namespace"), path=["namespace"])
+        fingerprint = config.get("auth_key_fingerprint")
+        if checks.known(fingerprint) and fingerprint is not None:
+            from runtime.forge.certificates import is_key_fingerprint
+
+            if not is_key_fingerprint(str(fingerprint)):
+                diags.add_error(
+                    "Invalid auth_key_fingerprint",
+                    f"{fingerprint!r} is not a key fingerprint (sha256: and 64 lowercase hexadecimal digits): "
+                    "use liqo_generate.auth_key_fingerprint of the provider.",
+                    path=["auth_key_fingerprint"],
+                )
         level = config.get("pod_security")
         if checks.known(level) and level is not None:
             try:
@@ -341,6 +364,7 @@ class PeerResource(Resource):
                 field_manager=c.FIELD_MANAGER_TERRAFORM,
                 networking=planned.get("networking_disabled") is not True,
                 pod_security=_pod_security(planned),
+                auth_key_fingerprint=str(planned.get("auth_key_fingerprint") or ""),
             )
 
         call(ctx.diagnostics, kube, write, what=f"write the ForeignCluster {name}", seconds=seconds)
@@ -471,7 +495,11 @@ class PeerResource(Resource):
             )
             return None
         namespace = str((peering.spec.get("tokenSecretRef") or {}).get("namespace") or c.DEFAULT_NAMESPACE)
+        from runtime.forge.peering import trusted_key_of
+
         empty: State = {attribute.name: None for attribute in self.schema.attributes}
+        # an imported peering trusts the key its ForeignCluster names, as `auth_key_fingerprint` would
+        empty["auth_key_fingerprint"] = trusted_key_of(peering.obj) or None
         return _observed_state(
             {**empty, "timeouts": None, "force": False}, peering, token=secret_token, namespace=namespace
         )
@@ -487,6 +515,7 @@ def _spec_inputs(state: State) -> tuple[Any, ...]:
         dict(state.get("node_labels") or {}),
         state.get("networking_disabled") is True,
         _pod_security(state),
+        state.get("auth_key_fingerprint") or "",
     )
 
 
@@ -512,6 +541,8 @@ def _state(planned: State, peering: Peering | None) -> State:
 
 
 def _observed_state(current: State, peering: Peering, *, token: str, namespace: str) -> State:
+    from runtime.forge.peering import trusted_key_of
+
     spec = peering.spec
     standard, extended = split_resources(spec.get("resources") or {})
     state = {
@@ -538,6 +569,9 @@ def _observed_state(current: State, peering: Peering, *, token: str, namespace: 
     state["node_labels"] = _map(current.get("node_labels"), dict(spec.get("nodeLabels") or {}))
     state["networking_disabled"] = spec.get("networkingEnabled", True) is False
     state["pod_security"] = str(spec.get("podSecurity") or "baseline")
+    # a key trusted by hand (kubectl annotate) on a peering configured without one is not drift
+    if current.get("auth_key_fingerprint") is not None:
+        state["auth_key_fingerprint"] = trusted_key_of(peering.obj) or None
     return _state(state, peering)
 
 

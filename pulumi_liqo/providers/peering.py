@@ -24,7 +24,7 @@ import pulumi.dynamic
 from runtime.api import constants as c
 from runtime.core import APIError
 from runtime.forge import podsecurity
-from runtime.forge.peering import split_resources
+from runtime.forge.peering import split_resources, trusted_key_of
 from runtime.operations import peering
 from runtime.operations.peering import RESOURCE_ARGUMENTS
 from runtime.operations.unreachable import UnreachableError
@@ -119,6 +119,10 @@ class PeeringProvider(SpecProvider):
             "node_labels": dict(spec.get("nodeLabels") or {}),
             "networking_disabled": spec.get("networkingEnabled", True) is False,
             "pod_security": str(spec.get("podSecurity") or podsecurity.DEFAULT_LEVEL),
+            # a key trusted by hand (kubectl annotate) on a peering given none is not drift
+            "auth_key_fingerprint": trusted_key_of(live.obj)
+            if props.get("auth_key_fingerprint")
+            else props.get("auth_key_fingerprint"),
             **_status(live),
         }
         return pulumi.dynamic.ReadResult(id_, observed)
@@ -181,6 +185,7 @@ class PeeringProvider(SpecProvider):
                 field_manager=c.FIELD_MANAGER_PULUMI,
                 networking=not props.get("networking_disabled"),
                 pod_security=podsecurity.level(props.get("pod_security")),
+                auth_key_fingerprint=str(props.get("auth_key_fingerprint") or ""),
             )
             return await peering.wait_established(client, name, requested=wanted, seconds=bound)
 

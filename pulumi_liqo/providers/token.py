@@ -54,6 +54,7 @@ class TokenProvider(ContractProvider):
                     lifetime=lifetime,
                     seconds=bound,
                     field_manager=c.FIELD_MANAGER_PULUMI,
+                    single_use=bool(props.get("single_use")),
                 ),
                 seconds=bound + 10,
             )
@@ -69,14 +70,24 @@ class TokenProvider(ContractProvider):
             **connection(props),
             "namespace": namespace,
             "expires_in": expires_in or "",
+            "single_use": bool(props.get("single_use")),
             "secret_name": issued.secret_name,
             "cluster_id": issued.cluster_id,
             "cluster_name": issued.cluster_name,
             "auth_ep": issued.auth_ep,
+            "auth_key_fingerprint": issued.auth_key_fingerprint,
             "local_token": issued.token,
             "expires_at": issued.expires_at,
         }
         return pulumi.dynamic.CreateResult(issued.secret_name, outs)
+
+    def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> pulumi.dynamic.DiffResult:
+        # unset and false are one choice (a token issued before the argument existed is not replaced)
+        olds, news = (
+            {**props, "single_use": False if props.get("single_use") is None else props["single_use"]}
+            for props in (olds, news)
+        )
+        return super().diff(_id, olds, news)
 
     def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> pulumi.dynamic.UpdateResult:
         # only the connection changed: the token stays
@@ -106,6 +117,7 @@ class TokenProvider(ContractProvider):
                 "cluster_id": identity.get(c.IDENTITY_CLUSTER_ID) or "",
                 "cluster_name": identity.get(c.IDENTITY_CLUSTER_NAME) or "",
                 "auth_ep": identity.get(c.IDENTITY_AUTH_URL) or "",
+                "auth_key_fingerprint": identity.get(c.IDENTITY_AUTH_KEY) or "",
             },
         )
 
@@ -145,12 +157,21 @@ class Token(pulumi.dynamic.Resource, module="liqo", name="Token"):
     cluster_id: pulumi.Output[str]
     cluster_name: pulumi.Output[str]
     auth_ep: pulumi.Output[str]
+    auth_key_fingerprint: pulumi.Output[str]
     local_token: pulumi.Output[str]
     expires_at: pulumi.Output[str]
 
     def __init__(self, name: str, props: dict[str, Any], opts: pulumi.ResourceOptions) -> None:
         outputs = dict.fromkeys(
-            ("secret_name", "cluster_id", "cluster_name", "auth_ep", "local_token", "expires_at")
+            (
+                "secret_name",
+                "cluster_id",
+                "cluster_name",
+                "auth_ep",
+                "auth_key_fingerprint",
+                "local_token",
+                "expires_at",
+            )
         )
         super().__init__(
             TokenProvider(),

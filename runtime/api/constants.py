@@ -34,6 +34,8 @@ IDENTITY_POD_CIDR: Final = "podCIDR"
 IDENTITY_SERVICE_CIDR: Final = "serviceCIDR"
 IDENTITY_VERSION: Final = "version"
 IDENTITY_AUTH_URL: Final = "authURL"
+#: `sha256:<hex>` of the auth service's key (its SubjectPublicKeyInfo), which consumers pin
+IDENTITY_AUTH_KEY: Final = "authKeyFingerprint"
 IDENTITY_SHARING_PERCENTAGE: Final = "sharingPercentage"
 
 # Labels.
@@ -80,6 +82,12 @@ ANNOTATION_SKIP_REFLECTION: Final = "liqo.io/skip-reflection"
 #: on a Service: its node ports are carried to the provider too (`true`), instead of being left to it
 ANNOTATION_FORCE_REMOTE_NODE_PORT: Final = "liqo.io/force-remote-node-port"
 ANNOTATION_TOKEN_EXPIRES_AT: Final = "liqo.io/token-expires-at"
+#: on a peering token Secret: the cluster id of the consumer the token is bound to (its first user)
+ANNOTATION_TOKEN_CONSUMER: Final = "liqo.io/token-consumer"
+#: on a peering token Secret: `true` when the token is good for one exchange only
+ANNOTATION_TOKEN_SINGLE_USE: Final = "liqo.io/token-single-use"
+#: on a Tenant: the name of the token Secret its consumer last presented (binds that token to it)
+ANNOTATION_TENANT_TOKEN: Final = "authentication.liqo.io/peering-token"
 #: on a Tenant: the timestamp of the last signed request (renew, revoke) accepted from its consumer (replay guard)
 ANNOTATION_LAST_SIGNED_REQUEST: Final = "authentication.liqo.io/last-signed-request"
 #: on a ForeignCluster: the key fingerprint (`sha256:<hex>`) of the provider's auth service key a user trusts,

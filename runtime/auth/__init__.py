@@ -10,8 +10,9 @@ revocation are signed with the consumer's key instead of the token.
 | --- | --- |
 | `app.py` | routes, request parsing and validation, error rendering, failure rate limiting |
 | `tokens.py` | peering token verification against the token Secrets (informer) |
-| `identities.py` | the consumer's objects and its credential (TokenRequest) |
-| `renewal.py` | Ed25519 signatures, timestamp window and replay protection for renew/revoke |
+| `identities.py` | the consumer's objects and its credential (TokenRequest); a key change needs the old key |
+| `renewal.py` | signed renew/revoke requests: timestamp window and replay protection |
+| `signatures.py` | Ed25519 public keys as the contract carries them, signature checks |
 | `ratelimit.py` | failures per source address (token bucket) |
 | `errors.py` | typed errors carrying their HTTP status and reason |
 | `endpoint.py` | the published URL derived from the `liqo-auth` Service and the Nodes (Liqo's rules) |

@@ -9,18 +9,23 @@ Routes (the contract is in `runtime.forge.credential`):
 | `POST /v1/identity/renew` | signed request -> fresh credential |
 | `POST /v1/identity/revoke` | signed request -> Tenant deleted |
 
-Parsing validates every field before anything else happens and names the first bad one
-in a 400. Handlers raise the typed errors of `errors.py`; one middleware renders them,
-counts failures (400, 401) per source address and answers 429 while an address's budget
-is spent. A failing API server becomes a 503 that says to retry, with the details in
-the log only.
+Bodies are read bounded in size (`max_body`, 64 KiB) and depth (`runtime.core.jsonbody`):
+too large, not JSON or nested too deep is a 400, never a 500. Parsing validates every field
+before anything else happens and names the first bad one in a 400. Handlers raise the typed
+errors of `errors.py`; one middleware renders them and counts failures (400, 401) per
+source address. A request is throttled only when it fails: a failure from an address whose
+budget is spent is answered 429 instead of 400/401, while a request that authenticates (a
+valid peering token, a good signature) is served whatever its address did before. Checking
+first costs little, as both checks read caches only (no API request before a token or a
+signature is good), and it keeps one address from locking out the others: consumers behind
+one NAT share it, and ten garbage requests from any of them must not stop a renewal. A
+failing API server becomes a 503 that says to retry, with the details in the log only.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
-import json
 import logging
 import math
 import re
@@ -32,14 +37,15 @@ from aiohttp import web
 from aiohttp.typedefs import Middleware
 
 from runtime.api import constants as c
-from runtime.core import APIError
+from runtime.core import APIError, jsonbody
 from runtime.forge import credential as contract
 from runtime.forge.credential import ClusterInfo, cluster_info, error_body, identity_response, parse_rfc3339
 
 from .errors import AuthError, InvalidRequestError, TooManyRequestsError
 from .identities import IdentityIssuer, IdentityRequest
 from .ratelimit import FailureLimiter
-from .renewal import SignedRequest, SignedRequests, load_public_key
+from .renewal import SignedRequest, SignedRequests
+from .signatures import load_public_key
 from .tokens import PeeringTokens
 
 logger = logging.getLogger(__name__)
@@ -51,6 +57,8 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 _CLUSTER_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,56}[a-z0-9])?$")
 _MAX_TOKEN = 256
 _SIGNATURE_BYTES = 64
+#: the contract's bodies are flat objects: anything nesting deeper is refused before a field is read
+_MAX_DEPTH = 4
 MAX_BODY = web.AppKey("max_body", int)
 #: statuses that spend a source address's failure budget
 _FAILURES = frozenset({400, 401})
@@ -80,7 +88,10 @@ def parse_identity_request(body: object) -> tuple[str, IdentityRequest]:
         load_public_key(public_key)
     except ValueError as exc:
         raise InvalidRequestError("publicKey", f"not a base64 raw Ed25519 public key: {exc}") from None
-    return token, IdentityRequest(cluster_id=cluster_id, cluster_name=cluster_name, public_key=public_key)
+    proof = _signature(fields, "keyChangeSignature") if fields.get("keyChangeSignature") is not None else None
+    return token, IdentityRequest(
+        cluster_id=cluster_id, cluster_name=cluster_name, public_key=public_key, key_change_signature=proof
+    )
 
 
 def parse_signed_request(body: object, action: contract.SignedAction) -> SignedRequest:
@@ -92,17 +103,12 @@ def parse_signed_request(body: object, action: contract.SignedAction) -> SignedR
         timestamp = parse_rfc3339(stamp)
     except ValueError as exc:
         raise InvalidRequestError("timestamp", str(exc)) from None
-    encoded = _string(fields, "signature")
-    try:
-        signature = base64.b64decode(encoded, validate=True)
-    except binascii.Error:
-        raise InvalidRequestError("signature", "not base64") from None
-    if len(signature) != _SIGNATURE_BYTES:
-        raise InvalidRequestError(
-            "signature", f"an Ed25519 signature has {_SIGNATURE_BYTES} bytes, this one {len(signature)}"
-        )
     return SignedRequest(
-        action=action, cluster_id=cluster_id, timestamp_text=stamp, timestamp=timestamp, signature=signature
+        action=action,
+        cluster_id=cluster_id,
+        timestamp_text=stamp,
+        timestamp=timestamp,
+        signature=_signature(fields, "signature"),
     )
 
 
@@ -132,10 +138,10 @@ class Handlers:
             "cluster %s (%s) presented peering token %s from %s",
             identity.cluster_id,
             identity.cluster_name,
-            secret,
+            secret["metadata"]["name"],
             request.remote,
         )
-        return web.json_response(identity_response(await self._issuer.issue(identity)))
+        return web.json_response(identity_response(await self._issuer.issue(identity, token_secret=secret)))
 
     async def renew(self, request: web.Request) -> web.Response:
         signed = parse_signed_request(await _body(request), contract.RENEW)
@@ -162,21 +168,22 @@ def auth_app(handlers: Handlers, *, limiter: FailureLimiter, max_body: int) -> w
 def _limited(limiter: FailureLimiter) -> Middleware:
     @web.middleware
     async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+        response = await _rendered(request, handler)
+        if response.status not in _FAILURES:
+            return response
         source = request.remote or "unknown"
         wait = limiter.retry_after(source)
-        if wait > 0:
-            seconds = max(1, math.ceil(wait))
-            logger.info("%s: too many failed requests; answering 429 for %d s", source, seconds)
-            return _render(
-                TooManyRequestsError(
-                    f"too many failed requests from {source}; retry in {seconds} s",
-                    headers={"Retry-After": str(seconds)},
-                )
-            )
-        response = await _rendered(request, handler)
-        if response.status in _FAILURES:
+        if wait <= 0:
             limiter.failed(source)
-        return response
+            return response
+        seconds = max(1, math.ceil(wait))
+        logger.info("%s: too many failed requests; answering 429 for %d s", source, seconds)
+        return _render(
+            TooManyRequestsError(
+                f"too many failed requests from {source}; retry in {seconds} s",
+                headers={"Retry-After": str(seconds)},
+            )
+        )
 
     return middleware
 
@@ -208,9 +215,9 @@ def _render(error: AuthError) -> web.Response:
 async def _body(request: web.Request) -> object:
     raw = await request.read()
     try:
-        return json.loads(raw)
-    except ValueError:
-        raise InvalidRequestError("body", "not JSON") from None
+        return jsonbody.parse(raw, max_depth=_MAX_DEPTH)
+    except jsonbody.JSONBodyError as exc:
+        raise InvalidRequestError("body", str(exc).removeprefix("is ")) from None
 
 
 def _fields(body: object) -> dict[str, Any]:
@@ -226,6 +233,19 @@ def _string(fields: dict[str, Any], key: str) -> str:
     if not isinstance(value, str):
         raise InvalidRequestError(key, "not a string")
     return value
+
+
+def _signature(fields: dict[str, Any], key: str) -> bytes:
+    encoded = _string(fields, key)
+    try:
+        signature = base64.b64decode(encoded, validate=True)
+    except binascii.Error:
+        raise InvalidRequestError(key, "not base64") from None
+    if len(signature) != _SIGNATURE_BYTES:
+        raise InvalidRequestError(
+            key, f"an Ed25519 signature has {_SIGNATURE_BYTES} bytes, this one {len(signature)}"
+        )
+    return signature
 
 
 def _cluster_id(fields: dict[str, Any]) -> str:

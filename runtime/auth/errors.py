@@ -77,6 +77,13 @@ class ClusterIDConflictError(AuthError):
     reason = contract.CLUSTER_ID_CONFLICT
 
 
+class KeyChangeRefusedError(AuthError):
+    """409: the cluster id is peered with another public key, and the request does not prove the old one."""
+
+    status = 409
+    reason = contract.KEY_CHANGE_REFUSED
+
+
 class TooManyRequestsError(AuthError):
     """429: too many failures from this source address; `Retry-After` says when to try again."""
 

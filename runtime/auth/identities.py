@@ -10,8 +10,25 @@ for a Tenant that already exists (after `renewal.py` checked the signature).
 
 Names are first come, first served: a cluster name already held by another cluster id,
 or a cluster id already peered under another name, is a conflict (409), never a
-takeover. Issuing is serialised in this process, so two concurrent exchanges for one
-name cannot both pass the conflict check.
+takeover. A cluster id is bound to its public key as well: presenting another key for a
+consumer that has a Tenant needs a signature by the key on record over the new one
+(`keyChangeSignature`, `runtime.forge.credential.key_change_message`), else the answer is
+409 KeyChangeRefused. A cluster id is no secret (it is on every object the consumer
+reflects), so without this, anyone holding a peering token could replace a consumer's key
+and take its tenant over, renewals and revocation included. A consumer that lost its key
+unpeers (its credential then lapses and the Tenant is collected) or the provider's
+administrator deletes its Tenant.
+
+A peering token is bound to the first consumer that uses it (`runtime.forge.tokens`): the
+Tenant names the token's Secret (the controller manager copies the consumer's cluster id
+onto the Secret, where it outlives the Tenant), and a token that a Tenant of another
+cluster id names, that its Secret says is bound to another, or that a single-use Secret
+says was used, is refused as any invalid token is (401, the cause in the log). So a token
+leaked after use is worth nothing, and one leaked before use is worth one consumer.
+
+Issuing is serialised in this process, so two concurrent exchanges for one name, or for
+one token, cannot both pass these checks: the tokens this process bound are remembered
+until the Tenant cache shows them (the cache lags behind the apply).
 """
 
 from __future__ import annotations
@@ -27,7 +44,7 @@ from runtime.api import constants as c
 from runtime.api.crds import TENANTS
 from runtime.api.kinds import NAMESPACES, ROLEBINDINGS, SERVICEACCOUNTS
 from runtime.core import AlreadyExistsError, Client, Informer, NotFoundError, Resource
-from runtime.forge.credential import ClusterInfo, Credential, parse_rfc3339, rfc3339
+from runtime.forge.credential import ClusterInfo, Credential, key_change_message, parse_rfc3339, rfc3339
 from runtime.forge.tenant import (
     CONSUMER_SERVICE_ACCOUNT,
     is_tenant_namespace_of,
@@ -37,8 +54,16 @@ from runtime.forge.tenant import (
     tenant_namespace,
     tenant_namespace_name,
 )
+from runtime.forge.tokens import bound_consumer, is_single_use
 
-from .errors import ClusterIDConflictError, TenantDrainedError, TenantTerminatingError
+from .errors import (
+    ClusterIDConflictError,
+    InvalidTokenError,
+    KeyChangeRefusedError,
+    TenantDrainedError,
+    TenantTerminatingError,
+)
+from .signatures import is_signed_by
 
 logger = logging.getLogger(__name__)
 
@@ -46,6 +71,8 @@ JSON = dict[str, Any]
 
 #: the Tenant informer's index by `spec.clusterID`
 CLUSTER_ID_INDEX = "clusterID"
+#: the Tenant informer's index by the token Secret its consumer presented (`runtime.forge.tokens.tenant_token`)
+TOKEN_INDEX = "peeringToken"
 #: how long a consumer is told to wait when its previous tenant is still being removed
 TERMINATING_RETRY_AFTER = 5
 
@@ -72,6 +99,8 @@ class IdentityRequest:
     cluster_name: str
     #: base64 of the raw Ed25519 public key
     public_key: str
+    #: the key on record's signature over the new one, when the consumer changes its key
+    key_change_signature: bytes | None = None
 
 
 @dataclass(frozen=True)
@@ -94,11 +123,15 @@ class IdentityIssuer:
         self._provider = provider
         self._token_ttl = token_ttl
         self._lock = asyncio.Lock()
+        #: token Secret name -> cluster id, for tokens bound here that the Tenant cache may not show yet
+        self._bound: dict[str, str] = {}
 
-    async def issue(self, request: IdentityRequest) -> Credential:
-        """Ensure the consumer's objects and return a fresh credential; 409/403/503 errors as described above."""
+    async def issue(self, request: IdentityRequest, *, token_secret: JSON) -> Credential:
+        """Ensure the consumer's objects and return a fresh credential; 401/409/403/503 errors as described above."""
+        token_name = str(token_secret["metadata"]["name"])
         async with self._lock:
             namespace = tenant_namespace_name(request.cluster_name)
+            self._check_token(token_secret, request)
             if not await self._check(request, namespace):
                 await self._create_namespace(request, namespace)
             # the Tenant last, so its controller finds the consumer's access already in place
@@ -109,8 +142,10 @@ class IdentityIssuer:
                     cluster_id=request.cluster_id,
                     cluster_name=request.cluster_name,
                     public_key=request.public_key,
+                    peering_token=token_name,
                 ),
             )
+            self._bound[token_name] = request.cluster_id
             credential = await self._credential(request.cluster_name, namespace)
         logger.info(
             "%s/%s: issued a credential to cluster %s (expires %s)",
@@ -152,6 +187,32 @@ class IdentityIssuer:
             meta["name"],
         )
 
+    def _check_token(self, secret: JSON, request: IdentityRequest) -> None:
+        """InvalidTokenError when the token is bound to another consumer, or is single-use and was used."""
+        name = str(secret["metadata"]["name"])
+        users = {
+            str((t.get("spec") or {}).get("clusterID"))
+            for t in self._tenants.store.by_index(TOKEN_INDEX, name)
+        }
+        pending = self._bound.get(name, "")
+        if pending in users:
+            del self._bound[name]  # the cache caught up
+        users |= {user for user in (bound_consumer(secret), pending) if user}
+        if is_single_use(secret) and users:
+            why = "it is single-use and was used"
+        elif users - {request.cluster_id}:
+            why = f"it is bound to cluster {', '.join(sorted(users - {request.cluster_id}))}"
+        else:
+            return
+        logger.warning(
+            "%s/%s: refused the peering token presented by cluster %s: %s",
+            secret["metadata"].get("namespace"),
+            name,
+            request.cluster_id,
+            why,
+        )
+        raise InvalidTokenError()
+
     async def _check(self, request: IdentityRequest, namespace: str) -> bool:
         """Refuse a conflicting or terminating request; whether the tenant namespace (this consumer's) exists."""
         ref = f"{namespace}/{request.cluster_name}"
@@ -171,6 +232,7 @@ class IdentityIssuer:
                     "provider: give the consumer cluster another name, or ask the provider's administrator "
                     "to remove that tenant"
                 )
+            _check_key_change(existing, request, ref)
             if is_deleting(existing):
                 raise _terminating(ref)
             if is_drained(existing):
@@ -242,6 +304,30 @@ class IdentityIssuer:
             return await self._client.get(resource, name, namespace=namespace)
         except NotFoundError:
             return None
+
+
+def _check_key_change(existing: JSON, request: IdentityRequest, ref: str) -> None:
+    """KeyChangeRefusedError unless the request keeps the Tenant's key or the key on record signed the new one."""
+    on_record = str((existing.get("spec") or {}).get("publicKey") or "")
+    if not on_record or on_record == request.public_key:
+        return
+    proof = request.key_change_signature
+    message = key_change_message(cluster_id=request.cluster_id, public_key=request.public_key)
+    if proof is not None and is_signed_by(on_record, message, proof):
+        logger.info("%s: cluster %s changes its public key (signed by the old one)", ref, request.cluster_id)
+        return
+    logger.warning(
+        "%s: refused a peering of cluster %s with another public key %s (%s)",
+        ref,
+        request.cluster_id,
+        "signed by a key not on record" if proof is not None else "without the old key's signature",
+        "a takeover attempt, or a consumer that lost its key",
+    )
+    raise KeyChangeRefusedError(
+        f"{ref}: cluster {request.cluster_id} is peered with another public key; a new key must be signed by "
+        "the old one (keyChangeSignature). A consumer that lost its key unpeers first, or the provider's "
+        f"administrator deletes the Tenant {ref}"
+    )
 
 
 def _terminating(ref: str) -> TenantTerminatingError:

@@ -4,8 +4,9 @@ Guessing a 256-bit token is hopeless, but each guess costs the provider a reques
 hash and a log line, so an address that keeps failing is slowed down: every failure
 (a refused token or signature, a malformed request) takes one token from its bucket,
 buckets refill at a steady rate up to `burst`, and while an address's bucket is empty
-its requests are answered 429 with the time until the next token. Successful requests
-cost nothing, so a consumer that peers and renews normally never notices the limiter.
+its failing requests are answered 429 with the time until the next token (`app.py`).
+Successful requests cost nothing and are never refused, so a consumer that peers and
+renews normally never notices the limiter, even behind the NAT of one that fails.
 
 Memory is bounded: beyond `max_sources` addresses, full buckets (nothing to remember)
 are dropped first, then the least recently failed ones.

@@ -15,16 +15,11 @@ API call; only a good signature leads to the fresh read and the write.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
-
-from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from runtime.api import constants as c
 from runtime.api.crds import TENANTS
@@ -33,6 +28,7 @@ from runtime.forge.credential import SignedAction, parse_rfc3339, rfc3339, signe
 
 from .errors import InvalidSignatureError
 from .identities import CLUSTER_ID_INDEX, is_deleting
+from .signatures import is_signed_by
 from .tokens import utc_now
 
 logger = logging.getLogger(__name__)
@@ -41,26 +37,6 @@ JSON = dict[str, Any]
 
 #: how many times a signed request is re-checked when the Tenant changed under it
 _ATTEMPTS = 3
-
-
-def load_public_key(text: str) -> Ed25519PublicKey:
-    """The key from base64 of its 32 raw bytes; ValueError when it is not one."""
-    try:
-        raw = base64.b64decode(text, validate=True)
-    except binascii.Error:
-        raise ValueError("not base64") from None
-    if len(raw) != 32:
-        raise ValueError(f"an Ed25519 public key has 32 bytes, this one {len(raw)}")
-    return Ed25519PublicKey.from_public_bytes(raw)
-
-
-def is_signed_by(public_key: str, message: bytes, signature: bytes) -> bool:
-    """Whether `signature` over `message` verifies with the (base64) public key."""
-    try:
-        load_public_key(public_key).verify(signature, message)
-    except (InvalidSignature, ValueError):
-        return False
-    return True
 
 
 def timestamp_problem(

@@ -6,12 +6,14 @@ cluster labels: what `GET /v1/cluster` advertises) and the serving key (the Secr
 `liqo-auth-serving-key`, which the controller manager creates once; see `servingkey.py`),
 signs a serving certificate with that key (self-signed; SANs: the listen address, the
 advertised host and `liqo-auth.<namespace>.svc`), starts listening, and writes its URL
-into the identity ConfigMap as `authURL`, from where `liqo_generate` reads it: the
+into the identity ConfigMap as `authURL`, with the fingerprint of its key as
+`authKeyFingerprint`, from where `liqo_generate` reads both: the
 `--advertise-url` if given, else the URL derived from the `liqo-auth` Service (a load
 balancer's ingress, a node's address and the nodePort, or for a ClusterIP Service the
 listen address; see `endpoint.py`), which `publisher.py` keeps current as the Service and
 the Nodes change. Then it is ready and serves until cancelled. The certificate is signed
-anew at every start, but its key stays: consumers pin the key on their first contact and
+anew at every start, but its key stays: consumers pin the key (the fingerprint `liqo_generate` gives, else
+what they met on their first contact) and
 refuse a service holding another one (they do not check the host name, so a URL derived
 later needs no new certificate).
 """
@@ -47,11 +49,13 @@ from runtime.core.health import HealthServer
 from runtime.core.informer import InformerMetrics
 from runtime.core.kubeconfig.tls import load_cert_chain
 from runtime.core.reconcile import ControllerMetrics
+from runtime.forge import certificates
 from runtime.forge.credential import ClusterInfo
+from runtime.forge.tokens import tenant_token
 
 from .app import Handlers, auth_app
 from .endpoint import url_for
-from .identities import CLUSTER_ID_INDEX, IdentityIssuer, ProviderIdentity, cluster_id_of
+from .identities import CLUSTER_ID_INDEX, TOKEN_INDEX, IdentityIssuer, ProviderIdentity, cluster_id_of
 from .options import AuthOptions
 from .publisher import AuthURLPublisher
 from .ratelimit import FailureLimiter
@@ -98,6 +102,8 @@ class AuthServer:
         self.url: str | None = None
         #: the serving certificate (PEM), once `started` is set
         self.certificate: bytes | None = None
+        #: `sha256:<hex>` of the serving key, published as `authKeyFingerprint` with the URL
+        self.key_fingerprint = ""
         #: the /healthz, /readyz, /metrics endpoint, while `run()` serves one (its bound port: `health.port`)
         self.health: HealthServer | None = None
 
@@ -112,6 +118,7 @@ class AuthServer:
         )
         tenants = informers.informer(TENANTS)
         tenants.store.add_index(CLUSTER_ID_INDEX, cluster_id_of)
+        tenants.store.add_index(TOKEN_INDEX, tenant_token)
         watched = None
         if not options.advertise_url:
             watched = (
@@ -172,6 +179,7 @@ class AuthServer:
         certificate, key_pem = await asyncio.to_thread(serving_certificate, hosts, key)
         context = await asyncio.to_thread(_server_context, certificate, key_pem)
         runner = web.AppRunner(app, access_log=None, shutdown_timeout=2.0)
+        self.key_fingerprint = certificates.key_fingerprint(key.public_key())
         await runner.setup()
         try:
             site = web.TCPSite(runner, options.host, options.port, ssl_context=context)
@@ -237,11 +245,17 @@ class AuthServer:
             "apiVersion": "v1",
             "kind": "ConfigMap",
             "metadata": {"name": c.CLUSTER_IDENTITY_CONFIGMAP, "namespace": ns},
-            "data": {c.IDENTITY_AUTH_URL: url},
+            "data": {c.IDENTITY_AUTH_URL: url, c.IDENTITY_AUTH_KEY: self.key_fingerprint},
         }
         await self._client.apply(CONFIGMAPS, body, field_manager=c.FIELD_MANAGER_AUTH, force=True)
         self.url = url
-        logger.info("%s/%s: published authURL %s", ns, c.CLUSTER_IDENTITY_CONFIGMAP, url)
+        logger.info(
+            "%s/%s: published authURL %s (key %s)",
+            ns,
+            c.CLUSTER_IDENTITY_CONFIGMAP,
+            url,
+            self.key_fingerprint,
+        )
 
     async def _retrying(
         self, what: str, attempt: Callable[[], Awaitable[T]], *, missing: str = _NOT_INSTALLED

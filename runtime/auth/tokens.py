@@ -43,8 +43,10 @@ class PeeringTokens:
         self._namespace = namespace
         self._now = now
 
-    async def verify(self, token: str) -> str:
-        """The name of the token's Secret; InvalidTokenError if the token is unknown, revoked or expired."""
+    async def verify(self, token: str) -> JSON:
+        """The token's Secret, as read just now; InvalidTokenError if the token is unknown, revoked or expired.
+
+        Whether the token is bound to another consumer is the issuer's check (it knows the Tenants)."""
         if not is_token(token):
             logger.info("%s: refused a peering token that is not 64 hex digits", self._namespace)
             raise InvalidTokenError()
@@ -68,7 +70,7 @@ class PeeringTokens:
             logger.info("%s/%s: refused a peering token whose Secret changed", self._namespace, name)
             raise InvalidTokenError()
         self._check_expiry(fresh, name)
-        return name
+        return fresh
 
     def _check_expiry(self, secret: JSON, name: str) -> None:
         try:

@@ -9,6 +9,7 @@ the Lease `liqo-controller-manager` in the runtime's namespace (`--leader-elect`
 | `core.foreigncluster` | consumer: ForeignCluster -> credential, ResourceSlice, VirtualNode; unpeer |
 | `authentication.identity` | consumer: credential renewal |
 | `authentication.tenant` | provider: each consumer's Tenant, namespace and RBAC |
+| `authentication.peeringtoken` | provider: token Secrets bound to their first consumer, collected once expired |
 | `authentication.resourceslice` | provider: grants and Quotas |
 | `offloading.virtualnode` | consumer: the virtual kubelet and the NamespaceMap of each VirtualNode |
 | `offloading.namespaceoffloading` | consumer: which peered clusters get a twin of each offloaded namespace |
@@ -44,7 +45,7 @@ from runtime.core import Client, KubeconfigError, LeaderElectionSettings, Manage
 from runtime.forge import reflection
 from runtime.forge.reflection import ReflectionOptions
 
-from .authentication import identity, resourceslice, servingkey, tenant
+from .authentication import identity, peeringtoken, resourceslice, servingkey, tenant
 from .core import foreigncluster
 from .networking import configuration, gateway
 from .offloading import (
@@ -68,6 +69,7 @@ SETUPS: tuple[Setup, ...] = (
     identity.setup,
     tenant.setup,
     servingkey.setup,
+    peeringtoken.setup,
     resourceslice.setup,
     virtualnode.setup,
     namespaceoffloading.setup,

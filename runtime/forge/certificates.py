@@ -18,14 +18,19 @@ The Terraform provider imports this module while it starts: keep its imports to
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import ipaddress
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric.types import CertificatePublicKeyTypes
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+_FINGERPRINT = re.compile(r"^sha256:[0-9a-f]{64}$")
 
 #: how far back a certificate's validity starts, for clocks behind this machine's
 BACKDATE = dt.timedelta(minutes=5)
@@ -52,6 +57,19 @@ def key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
     return key.private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
     )
+
+
+def key_fingerprint(public_key: CertificatePublicKeyTypes) -> str:
+    """`sha256:<hex>` of a public key's SubjectPublicKeyInfo (DER): what a consumer pins of the auth service."""
+    spki = public_key.public_bytes(
+        serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
+    return "sha256:" + hashlib.sha256(spki).hexdigest()
+
+
+def is_key_fingerprint(value: str) -> bool:
+    """Whether `value` reads as a key fingerprint: `sha256:` and 64 lowercase hexadecimal digits."""
+    return bool(_FINGERPRINT.match(value))
 
 
 def certificate_pem(certificate: x509.Certificate) -> bytes:

@@ -42,6 +42,7 @@ INVALID_REQUEST = "InvalidRequest"
 INVALID_TOKEN = "InvalidToken"
 INVALID_SIGNATURE = "InvalidSignature"
 CLUSTER_ID_CONFLICT = "ClusterIDConflict"
+KEY_CHANGE_REFUSED = "KeyChangeRefused"
 TOO_MANY_REQUESTS = "TooManyRequests"
 TENANT_TERMINATING = "TenantTerminating"
 TENANT_DRAINED = "TenantDrained"
@@ -195,14 +196,31 @@ def kubeconfig(credential: Credential) -> JSON:
     }
 
 
-def identity_request(*, token: str, cluster_id: str, cluster_name: str, public_key: bytes) -> JSON:
-    """The body of `POST /v1/identity`: the peering token and the consumer's identity (raw Ed25519 key)."""
-    return {
-        "token": token,
-        "clusterID": cluster_id,
-        "clusterName": cluster_name,
-        "publicKey": base64.b64encode(public_key).decode("ascii"),
-    }
+def identity_request(
+    *,
+    token: str,
+    cluster_id: str,
+    cluster_name: str,
+    public_key: bytes,
+    previous_key: Callable[[bytes], bytes] | None = None,
+) -> JSON:
+    """The body of `POST /v1/identity`: the peering token and the consumer's identity (raw Ed25519 key).
+
+    A consumer already peered that presents a new key proves it holds the old one: `previous_key` is
+    that key's `sign`, which signs `key_change_message` into `keyChangeSignature`. Without it, the
+    provider refuses a key other than the one it has for the cluster id (KeyChangeRefused).
+    """
+    encoded = base64.b64encode(public_key).decode("ascii")
+    body = {"token": token, "clusterID": cluster_id, "clusterName": cluster_name, "publicKey": encoded}
+    if previous_key is not None:
+        signature = previous_key(key_change_message(cluster_id=cluster_id, public_key=encoded))
+        body["keyChangeSignature"] = base64.b64encode(signature).decode("ascii")
+    return body
+
+
+def key_change_message(*, cluster_id: str, public_key: str) -> bytes:
+    """The bytes the old key signs to hand a cluster id over to the new key (base64, as sent)."""
+    return f"rekey\n{cluster_id}\n{public_key}".encode()
 
 
 def signed_message(action: SignedAction, *, cluster_id: str, timestamp: str) -> bytes:

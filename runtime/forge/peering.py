@@ -57,17 +57,23 @@ def foreign_cluster(
     node_labels: Mapping[str, str],
     networking: bool = True,
     pod_security: Level = podsecurity.DEFAULT_LEVEL,
+    auth_key_fingerprint: str = "",
 ) -> JSON:
     """The ForeignCluster asking for an out-of-band peering with the provider `cluster_name` (`networking`:
     extend the pod network to it, Liqo's default; off is liqoctl's `--networking-disabled`; `pod_security`:
-    the Pod Security Standards level the provider holds the offloaded pods to)."""
+    the Pod Security Standards level the provider holds the offloaded pods to; `auth_key_fingerprint`: the
+    provider's auth service key to trust from the first contact on, as `liqo_generate` gave it, "" to trust
+    the key met on the first contact)."""
+    metadata: JSON = {
+        "name": cluster_name,
+        "labels": {c.LABEL_REMOTE_CLUSTER_ID: cluster_id, c.LABEL_MANAGED_BY: c.MANAGED_BY},
+    }
+    if auth_key_fingerprint:
+        metadata["annotations"] = {c.ANNOTATION_TRUST_AUTH_SERVICE_KEY: auth_key_fingerprint}
     return {
         "apiVersion": FOREIGNCLUSTERS.api_version,
         "kind": FOREIGNCLUSTERS.kind,
-        "metadata": {
-            "name": cluster_name,
-            "labels": {c.LABEL_REMOTE_CLUSTER_ID: cluster_id, c.LABEL_MANAGED_BY: c.MANAGED_BY},
-        },
+        "metadata": metadata,
         "spec": {
             "clusterID": cluster_id,
             "clusterName": cluster_name,
@@ -99,3 +105,9 @@ def split_resources(resources: Mapping[str, Any]) -> tuple[dict[str, str], dict[
     standard = {key: str(value) for key, value in resources.items() if key in STANDARD_RESOURCES}
     extended = {key: str(value) for key, value in resources.items() if key not in STANDARD_RESOURCES}
     return standard, extended
+
+
+def trusted_key_of(foreign_cluster: Mapping[str, Any]) -> str:
+    """The auth service key fingerprint a ForeignCluster says to trust ("" none: the first contact's)."""
+    annotations = (foreign_cluster.get("metadata") or {}).get("annotations") or {}
+    return str(annotations.get(c.ANNOTATION_TRUST_AUTH_SERVICE_KEY) or "").strip()

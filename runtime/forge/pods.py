@@ -135,7 +135,12 @@ def is_carried(key: str) -> bool:
     prefix, slash, _ = key.rpartition("/")
     if not slash:
         return not key.startswith(RUNTIME_KEY_PREFIXES)
-    return not any(prefix == domain or prefix.endswith(f".{domain}") for domain in RESERVED_DOMAINS)
+    return not under_domain(prefix, RESERVED_DOMAINS)
+
+
+def under_domain(prefix: str, domains: Iterable[str]) -> bool:
+    """Whether a label key's prefix is one of `domains` or a subdomain of one."""
+    return any(prefix == domain or prefix.endswith(f".{domain}") for domain in domains)
 
 
 def carried(entries: Any) -> dict[str, str]:

@@ -60,10 +60,13 @@ def tenant_namespace(*, cluster_id: str, cluster_name: str) -> JSON:
     }
 
 
-def tenant(*, cluster_id: str, cluster_name: str, public_key: str) -> JSON:
-    """The Tenant (named after the consumer) in its tenant namespace, with the finalizer that cleans up after it."""
+def tenant(*, cluster_id: str, cluster_name: str, public_key: str, peering_token: str = "") -> JSON:
+    """The Tenant (named after the consumer) in its tenant namespace, with the finalizer that cleans up after it;
+    `peering_token` names the token Secret the consumer presented (it binds the token to the consumer)."""
     meta = _metadata(cluster_name, cluster_id=cluster_id, namespace=tenant_namespace_name(cluster_name))
     meta["finalizers"] = [c.FINALIZER_TENANT]
+    if peering_token:
+        meta["annotations"] = {c.ANNOTATION_TENANT_TOKEN: peering_token}
     return {
         "apiVersion": TENANTS.api_version,
         "kind": TENANTS.kind,

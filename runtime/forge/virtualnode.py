@@ -22,15 +22,17 @@ cluster-scoped object cannot have a namespaced owner), so the controller deletes
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 from runtime.api import constants as c
+from runtime.api import validation
 from runtime.api.crds import VIRTUALNODES
 from runtime.api.image import component_command, runtime_image
 
 from . import podsecurity
 from .install import HEALTH_PORT
 from .meta import labels
+from .pods import RESERVED_DOMAINS, under_domain
 from .podsecurity import Level
 from .rbac import (
     RBAC_GROUP,
@@ -44,6 +46,10 @@ JSON = dict[str, Any]
 
 COMPONENT = "virtual-kubelet"
 CONTAINER = "virtual-kubelet"
+#: provider cluster labels that may reach the virtual Node although their domain is reserved (`provider_labels`)
+PROVIDER_LABEL_KEYS: Final = frozenset({"topology.kubernetes.io/region", "topology.kubernetes.io/zone"})
+PROVIDER_LABEL_DOMAINS: Final = ("topology.liqo.io",)
+MAX_PROVIDER_LABELS: Final = 32
 #: the kubelet API's port (the kubelet's), where the API server proxies `kubectl logs` of offloaded pods
 KUBELET_PORT = 10250
 
@@ -68,8 +74,9 @@ def virtual_node(
 ) -> JSON:
     """The VirtualNode for a provider (named after it) in the consumer's tenant namespace for that provider.
 
-    The Node's labels are the provider's cluster labels, then the peering's extra `node_labels`,
-    then the ones every virtual node carries (type, remote cluster id, the agent role).
+    The Node's labels are the provider's cluster labels that pass `provider_labels`, then the
+    peering's extra `node_labels`, then the ones every virtual node carries (type, remote cluster
+    id, the agent role).
     """
     spec: JSON = {
         "clusterID": cluster_id,
@@ -80,7 +87,7 @@ def virtual_node(
         "resourceSliceName": resource_slice_name,
         "resources": dict(resources),
         "labels": {
-            **(cluster_labels or {}),
+            **provider_labels(cluster_labels or {}),
             **(node_labels or {}),
             c.LABEL_TYPE: c.TYPE_VIRTUAL_NODE,
             c.LABEL_REMOTE_CLUSTER_ID: cluster_id,
@@ -100,6 +107,40 @@ def virtual_node(
         },
         "spec": spec,
     }
+
+
+def provider_labels(labels: Mapping[str, str]) -> dict[str, str]:
+    """The provider's cluster labels the consumer's virtual Node may carry (an allowlist).
+
+    The provider says them in its first, unauthenticated answer (`GET /v1/cluster`), and the
+    consumer's scheduler, controllers and users act on Node labels, so only labels that describe
+    the provider pass: a valid key and value, and a key under `topology.liqo.io` (Liqo's cluster
+    labels), one of `topology.kubernetes.io/region` and `/zone`, or under a domain that is not
+    reserved to Kubernetes or Liqo (`kubernetes.io`, `k8s.io`, `liqo.io` and their subdomains:
+    a provider must not pass for a control-plane node, exclude itself from load balancers, or
+    claim the runtime's own marks); at most `MAX_PROVIDER_LABELS` of them, by key order.
+    """
+    passed = {
+        key: value
+        for key, value in sorted(labels.items())
+        if isinstance(key, str)
+        and isinstance(value, str)
+        and not validation.label_key(key)
+        and not validation.label_value(key, value)
+        and _describes_the_provider(key)
+    }
+    return dict(list(passed.items())[:MAX_PROVIDER_LABELS])
+
+
+def _describes_the_provider(key: str) -> bool:
+    if key in PROVIDER_LABEL_KEYS:
+        return True
+    prefix, slash, _ = key.rpartition("/")
+    return (
+        not slash
+        or under_domain(prefix, PROVIDER_LABEL_DOMAINS)
+        or not under_domain(prefix, RESERVED_DOMAINS)
+    )
 
 
 def provider_name(virtual_node: JSON) -> str:

@@ -28,6 +28,7 @@ from runtime.api.crds import FOREIGNCLUSTERS
 from runtime.api.kinds import NODES, SECRETS
 from runtime.core import APIConnectionError, Client, NotFoundError
 from runtime.forge import conditions, podsecurity
+from runtime.forge import credential as contract
 from runtime.forge.peering import token_of, token_secret_name
 from runtime.forge.podsecurity import Level
 from runtime.forge.virtualnode import node_name_for
@@ -58,6 +59,7 @@ DEFINITIVE: Final = frozenset(
         c.REASON_CLUSTER_ID_MISMATCH,
         c.REASON_RESOURCES_DENIED,
         c.REASON_AUTH_SERVICE_KEY_CHANGED,
+        contract.KEY_CHANGE_REFUSED,
     }
 )
 #: how long a definitive failure must persist before a wait gives up (the controller may still be retrying a
@@ -274,6 +276,7 @@ CONTRACT: Final = Contract(
         Input("node_labels", Change.UPDATE),
         Input("networking_disabled", Change.UPDATE, default=False),
         Input("pod_security", Change.UPDATE, default=podsecurity.DEFAULT_LEVEL),
+        Input("auth_key_fingerprint", Change.UPDATE),
         Input("namespace", Change.REPLACE, default=c.DEFAULT_NAMESPACE),
         Input("force", Change.UPDATE, default=False),
     ),
@@ -472,9 +475,10 @@ async def apply_peering(
     field_manager: str,
     networking: bool = True,
     pod_security: Level = podsecurity.DEFAULT_LEVEL,
+    auth_key_fingerprint: str = "",
 ) -> None:
     """Server-side apply what a peering is made of, as `field_manager`: the token Secret, then the
-    ForeignCluster `name`."""
+    ForeignCluster `name` (`auth_key_fingerprint`: the auth service key it trusts, "" the first contact's)."""
     from runtime.forge.peering import foreign_cluster, token_secret
 
     secret = token_secret(name, token, namespace=namespace)
@@ -488,6 +492,7 @@ async def apply_peering(
         node_labels=dict(node_labels),
         networking=networking,
         pod_security=pod_security,
+        auth_key_fingerprint=auth_key_fingerprint,
     )
     await client.apply(FOREIGNCLUSTERS, body, field_manager=field_manager, force=True)
 

@@ -2,9 +2,17 @@
 
 Each token is issued for one consumer (`runtime.forge.tokens`): the cluster keeps only
 its SHA-256 in a Secret, so the token itself exists only with the caller (in Terraform
-state, or as a Pulumi secret output). Deleting the Secret revokes the token. A token whose
-Secret is gone, changed (no longer its hash) or expired no longer works, and `observe`
-says so, so a front end issues a new one.
+state, or as a Pulumi secret output). Deleting the Secret revokes the token. A token
+expires after `DEFAULT_LIFETIME` (24 hours) unless the caller gives another lifetime, and
+binds to the first consumer that uses it (or, `single_use`, serves one exchange). A token
+whose Secret is gone, changed (no longer its hash) or expired no longer works, and
+`observe` says so, so a front end issues a new one (a token bound to its consumer still
+works: that consumer may need it again).
+
+With the token goes the fingerprint of the authentication service's key, as the service
+publishes it (`authKeyFingerprint` in the identity ConfigMap): the consumer pins it
+(`liqo_peer`'s `auth_key_fingerprint`), so even its first contact with the service is
+authenticated.
 """
 
 from __future__ import annotations
@@ -20,6 +28,7 @@ from runtime.api.kinds import SECRETS
 from runtime.core import APIConnectionError, Client, NotFoundError
 from runtime.forge.credential import rfc3339
 from runtime.forge.tokens import (
+    DEFAULT_LIFETIME,
     generate_token,
     stored_hash,
     token_expiry,
@@ -42,6 +51,7 @@ CONTRACT: Final = Contract(
     (
         Input("namespace", Change.REPLACE, default=c.DEFAULT_NAMESPACE),
         Input("expires_in", Change.REPLACE),
+        Input("single_use", Change.REPLACE),
         Input("force", Change.UPDATE, default=False),
     ),
     timeouts={"create": 120.0, "delete": 60.0},
@@ -62,11 +72,13 @@ class Issued:
 
     secret_name: str
     token: str
-    #: RFC 3339, "" when the token does not expire
+    #: RFC 3339
     expires_at: str
     cluster_id: str
     cluster_name: str
     auth_ep: str
+    #: `sha256:<hex>` of the authentication service's key (`runtime.controllers.core.authclient`)
+    auth_key_fingerprint: str
 
 
 async def issue(
@@ -76,40 +88,45 @@ async def issue(
     lifetime: float | None,
     seconds: float,
     field_manager: str,
+    single_use: bool = False,
     stop: Stop = NEVER,
 ) -> Issued:
     """Store a new token's hash in `namespace` and return the token, once the runtime published its identity.
 
-    Waits up to `seconds` for the auth service to publish its URL; raises NotInstalledError
-    when the runtime is not installed in `namespace`.
+    `lifetime` is in seconds (None: `DEFAULT_LIFETIME`). Waits up to `seconds` for the auth
+    service to publish its URL and key fingerprint; raises NotInstalledError when the runtime
+    is not installed in `namespace`.
     """
     if await published(client, namespace=namespace) is None:
         raise NotInstalledError(namespace)
 
     async def ready() -> tuple[dict[str, str] | None, str]:
         identity = await published(client, namespace=namespace) or {}
-        if identity.get(c.IDENTITY_CLUSTER_ID) and identity.get(c.IDENTITY_AUTH_URL):
+        if all(
+            identity.get(key) for key in (c.IDENTITY_CLUSTER_ID, c.IDENTITY_AUTH_URL, c.IDENTITY_AUTH_KEY)
+        ):
             return identity, "published"
-        return None, "the auth service has not published its URL in the identity ConfigMap yet"
+        return None, "the auth service has not published its URL and key in the identity ConfigMap yet"
 
     identity = await wait_until(
         ready, what=f"the Liqo identity in namespace {namespace}", seconds=seconds, stop=stop
     )
     token = generate_token()
-    expires_at = datetime.now(UTC) + timedelta(seconds=lifetime) if lifetime else None
+    expires_at = datetime.now(UTC) + (timedelta(seconds=lifetime) if lifetime else DEFAULT_LIFETIME)
     await client.create(
         SECRETS,
-        token_secret(token, namespace=namespace, expires_at=expires_at),
+        token_secret(token, namespace=namespace, expires_at=expires_at, single_use=single_use),
         namespace=namespace,
         field_manager=field_manager,
     )
     return Issued(
         secret_name=token_secret_name(token),
         token=token,
-        expires_at=rfc3339(expires_at) if expires_at is not None else "",
+        expires_at=rfc3339(expires_at),
         cluster_id=identity[c.IDENTITY_CLUSTER_ID],
         cluster_name=identity.get(c.IDENTITY_CLUSTER_NAME) or "",
         auth_ep=identity[c.IDENTITY_AUTH_URL],
+        auth_key_fingerprint=identity[c.IDENTITY_AUTH_KEY],
     )
 
 

@@ -16,11 +16,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from runtime.core import jsonbody
+
 JSON = dict[str, Any]
 API_VERSION = "admission.k8s.io/v1"
-#: how deep a review may nest (objects in lists in objects...): Kubernetes objects, their managedFields
-#: included, stay far below; deeper is refused before any handler walks it
-MAX_DEPTH = 100
+#: how deep a review may nest: deeper is refused before any handler walks it
+MAX_DEPTH = jsonbody.MAX_DEPTH
 #: the fields of a request the handlers read, and the JSON types they must have when present
 _TYPES: dict[str, type] = {
     "operation": str,
@@ -57,13 +58,9 @@ def parse_review(text: bytes) -> JSON:
     JSON, nested deeper than `MAX_DEPTH`, not a review, a field the handlers read of the wrong type: the
     API server decodes every object before admission, so only a hand-made review is refused here)."""
     try:
-        body = json.loads(text)
-    except RecursionError:
-        raise ReviewError(f"the body nests deeper than {MAX_DEPTH} levels") from None
-    except ValueError as exc:
-        raise ReviewError(f"the body is not JSON ({exc})") from None
-    if depth(body) > MAX_DEPTH:
-        raise ReviewError(f"the body nests deeper than {MAX_DEPTH} levels")
+        body = jsonbody.parse(text, max_depth=MAX_DEPTH)
+    except jsonbody.JSONBodyError as exc:
+        raise ReviewError(f"the body {exc}") from None
     if not isinstance(body, dict):
         raise ReviewError("the body is not a JSON object")
     if body.get("apiVersion") != API_VERSION or body.get("kind") != "AdmissionReview":
@@ -81,21 +78,6 @@ def parse_review(text: bytes) -> JSON:
             if not isinstance((request.get(key) or {}).get(part) or {}, dict):
                 raise ReviewError(f"request.{key}.{part} is not a JSON object")
     return request
-
-
-def depth(value: Any) -> int:
-    """How deep a JSON value nests (a scalar: 0), found without recursion."""
-    deepest, pending = 0, [(value, 1)]
-    while pending:
-        item, level = pending.pop()
-        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
-        if children is None:
-            continue
-        deepest = max(deepest, level)
-        if deepest > MAX_DEPTH:
-            return deepest
-        pending.extend((child, level + 1) for child in children)
-    return deepest
 
 
 def invalid(path: str, value: Any, detail: str) -> str:

@@ -2,7 +2,7 @@
 tested against a bare API server emulator (no controllers, no node agent).
 
 - `installed_runtime`: what a running installation shows: its Deployments rolled out, the
-  webhooks' CA bundles patched in, the auth service's URL in the identity ConfigMap;
+  webhooks' CA bundles patched in, the auth service's URL and key in the identity ConfigMap;
 - `peering_controller`: what the consumer's ForeignCluster controller shows: a finalizer,
   the status (through the controller's own status builder) and a Ready virtual node with
   the capacity asked for; a deleted ForeignCluster loses its node and finalizer;
@@ -31,6 +31,8 @@ from runtime.forge.namespaces import namespace_map, twin_namespace_name
 from runtime.forge.virtualnode import node_name_for
 
 AUTH_URL = "https://127.0.0.1:18443"
+#: the auth service key fingerprint the stand-in publishes with its URL
+AUTH_KEY = "sha256:" + "5e" * 32
 CA_BUNDLE = "Y2EtYnVuZGxl"
 #: the capacity a virtual node advertises when nothing specific was asked for
 DEFAULT_SHARE = {"cpu": "4", "memory": "8Gi", "pods": "110"}
@@ -94,7 +96,7 @@ async def _publish(client: Client, namespace: str, auth_url: str) -> None:
         await client.patch(
             CONFIGMAPS,
             c.CLUSTER_IDENTITY_CONFIGMAP,
-            {"data": {c.IDENTITY_AUTH_URL: auth_url}},
+            {"data": {c.IDENTITY_AUTH_URL: auth_url, c.IDENTITY_AUTH_KEY: AUTH_KEY}},
             namespace=namespace,
             field_manager=c.FIELD_MANAGER_AUTH,
         )

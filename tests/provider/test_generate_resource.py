@@ -23,6 +23,7 @@ from .harness import Provider
 
 CLUSTER_ID = "0b4d2a6e-7f0e-4c55-9a43-46b4e1b9d6a1"
 AUTH_URL = "https://127.0.0.1:18443"
+AUTH_KEY = "sha256:" + "ab" * 32
 
 
 def resource(provider: Provider | None = None) -> GenerateResource:
@@ -34,11 +35,12 @@ def config(**values: Any) -> dict[str, Any]:
 
 
 async def install_identity(api: Client, *, auth_url: str = AUTH_URL, namespace: str = "liqo") -> None:
-    """What liqo_install leaves for liqo_generate to read: the identity, with the auth service's URL."""
+    """What liqo_install leaves for liqo_generate to read: the identity, with the auth service's URL and key."""
     await api.create(NAMESPACES, {"metadata": {"name": namespace}})
     data = {c.IDENTITY_CLUSTER_ID: CLUSTER_ID, c.IDENTITY_CLUSTER_NAME: "milan"}
     if auth_url:
         data[c.IDENTITY_AUTH_URL] = auth_url
+        data[c.IDENTITY_AUTH_KEY] = AUTH_KEY
     await api.create(
         CONFIGMAPS, {"metadata": {"name": c.CLUSTER_IDENTITY_CONFIGMAP}, "data": data}, namespace=namespace
     )
@@ -88,13 +90,35 @@ async def test_create_issues_a_token_whose_hash_only_is_in_the_cluster(
     state = await generate(provider)
 
     assert (state["cluster_id"], state["cluster_name"], state["auth_ep"]) == (CLUSTER_ID, "milan", AUTH_URL)
+    assert state["auth_key_fingerprint"] == AUTH_KEY
     token = state["local_token"]
     assert len(token) == 64
     secret = await api.get(SECRETS, state["id"], namespace="liqo")
     assert secret["metadata"]["labels"][c.LABEL_PEERING_TOKEN] == "true"
     stored = {key: base64.b64decode(value).decode() for key, value in secret["data"].items()}
     assert stored == {"sha256": hashlib.sha256(token.encode()).hexdigest()}
-    assert state["expires_at"] == ""
+    assert c.ANNOTATION_TOKEN_SINGLE_USE not in secret["metadata"]["annotations"]
+
+
+async def test_a_token_expires_in_a_day_unless_told_otherwise(provider: Provider, api: Client) -> None:
+    await install_identity(api)
+
+    state = await generate(provider)
+
+    expires_at = parse_rfc3339(state["expires_at"])
+    assert timedelta(hours=23, minutes=59) < expires_at - datetime.now(UTC) <= timedelta(hours=24)
+    secret = await api.get(SECRETS, state["id"], namespace="liqo")
+    assert secret["metadata"]["annotations"][c.ANNOTATION_TOKEN_EXPIRES_AT] == state["expires_at"]
+
+
+async def test_a_single_use_token_is_marked_so(provider: Provider, api: Client) -> None:
+    await install_identity(api)
+
+    state = await generate(provider, single_use=True)
+
+    secret = await api.get(SECRETS, state["id"], namespace="liqo")
+    assert secret["metadata"]["annotations"][c.ANNOTATION_TOKEN_SINGLE_USE] == "true"
+    assert state["single_use"] is True
 
 
 async def test_each_resource_gets_its_own_token(provider: Provider, api: Client) -> None:
@@ -142,7 +166,7 @@ async def test_create_waits_for_the_auth_service_to_publish_its_url(provider: Pr
     assert outcome.state is None
     [(summary, detail, _)] = outcome.errors
     assert summary == "Timed out waiting for the Liqo identity in namespace liqo"
-    assert "the auth service has not published its URL" in detail
+    assert "the auth service has not published its URL and key" in detail
     assert (await api.list(SECRETS, namespace="liqo", label_selector=c.LABEL_PEERING_TOKEN)).items == []
 
 
@@ -154,12 +178,15 @@ async def test_a_plan_right_after_create_is_empty_and_read_refreshes_the_identit
     element = resource(provider)
 
     assert harness.plan(element, config(), prior=state).state == state
-    new_url = "https://127.0.0.2:18443"
+    new_url, new_key = "https://127.0.0.2:18443", "sha256:" + "cd" * 32
     await api.patch(
-        CONFIGMAPS, c.CLUSTER_IDENTITY_CONFIGMAP, {"data": {c.IDENTITY_AUTH_URL: new_url}}, namespace="liqo"
+        CONFIGMAPS,
+        c.CLUSTER_IDENTITY_CONFIGMAP,
+        {"data": {c.IDENTITY_AUTH_URL: new_url, c.IDENTITY_AUTH_KEY: new_key}},
+        namespace="liqo",
     )
     refreshed = await asyncio.to_thread(harness.read, element, state)
-    assert refreshed.state == {**state, "auth_ep": new_url}
+    assert refreshed.state == {**state, "auth_ep": new_url, "auth_key_fingerprint": new_key}
 
 
 @pytest.mark.parametrize("change", ["deleted", "replaced", "expired"])

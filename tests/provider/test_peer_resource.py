@@ -68,6 +68,7 @@ def config(**values: Any) -> dict[str, Any]:
         ({"node_labels": {"zone": "a b"}}, "Invalid label value", ["node_labels", "zone"]),
         ({"node_labels": {"bad/key/x": "a"}}, "Invalid label key", ["node_labels", "bad/key/x"]),
         ({"pod_security": "privileged"}, "Invalid pod_security", ["pod_security"]),
+        ({"auth_key_fingerprint": "sha256:ABC"}, "Invalid auth_key_fingerprint", ["auth_key_fingerprint"]),
         ({"pod_security": "Restricted"}, "Invalid pod_security", ["pod_security"]),
     ],
     ids=lambda value: str(value)[:30] if isinstance(value, dict) else None,
@@ -348,6 +349,31 @@ async def test_networking_disabled_peers_without_the_fabric_and_is_read_back(
     assert fc["spec"]["networkingEnabled"] is False
     imported = await asyncio.to_thread(harness.import_, resource(provider), "milan")
     assert imported.state is not None and imported.state["networking_disabled"] is True
+
+
+async def test_the_auth_service_key_from_liqo_generate_is_pinned_and_read_back(
+    provider: Provider, consumer: Client, controller: PeeringBehaviour
+) -> None:
+    key = "sha256:" + "5e" * 32
+    outcome = await peer(provider, auth_key_fingerprint=key)
+
+    assert outcome.errors == []
+    assert outcome.state is not None and outcome.state["auth_key_fingerprint"] == key
+    fc = await consumer.get(FOREIGNCLUSTERS, "milan")
+    assert fc["metadata"]["annotations"][c.ANNOTATION_TRUST_AUTH_SERVICE_KEY] == key
+    assert harness.plan(resource(provider), config(auth_key_fingerprint=key), prior=outcome.state).state == (
+        outcome.state
+    )
+    rotated = "sha256:" + "6f" * 32
+    await consumer.patch(
+        FOREIGNCLUSTERS,
+        "milan",
+        {"metadata": {"annotations": {c.ANNOTATION_TRUST_AUTH_SERVICE_KEY: rotated}}},
+    )
+    refreshed = await asyncio.to_thread(harness.read, resource(provider), outcome.state)
+    assert refreshed.state is not None and refreshed.state["auth_key_fingerprint"] == rotated
+    imported = await asyncio.to_thread(harness.import_, resource(provider), "milan")
+    assert imported.state is not None and imported.state["auth_key_fingerprint"] == rotated
 
 
 async def test_an_update_renegotiates_resources_in_place(

@@ -29,16 +29,15 @@ ForeignCluster's `liqo.io/trust-auth-service-key` annotation names the new key, 
 `trusted_key`). The issued credential is then used against the provider's API server with
 the CA bundle the service returned, verified as usual. Each call
 opens its own short-lived HTTP session with bounded timeouts: calls are rare (peering, renewal,
-unpeer), and nothing is left open when a controller stops.
+unpeer), and nothing is left open when a controller stops. Answers are read bounded in size
+(`MAX_ANSWER`) and depth (`runtime.core.jsonbody`): whatever answers at the URL is not trusted
+before it proved its key, and even then is only a peer.
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import json
 import logging
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -47,11 +46,13 @@ from urllib.parse import urlsplit
 
 import aiohttp
 from cryptography import x509
-from cryptography.hazmat.primitives import serialization
 
 from runtime.api import constants as c
+from runtime.core import jsonbody
 from runtime.core.failures import UNREACHABLE, address_of, transport_failure
+from runtime.forge import certificates
 from runtime.forge import credential as contract
+from runtime.forge.peering import trusted_key_of
 
 logger = logging.getLogger(__name__)
 
@@ -60,6 +61,8 @@ Signer = Callable[[bytes], bytes]
 
 #: how much of the answer's text goes into a message when it is not the contract's JSON
 _EXCERPT = 120
+#: the largest answer read: a credential (a token, the API server's CA bundle, cluster labels) is a few KiB
+MAX_ANSWER = 1024 * 1024
 
 
 class AuthServiceError(Exception):
@@ -174,14 +177,6 @@ def check_url(url: str) -> None:
         raise InvalidAuthURLError(url, "the authentication URL must be https://<host>[:port]")
 
 
-_FINGERPRINT = re.compile(r"^sha256:[0-9a-f]{64}$")
-
-
-def is_key_fingerprint(value: str) -> bool:
-    """Whether `value` reads as a key fingerprint: `sha256:` and 64 lowercase hexadecimal digits."""
-    return bool(_FINGERPRINT.match(value))
-
-
 def trusted_key(foreign_cluster: Mapping[str, Any], identity: Mapping[str, Any] | None = None) -> str | None:
     """The auth service key fingerprint a peering trusts; None before the first contact.
 
@@ -189,8 +184,7 @@ def trusted_key(foreign_cluster: Mapping[str, Any], identity: Mapping[str, Any] 
     comes first; then the key pinned on the first contact, as the Identity keeps it (the status
     is only a report of it, and a stale cache may lag behind), then as the status reports it.
     """
-    annotations = (foreign_cluster.get("metadata") or {}).get("annotations") or {}
-    explicit = str(annotations.get(c.ANNOTATION_TRUST_AUTH_SERVICE_KEY) or "").strip()
+    explicit = trusted_key_of(foreign_cluster)
     if explicit:
         return explicit
     pinned = str(((identity or {}).get("spec") or {}).get(c.AUTH_KEY_FINGERPRINT_FIELD) or "")
@@ -201,12 +195,7 @@ def trusted_key(foreign_cluster: Mapping[str, Any], identity: Mapping[str, Any] 
 
 def key_fingerprint(certificate: bytes) -> str:
     """`sha256:<hex>` of the SubjectPublicKeyInfo (DER) of a DER certificate: what a consumer pins."""
-    spki = (
-        x509.load_der_x509_certificate(certificate)
-        .public_key()
-        .public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
-    )
-    return "sha256:" + hashlib.sha256(spki).hexdigest()
+    return certificates.key_fingerprint(x509.load_der_x509_certificate(certificate).public_key())
 
 
 class _KeyPin(aiohttp.Fingerprint):
@@ -337,7 +326,7 @@ class AuthClient:
                     method, self.url + path, json=body, headers={"Accept": "application/json"}
                 ) as response,
             ):
-                data = await response.read()
+                data = await _bounded_body(response, self.url)
                 retry_after = _seconds(response.headers.get("Retry-After"))
                 status = response.status
         except aiohttp.ServerFingerprintMismatch:
@@ -363,11 +352,26 @@ class AuthClient:
         self.key_fingerprint = pin.seen
         text = data.decode(errors="replace")
         try:
-            parsed: object = json.loads(text) if text else None
-        except ValueError:
+            parsed: object = jsonbody.parse(text) if text else None
+        except jsonbody.JSONBodyError:
             parsed = None
         logger.debug("%s %s%s: %d", method, self.url, path, status)
         return _Answer(status=status, body=parsed, text=text, retry_after=retry_after)
+
+
+async def _bounded_body(response: aiohttp.ClientResponse, url: str) -> bytes:
+    """The answer's body, read up to `MAX_ANSWER` bytes; RuntimeNotInstalledError past that (no service of
+    ours answers that much, and reading on would let whatever answers fill this process's memory)."""
+    if (response.content_length or 0) > MAX_ANSWER:
+        raise RuntimeNotInstalledError(
+            url, f"the answer announces {response.content_length} bytes, more than {MAX_ANSWER}"
+        )
+    data = bytearray()
+    async for chunk in response.content.iter_chunked(64 * 1024):
+        data += chunk
+        if len(data) > MAX_ANSWER:
+            raise RuntimeNotInstalledError(url, f"the answer is larger than {MAX_ANSWER} bytes")
+    return bytes(data)
 
 
 def _describe(answer: _Answer) -> str:

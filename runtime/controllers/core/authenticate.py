@@ -125,10 +125,11 @@ def messages(error: authclient.AuthServiceError, *, provider: str) -> Step:
         return failed(
             c.REASON_AUTH_SERVICE_KEY_CHANGED,
             f"refusing the authentication service at {url}: it presents the key {error.found}, not the key"
-            f" {error.pinned} trusted until now for {provider} — someone may be impersonating it, or"
-            f" {provider}'s serving key was replaced (its Secret {c.AUTH_SERVING_KEY_SECRET} re-created). Ask"
-            f" {provider}'s administrator for the key's fingerprint; if it is {error.found}, trust it with:"
-            f" {retrust_command(provider, error.found)}",
+            f" {error.pinned} this peering trusts for {provider} (liqo_peer's auth_key_fingerprint, else the key"
+            f" met on the first contact) — someone may be impersonating it, or {provider}'s serving key was"
+            f" replaced (its Secret {c.AUTH_SERVING_KEY_SECRET} re-created). Ask {provider}'s administrator for"
+            f" the key's fingerprint (liqo_generate's auth_key_fingerprint); if it is {error.found}, trust it:"
+            f" set liqo_peer's auth_key_fingerprint to it, or run {retrust_command(provider, error.found)}",
         )
     if isinstance(error, authclient.RateLimitedError):
         return failed(

@@ -16,10 +16,12 @@ from typing import Any
 from runtime.api import constants as c
 from runtime.core import Store
 from runtime.forge import podsecurity
+from runtime.forge.certificates import is_key_fingerprint
+from runtime.forge.peering import trusted_key_of
 from runtime.forge.podsecurity import Level
 from runtime.forge.tenant import tenant_namespace_name
 
-from .authclient import InvalidAuthURLError, check_url, is_key_fingerprint
+from .authclient import InvalidAuthURLError, check_url
 from .status import Step
 
 JSON = dict[str, Any]
@@ -102,12 +104,12 @@ class PeeringSpec:
             raise SpecError(
                 f"spec.tokenSecretRef is required: the Secret (key {c.TOKEN_SECRET_KEY!r}) with the peering token"
             )
-        annotations = foreign_cluster["metadata"].get("annotations") or {}
-        trusted = str(annotations.get(c.ANNOTATION_TRUST_AUTH_SERVICE_KEY) or "").strip()
+        trusted = trusted_key_of(foreign_cluster)
         if trusted and not is_key_fingerprint(trusted):
             raise SpecError(
                 f"the annotation {c.ANNOTATION_TRUST_AUTH_SERVICE_KEY}={trusted!r} is not a key fingerprint"
-                " (sha256: and 64 lowercase hexadecimal digits): copy it from the AuthServiceKeyChanged message"
+                " (sha256: and 64 lowercase hexadecimal digits): copy it from liqo_generate's auth_key_fingerprint"
+                " or the AuthServiceKeyChanged message"
             )
         try:
             pod_security = podsecurity.level(spec.get("podSecurity"))

@@ -175,5 +175,18 @@ async def request(server: AuthServer, method: str, path: str, body: object = Non
         return Answer(response.status, await response.json(), dict(response.headers))
 
 
+async def raw_request(server: AuthServer, path: str, data: Any) -> Answer:
+    """One POST of `data` as it is (bytes, or an async iterator of chunks sent without a length)."""
+    assert server.certificate is not None and server.listen_url is not None
+    context = ssl.create_default_context(cadata=server.certificate.decode("ascii"))
+    async with (
+        aiohttp.ClientSession() as session,
+        session.post(
+            server.listen_url + path, data=data, ssl=context, headers={"Content-Type": "application/json"}
+        ) as response,
+    ):
+        return Answer(response.status, await response.json(), dict(response.headers))
+
+
 def hours_ago(hours: float) -> datetime:
     return datetime.now(UTC) - timedelta(hours=hours)

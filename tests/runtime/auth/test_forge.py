@@ -11,7 +11,7 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from runtime.api import constants as c
-from runtime.auth.renewal import is_signed_by
+from runtime.auth.signatures import is_signed_by
 from runtime.forge import credential as contract
 from runtime.forge import tokens
 from runtime.forge.rbac import REMOTE_CONSUMER_ROLE

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import base64
 import logging
 import uuid
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from cryptography import x509
@@ -13,12 +16,25 @@ from runtime.api.crds import RESOURCESLICES, TENANTS
 from runtime.api.image import package_version
 from runtime.api.kinds import CONFIGMAPS, NAMESPACES, NODES, SECRETS
 from runtime.auth.servingkey import key_of
+from runtime.controllers.authentication import peeringtoken
+from runtime.controllers.options import ControllerOptions
 from runtime.core import Client, ForbiddenError
 from runtime.forge import credential as contract
 from runtime.forge.tenant import tenant_namespace_name
+from runtime.forge.tokens import generate_token, token_secret
 from tests.playground.conftest import eventually
 
-from .cluster import NAMESPACE, OPTIONS, Consumer, hours_ago, new_token, request, serving
+from .cluster import (
+    NAMESPACE,
+    OPTIONS,
+    Consumer,
+    controllers,
+    hours_ago,
+    new_token,
+    raw_request,
+    request,
+    serving,
+)
 
 
 async def test_cluster_endpoint_says_who_the_provider_is_and_its_url_is_published(
@@ -139,12 +155,13 @@ async def test_peering_twice_is_idempotent_and_a_taken_name_is_a_conflict(
     admin: Client, auth_client: Client
 ) -> None:
     token, _ = await new_token(admin)
+    impostors_token, _ = await new_token(admin)
     async with serving(auth_client) as server:
         consumer = Consumer(server)
         first = await consumer.peer(token)
         again = await consumer.peer(token)
         impostor = Consumer(server, name=consumer.name)
-        taken = await impostor.post(contract.IDENTITY_PATH, impostor.identity_body(token))
+        taken = await impostor.post(contract.IDENTITY_PATH, impostor.identity_body(impostors_token))
         renamed = Consumer(server, cluster_id=consumer.cluster_id, key=consumer.key)
         twice = await renamed.post(contract.IDENTITY_PATH, renamed.identity_body(token))
     assert first.namespace == again.namespace == tenant_namespace_name(consumer.name)
@@ -181,22 +198,48 @@ async def test_malformed_requests_are_400_naming_the_field(
 async def test_repeated_failures_from_one_address_are_rate_limited_and_recover(
     admin: Client, auth_client: Client
 ) -> None:
-    token, _ = await new_token(admin)
     async with serving(auth_client, failure_burst=2, failure_refill=2.0) as server:
         consumer = Consumer(server)
         wrong = consumer.identity_body(uuid.uuid4().hex * 2)
         statuses = [(await consumer.post(contract.IDENTITY_PATH, wrong)).status for _ in range(2)]
-        limited = await consumer.post(contract.IDENTITY_PATH, consumer.identity_body(token))
+        limited = await consumer.post(contract.IDENTITY_PATH, wrong)
         assert statuses == [401, 401]
         assert limited.status == 429 and limited.body["reason"] == contract.TOO_MANY_REQUESTS
         assert int(limited.headers["Retry-After"]) >= 1
 
-        async def accepted() -> bool:
-            answer = await consumer.post(contract.IDENTITY_PATH, consumer.identity_body(token))
-            assert answer.status in (200, 429), answer
-            return answer.status == 200
+        async def refused_again() -> bool:
+            answer = await consumer.post(contract.IDENTITY_PATH, wrong)
+            assert answer.status in (401, 429), answer
+            return answer.status == 401
 
-        await eventually(accepted, within=10, every=0.2)
+        await eventually(refused_again, within=10, every=0.2)
+
+
+async def test_garbage_from_a_shared_address_never_throttles_a_consumer_that_authenticates(
+    admin: Client, auth_client: Client
+) -> None:
+    """Consumers behind one NAT share an address: a hostile one spending its budget (the default: 10
+    failures, one forgiven every 10 s) must not stop another's peering nor a signed renewal."""
+    token, _ = await new_token(admin)
+    renewing_token, _ = await new_token(admin)
+    async with serving(auth_client) as server:
+        peered = Consumer(server)
+        await peered.peer(renewing_token)
+        hostile = Consumer(server)
+        garbage = [
+            (contract.IDENTITY_PATH, hostile.identity_body("0" * 64)),
+            (contract.RENEW_PATH, {**hostile.signed_body(contract.RENEW), "clusterID": peered.cluster_id}),
+            (contract.IDENTITY_PATH, {"token": 1}),
+        ]
+        statuses = [(await hostile.post(*garbage[n % 3])).status for n in range(12)]
+        renewed = await peered.renew()
+        newcomer = Consumer(server)
+        joined = await newcomer.post(contract.IDENTITY_PATH, newcomer.identity_body(token))
+        still_limited = await hostile.post(contract.IDENTITY_PATH, hostile.identity_body("0" * 64))
+    assert statuses[:10] == [401, 401, 400] * 3 + [401] and set(statuses[10:]) == {429}, statuses
+    assert renewed.status == 200, renewed
+    assert joined.status == 200, joined
+    assert still_limited.status == 429
 
 
 async def test_a_consumer_whose_old_tenant_is_still_going_is_told_to_retry(
@@ -236,3 +279,169 @@ async def test_bodies_that_are_not_json_objects_or_too_large_are_400(auth_client
         too_large = await consumer.post(contract.RENEW_PATH, {"padding": "x" * 2048})
     assert (not_object.status, not_object.body["message"]) == (400, "body: not a JSON object")
     assert (too_large.status, too_large.body["message"]) == (400, "body: larger than 1024 bytes")
+
+
+@pytest.mark.parametrize("levels", [5, 1000, 50_000])
+async def test_deeply_nested_json_is_a_400_not_a_500(auth_client: Client, levels: int) -> None:
+    body = ('{"token": ' + "[" * levels + "]" * levels + "}").encode()
+    async with serving(auth_client, max_body=256 * 1024) as server:
+        answers = [
+            await raw_request(server, path, body) for path in (contract.IDENTITY_PATH, contract.RENEW_PATH)
+        ]
+    for answer in answers:
+        assert answer.status == 400, answer
+        assert answer.body == {
+            "reason": contract.INVALID_REQUEST,
+            "message": "body: nests deeper than 4 levels",
+        }
+
+
+async def test_an_oversize_body_is_refused_before_it_is_read_whole(auth_client: Client) -> None:
+    """The default bound (64 KiB): a megabyte of JSON, announced or streamed without a length, is a 400."""
+    big = b'{"token": "' + b"0" * (1024 * 1024) + b'"}'
+
+    async def chunks() -> AsyncIterator[bytes]:
+        for start in range(0, len(big), 65536):
+            yield big[start : start + 65536]
+
+    async with serving(auth_client) as server:
+        announced = await raw_request(server, contract.IDENTITY_PATH, big)
+        streamed = await raw_request(server, contract.IDENTITY_PATH, chunks())
+    for answer in (announced, streamed):
+        assert (answer.status, answer.body["message"]) == (400, "body: larger than 65536 bytes"), answer
+
+
+async def test_another_token_holder_cannot_take_a_tenant_over_with_the_victims_cluster_id(
+    admin: Client, auth_client: Client
+) -> None:
+    """A cluster id is no secret: a holder of any valid token presenting a victim's id, name and a key of its
+    own gets no credential, and the victim's key stays the one its renewals are checked with."""
+    victim_token, _ = await new_token(admin)
+    hostile_token, _ = await new_token(admin)
+    async with serving(auth_client) as server:
+        victim = Consumer(server)
+        credential = await victim.peer(victim_token)
+        hostile = Consumer(server, name=victim.name, cluster_id=victim.cluster_id)
+        takeover = await hostile.post(contract.IDENTITY_PATH, hostile.identity_body(hostile_token))
+        forged = Consumer(server, name=victim.name, cluster_id=victim.cluster_id)
+        forged_proof = await forged.post(
+            contract.IDENTITY_PATH,
+            contract.identity_request(
+                token=hostile_token,
+                cluster_id=victim.cluster_id,
+                cluster_name=victim.name,
+                public_key=forged.public_key,
+                previous_key=hostile.key.sign,
+            ),
+        )
+        hostile_renewal = await hostile.renew()
+        victim_renewal = await victim.renew()
+    for answer in (takeover, forged_proof):
+        assert answer.status == 409, answer
+        assert answer.body["reason"] == contract.KEY_CHANGE_REFUSED
+        assert "signed by the old one" in answer.body["message"]
+    assert hostile_renewal.status == 401
+    assert victim_renewal.status == 200
+    tenant = await admin.get(TENANTS, victim.name, namespace=credential.namespace)
+    assert tenant["spec"]["publicKey"] == base64.b64encode(victim.public_key).decode()
+
+
+async def test_a_consumer_changes_its_key_with_the_old_keys_signature(
+    admin: Client, auth_client: Client
+) -> None:
+    token, _ = await new_token(admin)
+    async with serving(auth_client) as server:
+        old = Consumer(server)
+        credential = await old.peer(token)
+        new = Consumer(server, name=old.name, cluster_id=old.cluster_id)
+        changed = await new.post(
+            contract.IDENTITY_PATH,
+            contract.identity_request(
+                token=token,
+                cluster_id=old.cluster_id,
+                cluster_name=old.name,
+                public_key=new.public_key,
+                previous_key=old.key.sign,
+            ),
+        )
+        old_renewal = await old.renew()
+        new_renewal = await new.renew()
+    assert changed.status == 200, changed
+    assert (old_renewal.status, new_renewal.status) == (401, 200)
+    tenant = await admin.get(TENANTS, old.name, namespace=credential.namespace)
+    assert tenant["spec"]["publicKey"] == base64.b64encode(new.public_key).decode()
+
+
+async def test_a_token_serves_only_the_first_consumer_that_uses_it(
+    admin: Client, auth_client: Client, manager_client: Client
+) -> None:
+    """A token leaked after use is worth nothing to another cluster: refused at once (the Tenant names it),
+    and still refused once the first consumer is gone (its cluster id is kept on the token's Secret)."""
+    token, secret = await new_token(admin)
+    async with (
+        serving(auth_client) as server,
+        controllers(manager_client, peeringtoken.setup, options=ControllerOptions(namespace=NAMESPACE)),
+    ):
+        first = Consumer(server)
+        credential = await first.peer(token)
+        second = Consumer(server)
+        reused = await second.post(contract.IDENTITY_PATH, second.identity_body(token))
+
+        async def bound() -> bool:
+            stored = await admin.get(SECRETS, secret, namespace=NAMESPACE)
+            annotations: dict[str, str] = stored["metadata"].get("annotations") or {}
+            return annotations.get(c.ANNOTATION_TOKEN_CONSUMER) == first.cluster_id
+
+        await eventually(bound, within=10, every=0.2)
+        await admin.delete(TENANTS, first.name, namespace=credential.namespace)
+        await admin.patch(
+            TENANTS, first.name, {"metadata": {"finalizers": None}}, namespace=credential.namespace
+        )
+        again = await first.peer(token)
+        await admin.delete(TENANTS, first.name, namespace=credential.namespace)
+        await admin.patch(
+            TENANTS, first.name, {"metadata": {"finalizers": None}}, namespace=credential.namespace
+        )
+    async with serving(auth_client) as restarted:
+        third = Consumer(restarted)
+        after_unpeer = await third.post(contract.IDENTITY_PATH, third.identity_body(token))
+    assert again.namespace == credential.namespace
+    for answer in (reused, after_unpeer):
+        assert answer.status == 401, answer
+        assert answer.body["reason"] == contract.INVALID_TOKEN
+
+
+async def test_a_single_use_token_serves_one_exchange(admin: Client, auth_client: Client) -> None:
+    token = generate_token()
+    await admin.create(SECRETS, token_secret(token, namespace=NAMESPACE, single_use=True))
+    async with serving(auth_client) as server:
+        consumer = Consumer(server)
+        await consumer.peer(token)
+        twice = await consumer.post(contract.IDENTITY_PATH, consumer.identity_body(token))
+        renewed = await consumer.renew()
+    assert twice.status == 401
+    assert renewed.status == 200
+
+
+async def test_an_expired_token_is_refused_and_its_secret_collected(
+    admin: Client, auth_client: Client, manager_client: Client
+) -> None:
+    expired, expired_secret = await new_token(admin, expires_at=hours_ago(1))
+    soon = datetime.now(UTC) + timedelta(seconds=2)
+    expiring, expiring_secret = await new_token(admin, expires_at=soon)
+    async with serving(auth_client) as server:
+        consumer = Consumer(server)
+        refused = await consumer.post(contract.IDENTITY_PATH, consumer.identity_body(expired))
+        async with controllers(
+            manager_client, peeringtoken.setup, options=ControllerOptions(namespace=NAMESPACE)
+        ):
+
+            async def collected() -> bool:
+                names = {
+                    s["metadata"]["name"] for s in (await admin.list(SECRETS, namespace=NAMESPACE)).items
+                }
+                return not {expired_secret, expiring_secret} & names
+
+            await eventually(collected, within=15, every=0.2)
+        late = await consumer.post(contract.IDENTITY_PATH, consumer.identity_body(expiring))
+    assert refused.status == 401 and late.status == 401

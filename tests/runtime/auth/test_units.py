@@ -14,7 +14,8 @@ from runtime.auth.app import parse_identity_request, parse_signed_request
 from runtime.auth.errors import InvalidRequestError
 from runtime.auth.main import argument_parser, host_port, options_from
 from runtime.auth.ratelimit import FailureLimiter
-from runtime.auth.renewal import load_public_key, timestamp_problem
+from runtime.auth.renewal import timestamp_problem
+from runtime.auth.signatures import load_public_key
 from runtime.forge import credential as contract
 
 NOW = datetime(2030, 5, 1, 10, 0, 0, tzinfo=UTC)

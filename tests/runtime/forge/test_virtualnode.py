@@ -47,6 +47,46 @@ def test_the_virtual_node_stands_for_the_provider() -> None:
     assert "image" not in spec
 
 
+def test_a_providers_first_unverified_answer_cannot_put_its_own_marks_on_the_consumers_node() -> None:
+    """Cluster labels come from the provider's unauthenticated `GET /v1/cluster`: only labels that describe
+    it pass, never ones the consumer's scheduler, controllers or runtime act on."""
+    hostile = {
+        "node-role.kubernetes.io/control-plane": "",
+        "node.kubernetes.io/exclude-from-external-load-balancers": "true",
+        "kubernetes.io/hostname": "rome-control-plane",
+        "node-restriction.kubernetes.io/trusted": "yes",
+        "example.k8s.io/anything": "x",
+        "liqo.io/remote-cluster-id": "someone-else",
+        "offloading.liqo.io/managed-labels": "x",
+        "bad key": "x",
+        "fine": "a value with spaces",
+    }
+    described = {
+        "topology.liqo.io/region": "north",
+        "topology.kubernetes.io/zone": "north-1",
+        "provider.example.com/tier": "gold",
+        "plain": "yes",
+    }
+    many = {f"example.com/label-{n:03}": "x" for n in range(100)}
+    assert vn.provider_labels({**hostile, **described}) == described
+    assert len(vn.provider_labels(many)) == vn.MAX_PROVIDER_LABELS
+    body = vn.virtual_node(
+        "milan",
+        namespace="liqo-tenant-milan",
+        cluster_id="p-id",
+        resource_slice_name="rome",
+        resources={"cpu": "2"},
+        credential_secret="liqo-credential-milan",
+        cluster_labels={**hostile, **described},
+    )
+    assert body["spec"]["labels"] == {
+        **described,
+        c.LABEL_TYPE: c.TYPE_VIRTUAL_NODE,
+        c.LABEL_REMOTE_CLUSTER_ID: "p-id",
+        c.LABEL_ROLE_AGENT: "",
+    }
+
+
 def test_the_virtual_kubelet_objects_are_named_after_the_provider_and_owned_by_the_virtual_node() -> None:
     objects = vn.virtual_kubelet(virtual_node(), home_cluster_id=HOME)
     assert [o["kind"] for o in objects] == [

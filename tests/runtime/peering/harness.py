@@ -392,8 +392,10 @@ class Clusters:
         resources: dict[str, str] | None = None,
         node_labels: dict[str, str] | None = None,
         networking: bool = True,
+        auth_key_fingerprint: str = "",
     ) -> JSON:
-        """What `liqo_peer` creates on the consumer for `provider` (a fresh token of it unless given).
+        """What `liqo_peer` creates on the consumer for `provider` (a fresh token of it unless given;
+        `auth_key_fingerprint`: the auth service key to trust, as `liqo_peer` passes it).
 
         These clusters run no pods, so with `networking` the fabric's step stays Pending (no gateway
         server has an endpoint) while the peering is Ready."""
@@ -408,6 +410,7 @@ class Clusters:
             resources=resources,
             node_labels=node_labels,
             networking=networking,
+            auth_key_fingerprint=auth_key_fingerprint,
         )
 
     async def foreign_cluster(
@@ -421,6 +424,7 @@ class Clusters:
         resources: dict[str, str] | None = None,
         node_labels: dict[str, str] | None = None,
         networking: bool = True,
+        auth_key_fingerprint: str = "",
     ) -> JSON:
         """The token Secret and the ForeignCluster `name`, on the consumer."""
         secret_name = f"liqo-peering-{name}"
@@ -444,10 +448,13 @@ class Clusters:
             spec["nodeLabels"] = node_labels
         if not networking:
             spec["networkingEnabled"] = False
+        metadata: JSON = {"name": name}
+        if auth_key_fingerprint:
+            metadata["annotations"] = {c.ANNOTATION_TRUST_AUTH_SERVICE_KEY: auth_key_fingerprint}
         body = {
             "apiVersion": FOREIGNCLUSTERS.api_version,
             "kind": "ForeignCluster",
-            "metadata": {"name": name},
+            "metadata": metadata,
             "spec": spec,
         }
         return await consumer.admin.create(FOREIGNCLUSTERS, body)

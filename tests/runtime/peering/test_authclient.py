@@ -223,6 +223,34 @@ async def test_renew_and_revoke_are_signed_with_the_consumer_key(service: Script
         key.public_key().verify(base64.b64decode(body["signature"]), message)
 
 
+@pytest.mark.parametrize("shape", ["announced", "streamed", "nested"])
+async def test_a_huge_or_deeply_nested_answer_is_not_read_whole(shape: str) -> None:
+    """Whatever answers at the authURL (before or after its key is checked) cannot fill the consumer's memory
+    nor crash it with recursion: the answer is refused as not the runtime's."""
+    huge = b'{"clusterID": "' + b"0" * (2 * authclient.MAX_ANSWER) + b'"}'
+
+    async def handle(request: web.Request) -> web.StreamResponse:
+        if shape == "nested":
+            return web.Response(body=b"[" * 100_000 + b"]" * 100_000, content_type="application/json")
+        if shape == "announced":
+            return web.Response(body=huge, content_type="application/json")
+        response = web.StreamResponse(headers={"Content-Type": "application/json"})
+        response.enable_chunked_encoding()
+        await response.prepare(request)
+        for start in range(0, len(huge), 65536):
+            await response.write(huge[start : start + 65536])
+        await response.write_eof()
+        return response
+
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", handle)
+    async for url in _serve(app, _tls()):
+        with pytest.raises(authclient.RuntimeNotInstalledError) as refused:
+            await authclient.AuthClient(url, timeout=10).cluster(expected_cluster_id=PROVIDER_ID)
+    words = "answered something else" if shape == "nested" else f"{authclient.MAX_ANSWER}"
+    assert words in str(refused.value)
+
+
 async def test_the_first_contact_reports_the_key_and_a_pinned_key_is_accepted(service: Scripted) -> None:
     service.answer("GET", "/v1/cluster", 200, contract.cluster_info(INFO))
     first = authclient.AuthClient(service.url, timeout=5)
@@ -316,7 +344,7 @@ def test_each_failure_message_says_what_to_do() -> None:
         ),
         authclient.KeyPinMismatchError("https://a:1", "other key", pinned="sha256:aa", found="sha256:bb"): (
             c.REASON_AUTH_SERVICE_KEY_CHANGED,
-            "trust it with: kubectl annotate foreignclusters.core.liqo.io milan"
+            "set liqo_peer's auth_key_fingerprint to it, or run kubectl annotate foreignclusters.core.liqo.io milan"
             " liqo.io/trust-auth-service-key=sha256:bb --overwrite",
         ),
     }

@@ -24,7 +24,17 @@ from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from runtime.api import constants as c
 from runtime.api.crds import FOREIGNCLUSTERS, IDENTITIES, RESOURCESLICES, TENANTS, VIRTUALNODES
 from runtime.api.image import package_version
-from runtime.api.kinds import DEPLOYMENTS, EVENTS, LEASES, NAMESPACES, NODES, PODS, SECRETS, SERVICEACCOUNTS
+from runtime.api.kinds import (
+    CONFIGMAPS,
+    DEPLOYMENTS,
+    EVENTS,
+    LEASES,
+    NAMESPACES,
+    NODES,
+    PODS,
+    SECRETS,
+    SERVICEACCOUNTS,
+)
 from runtime.api.quantity import parse_quantity
 from runtime.controllers.core import unpeer
 from runtime.controllers.core.objects import kubeconfig_of
@@ -477,6 +487,34 @@ async def test_an_auth_service_with_another_key_is_refused_until_a_user_trusts_i
     await clusters.eventually(trusting_the_new_key)
 
 
+async def test_the_key_liqo_generate_publishes_is_pinned_from_the_first_contact(clusters: Clusters) -> None:
+    """With `liqo_peer`'s auth_key_fingerprint, even the first contact is authenticated: another key at the
+    authURL (an impostor in the path) is refused before the token is shown, with both fingerprints named."""
+    rome, milan = await asyncio.gather(clusters.cluster("rome"), clusters.cluster("milan"))
+    identity = await milan.admin.get(CONFIGMAPS, c.CLUSTER_IDENTITY_CONFIGMAP, namespace=c.DEFAULT_NAMESPACE)
+    published = identity["data"][c.IDENTITY_AUTH_KEY]
+    assert milan.auth_certificate is not None
+    assert published == _key_fingerprint(milan.auth_certificate)
+    impostor = "sha256:" + "0" * 64
+    await clusters.peer(rome, milan, auth_key_fingerprint=impostor)
+
+    refused = await clusters.eventually(
+        lambda: _condition_reason(rome, "milan", c.REASON_AUTH_SERVICE_KEY_CHANGED), within=20
+    )
+    message = _ready_condition(refused)["message"]
+    for words in ("milan", published, impostor):
+        assert words in message, message
+    assert (await milan.admin.list(TENANTS)).items == []
+
+    await rome.admin.patch(
+        FOREIGNCLUSTERS,
+        "milan",
+        {"metadata": {"annotations": {c.ANNOTATION_TRUST_AUTH_SERVICE_KEY: published}}},
+    )
+    established = await clusters.eventually(lambda: _established(rome, "milan"))
+    assert established["authServiceKeyFingerprint"] == published
+
+
 @pytest.mark.slow
 @pytest.mark.kubectl
 async def test_a_replaced_auth_service_key_is_trusted_again_by_the_annotation_while_the_identity_is_held(
@@ -505,7 +543,7 @@ async def test_a_replaced_auth_service_key_is_trusted_again_by_the_annotation_wh
         )
         message = _ready_condition(refused)["message"]
         assert trusted in message, message
-        command = message.rpartition("trust it with: ")[2]
+        command = message.rpartition("or run ")[2]
         assert command == (
             f"kubectl annotate foreignclusters.core.liqo.io milan liqo.io/trust-auth-service-key={replaced}"
             " --overwrite"
