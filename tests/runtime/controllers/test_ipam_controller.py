@@ -10,11 +10,8 @@ network back when its Configuration goes.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from runtime.api import constants as c
 from runtime.api.crds import CONFIGURATIONS, NETWORKS
@@ -25,10 +22,9 @@ from runtime.core import Client, NotFoundError
 from runtime.forge import conditions
 from runtime.forge import networking as forge
 from runtime.forge.networking import Cidrs
-from tests.apiserver.conftest import start_emulator, stop_emulator
 from tests.playground.conftest import eventually
 
-from .installed import OPTIONS, install, running
+from .installed import OPTIONS, running
 
 JSON = dict[str, Any]
 
@@ -36,22 +32,6 @@ CONTROLLER_OPTIONS = ControllerOptions(namespace=OPTIONS.namespace)
 TENANT = "liqo-tenant-rome"
 #: what the IPAM gives rome's 10.244.0.0/16 (the provider's own pod CIDR too): the first free /16 of the pool
 REMAPPED = "10.0.0.0/16"
-
-
-@pytest.fixture
-def kubeconfig(tmp_path: Path) -> Iterator[Path]:
-    process, path = start_emulator(tmp_path)
-    try:
-        yield path
-    finally:
-        stop_emulator(process)
-
-
-@pytest.fixture
-async def admin(kubeconfig: Path) -> AsyncIterator[Client]:
-    async with await Client.from_kubeconfig(kubeconfig) as api:
-        await install(api)
-        yield api
 
 
 async def configuration_of(admin: Client, name: str, namespace: str, pods: list[Any]) -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,30 +17,13 @@ from runtime.controllers.options import ControllerOptions
 from runtime.core import Client, Manager, NotFoundError
 from runtime.forge import resourceslice as forge
 from runtime.forge.resourceslice import resource_slice
-from tests.apiserver.conftest import start_emulator, stop_emulator
 from tests.playground.conftest import eventually
 
-from .installed import OPTIONS, install, running
+from .installed import OPTIONS, running
 
 JSON = dict[str, Any]
 
 CONTROLLER_OPTIONS = ControllerOptions(namespace=OPTIONS.namespace)
-
-
-@pytest.fixture
-def kubeconfig(tmp_path: Path) -> Iterator[Path]:
-    process, path = start_emulator(tmp_path)
-    try:
-        yield path
-    finally:
-        stop_emulator(process)
-
-
-@pytest.fixture
-async def admin(kubeconfig: Path) -> AsyncIterator[Client]:
-    async with await Client.from_kubeconfig(kubeconfig) as api:
-        await install(api)
-        yield api
 
 
 async def add_node(admin: Client, name: str, **allocatable: str) -> None:

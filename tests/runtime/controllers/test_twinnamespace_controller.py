@@ -11,11 +11,9 @@ import asyncio
 import contextlib
 import dataclasses
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Iterator
+from collections.abc import AsyncIterator, Awaitable
 from pathlib import Path
 from typing import Any, cast
-
-import pytest
 
 from runtime.api import constants as c
 from runtime.api.crds import NAMESPACEMAPS, TENANTS
@@ -26,30 +24,13 @@ from runtime.core import Client, EventRecorder, Manager, NotFoundError, Request,
 from runtime.forge import namespaces as forge
 from runtime.forge import podsecurity
 from runtime.forge.tenant import tenant, tenant_namespace_name
-from tests.apiserver.conftest import start_emulator, stop_emulator
 from tests.playground.conftest import eventually
 
-from .installed import OPTIONS, controller_manager_client, install, running
+from .installed import OPTIONS, controller_manager_client, running
 
 JSON = dict[str, Any]
 
 CONTROLLER_OPTIONS = ControllerOptions(namespace=OPTIONS.namespace)
-
-
-@pytest.fixture
-def kubeconfig(tmp_path: Path) -> Iterator[Path]:
-    process, path = start_emulator(tmp_path)
-    try:
-        yield path
-    finally:
-        stop_emulator(process)
-
-
-@pytest.fixture
-async def admin(kubeconfig: Path) -> AsyncIterator[Client]:
-    async with await Client.from_kubeconfig(kubeconfig) as api:
-        await install(api)
-        yield api
 
 
 @dataclasses.dataclass

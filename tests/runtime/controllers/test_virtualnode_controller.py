@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +30,6 @@ from runtime.controllers.offloading import virtualnode
 from runtime.controllers.options import ControllerOptions
 from runtime.core import Client, ForbiddenError, NotFoundError, Resource
 from runtime.forge.virtualnode import virtual_node
-from tests.apiserver.conftest import start_emulator, stop_emulator
 from tests.playground.conftest import eventually
 from tests.playground.conftest import running as run_components
 
@@ -50,15 +49,6 @@ NAMESPACED = [
     (ROLEBINDINGS, "RoleBinding"),
     (DEPLOYMENTS, "Deployment"),
 ]
-
-
-@pytest.fixture
-def kubeconfig(tmp_path: Path) -> Iterator[Path]:
-    process, path = start_emulator(tmp_path)
-    try:
-        yield path
-    finally:
-        stop_emulator(process)
 
 
 @pytest.fixture
