@@ -18,14 +18,15 @@ others after a build (archives delivered elsewhere are hard links or copies: the
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import os
 import shutil
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
+
+from tools.buildlock import locked
 
 #: what a key is made from: names to strings (digests, versions, package lists)
 Inputs = Mapping[str, str]
@@ -77,18 +78,6 @@ def _log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            _log(f"another build holds {path}: waiting for it")
-            fcntl.flock(handle, fcntl.LOCK_EX)
-        yield
-
-
 def cached(
     root: Path,
     inputs: Inputs,
@@ -103,7 +92,7 @@ def cached(
     archive = entry / filename
     if archive.is_file() and not rebuild:
         return _used(entry, archive)
-    with _locked(root / f".{entry.name}.lock"):
+    with locked(root / f".{entry.name}.lock"):
         if archive.is_file() and not rebuild:
             return _used(entry, archive)
         for stale in root.glob(f".{entry.name}.tmp-*"):

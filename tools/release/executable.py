@@ -27,8 +27,6 @@ development interpreter).
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import hashlib
 import json
 import os
@@ -42,6 +40,7 @@ from pathlib import Path
 from typing import Final
 
 from provider.server import NOT_A_PLUGIN
+from tools.buildlock import locked
 
 from . import ROOT, executable_name, target_platform, version, zip_name
 from .artifacts import write_release, write_zip
@@ -141,19 +140,6 @@ def _run(command: Sequence[str], *, cwd: Path, env: Mapping[str, str] | None = N
 def _pip(python: Path, *args: str) -> list[str]:
     """pip (this environment's) acting on the environment of `python`."""
     return [sys.executable, "-m", "pip", "--python", str(python), "--disable-pip-version-check", *args]
-
-
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    """Hold an exclusive lock on `path`, waiting for another build that holds it."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            _log(f"another build holds {path}: waiting for it")
-            fcntl.flock(handle, fcntl.LOCK_EX)
-        yield
 
 
 def _staging(final: Path) -> Path:
@@ -315,7 +301,7 @@ def build(*, environ: Mapping[str, str] = os.environ, python: Path = BUILD_PYTHO
         return done
     release = version()
     final = release_dir(environ=environ)
-    with _locked(final.parent / ".lock"):
+    with locked(final.parent / ".lock"):
         if (final / RECORD).is_file():
             return final
         started = time.monotonic()
