@@ -23,9 +23,6 @@ Standard library only: it runs before any virtual environment exists.
 
 from __future__ import annotations
 
-import argparse
-import contextlib
-import fcntl
 import json
 import os
 import re
@@ -33,8 +30,16 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+
+# the repository root, so that the shared build helpers import as `tools.*` from a plain `python3`
+if str(Path(__file__).resolve().parents[2]) not in sys.path:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from tools.buildlock import locked
+from tools.gobuild import BuildError, GoMissingError, go_environment, log, run
+from tools.gobuild import main as build_main
 
 HERE = Path(__file__).resolve().parent
 MODULE = "github.com/opentofu/opentofu"
@@ -43,14 +48,6 @@ BINARY = "tofu"
 MANIFEST = "versions.json"
 #: what OpenTofu's release build sets (`.goreleaser.yaml`): a release, not a `-dev` build
 LDFLAGS = ("-s", "-w", f"-X {MODULE}/version.dev=no")
-
-
-class BuildError(Exception):
-    """The build cannot go on; the message says why and what to do."""
-
-
-class GoMissingError(BuildError):
-    """There is no Go toolchain to build with."""
 
 
 def pinned_version(go_mod: Path = HERE / "go.mod") -> str:
@@ -83,25 +80,6 @@ def built(environ: Mapping[str, str] = os.environ) -> Path | None:
     return folder if is_complete(folder, pinned_version()) else None
 
 
-def _log(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
-
-
-def _go_environment(environ: Mapping[str, str]) -> dict[str, str]:
-    env = dict(environ)
-    env["CGO_ENABLED"] = "0"
-    # go.sum is committed: a build never changes it, and a missing sum is an error, not a lookup
-    env["GOFLAGS"] = f"{env.get('GOFLAGS', '')} -mod=readonly".strip()
-    return env
-
-
-def _run(command: Sequence[str], *, cwd: Path, env: Mapping[str, str]) -> str:
-    completed = subprocess.run(list(command), cwd=cwd, env=dict(env), stdout=subprocess.PIPE, text=True)
-    if completed.returncode != 0:
-        raise BuildError(f"`{' '.join(command)}` in {cwd} failed with exit code {completed.returncode}")
-    return completed.stdout
-
-
 def check_version(binary: Path, version: str) -> None:
     """The binary reports the version it was built from (a wrong ldflag fails here, not in a test)."""
     wanted = f"OpenTofu {version}"
@@ -112,19 +90,6 @@ def check_version(binary: Path, version: str) -> None:
     ).stdout
     if wanted not in reported.splitlines():
         raise BuildError(f"{binary} version says {reported.strip()!r}, not {wanted!r}")
-
-
-@contextlib.contextmanager
-def locked(path: Path) -> Iterator[None]:
-    """Hold an exclusive lock on `path`, waiting for another build that holds it."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            _log(f"another build of the same version holds {path}: waiting for it")
-            fcntl.flock(handle, fcntl.LOCK_EX)
-        yield
 
 
 def build(root: Path, environ: Mapping[str, str]) -> Path:
@@ -146,10 +111,10 @@ def build(root: Path, environ: Mapping[str, str]) -> Path:
         staging = root / f".{target.name}.tmp-{os.getpid()}"
         staging.mkdir(parents=True)
         try:
-            env = _go_environment(environ)
+            env = go_environment(environ)
             started = time.monotonic()
-            _log(f"building OpenTofu {version} into {target} (a few minutes the first time) ...")
-            _run(
+            log(f"building OpenTofu {version} into {target} (a few minutes the first time) ...")
+            run(
                 [
                     "go",
                     "build",
@@ -163,7 +128,7 @@ def build(root: Path, environ: Mapping[str, str]) -> Path:
                 env=env,
             )
             check_version(staging / BINARY, version)
-            go_version = _run(["go", "env", "GOVERSION"], cwd=HERE, env=env).strip()
+            go_version = run(["go", "env", "GOVERSION"], cwd=HERE, env=env).strip()
             record = {"opentofu": version, "go": go_version, "seconds": round(time.monotonic() - started)}
             (staging / MANIFEST).write_text(json.dumps(record, indent=2) + "\n")
             if target.exists():
@@ -171,35 +136,22 @@ def build(root: Path, environ: Mapping[str, str]) -> Path:
                 target.rename(retired)
                 shutil.rmtree(retired, ignore_errors=True)
             staging.rename(target)
-            _log(f"built in {time.monotonic() - started:.0f} s")
+            log(f"built in {time.monotonic() - started:.0f} s")
         finally:
             shutil.rmtree(staging, ignore_errors=True)
     return target
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument(
-        "--cache-dir", type=Path, help="where versioned folders go (default ~/.cache/liqo-iac/opentofu)"
+    return build_main(
+        argv,
+        description=__doc__.split("\n\n")[0],
+        cache="~/.cache/liqo-iac/opentofu",
+        build=build,
+        cache_root=cache_root,
+        built_what="tofu",
+        skipped="OpenTofu not built",
     )
-    parser.add_argument(
-        "--skip-without-go",
-        action="store_true",
-        help="when tofu must be built and there is no Go, say so on one line and succeed with no output",
-    )
-    args = parser.parse_args(argv)
-    try:
-        print(build(args.cache_dir or cache_root(os.environ), os.environ))
-    except GoMissingError as exc:
-        if args.skip_without_go:
-            _log(f"OpenTofu not built: {exc}")
-            return 0
-        _log(f"error: {exc}")
-        return 1
-    except BuildError as exc:
-        _log(f"error: {exc}")
-        return 1
-    return 0
 
 
 if __name__ == "__main__":

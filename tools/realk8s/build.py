@@ -34,11 +34,8 @@ Standard library only: it runs before any virtual environment exists.
 
 from __future__ import annotations
 
-import argparse
-import contextlib
 import ctypes
 import errno
-import fcntl
 import hashlib
 import json
 import os
@@ -48,10 +45,18 @@ import subprocess
 import sys
 import tarfile
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+# the repository root, so that the shared build helpers import as `tools.*` from a plain `python3`
+if str(Path(__file__).resolve().parents[2]) not in sys.path:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from tools.buildlock import locked
+from tools.gobuild import BuildError, GoMissingError, go_environment, log, run
+from tools.gobuild import main as build_main
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
@@ -68,14 +73,6 @@ IMAGES_DIR = "images"
 IMAGE_RECIPES = "image-recipes"
 #: the OCI index annotations that name an image (containerd's, then the OCI one)
 IMAGE_NAME_ANNOTATIONS = ("io.containerd.image.name", "org.opencontainers.image.ref.name")
-
-
-class BuildError(Exception):
-    """The build cannot go on; the message says why and what to do."""
-
-
-class GoMissingError(BuildError):
-    """There is no Go toolchain to build with."""
 
 
 @dataclass(frozen=True)
@@ -215,28 +212,9 @@ def is_complete(folder: Path, expected: Mapping[str, str]) -> bool:
     return all(os.access(folder / name, os.X_OK) for name in BINARIES) and _images_present(folder, manifest)
 
 
-def _log(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
-
-
-def _go_environment(environ: Mapping[str, str]) -> dict[str, str]:
-    env = dict(environ)
-    env["CGO_ENABLED"] = "0"
-    # go.sum is committed: a build never changes it, and a missing sum is an error, not a lookup
-    env["GOFLAGS"] = f"{env.get('GOFLAGS', '')} -mod=readonly".strip()
-    return env
-
-
-def _run(command: Sequence[str], *, cwd: Path, env: Mapping[str, str]) -> str:
-    completed = subprocess.run(list(command), cwd=cwd, env=dict(env), stdout=subprocess.PIPE, text=True)
-    if completed.returncode != 0:
-        raise BuildError(f"`{' '.join(command)}` in {cwd} failed with exit code {completed.returncode}")
-    return completed.stdout
-
-
 def module_time(module: GoModule, env: Mapping[str, str]) -> str:
     """When the pinned module was released (the proxy's time of its version), as `buildDate` wants it."""
-    info = json.loads(_run(["go", "list", "-m", "-json", module.pinned], cwd=module.directory, env=env))
+    info = json.loads(run(["go", "list", "-m", "-json", module.pinned], cwd=module.directory, env=env))
     released = time.strptime(info["Time"], "%Y-%m-%dT%H:%M:%SZ")
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", released)
 
@@ -246,12 +224,12 @@ def build_binary(
 ) -> None:
     flags = " ".join(["-s", "-w", *ldflags])
     started = time.monotonic()
-    _run(
+    run(
         ["go", "build", "-trimpath", f"-ldflags={flags}", "-o", str(output / binary.name), binary.package],
         cwd=module.directory,
         env=env,
     )
-    _log(f"  {binary.name}: built in {time.monotonic() - started:.0f} s")
+    log(f"  {binary.name}: built in {time.monotonic() - started:.0f} s")
 
 
 def reported_version(module: GoModule, version: str) -> str:
@@ -299,7 +277,7 @@ def build_images(folder: Path, environ: Mapping[str, str]) -> dict[str, dict[str
     made: dict[str, dict[str, str]] = {}
     for image in images_to_build(folder):
         started = time.monotonic()
-        printed = _run(
+        printed = run(
             [sys.executable, str(IMAGES_TOOL), *image.arguments, "--out", str(output)], cwd=REPO, env=environ
         )
         archives = [Path(line.strip()).resolve() for line in printed.splitlines() if line.strip()]
@@ -315,7 +293,7 @@ def build_images(folder: Path, environ: Mapping[str, str]) -> dict[str, dict[str
             "archive": str(archives[0].relative_to(folder.resolve())),
             "name": archive_image_name(archives[0]),
         }
-        _log(f"  {image.name} image: {made[image.name]['name']} in {time.monotonic() - started:.0f} s")
+        log(f"  {image.name} image: {made[image.name]['name']} in {time.monotonic() - started:.0f} s")
     return made
 
 
@@ -354,25 +332,12 @@ def swap_into_place(staging: Path, target: Path) -> None:
     shutil.rmtree(retired, ignore_errors=True)
 
 
-@contextlib.contextmanager
-def locked(path: Path) -> Iterator[None]:
-    """Hold an exclusive lock on `path`, waiting for another build that holds it."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            _log(f"another build of the same version holds {path}: waiting for it")
-            fcntl.flock(handle, fcntl.LOCK_EX)
-        yield
-
-
 def _fill(
     staging: Path, previous: Path, expected: Mapping[str, str], environ: Mapping[str, str]
 ) -> dict[str, Any]:
     """Build into `staging` what the previous folder lacks (taking what it has); the new manifest."""
     old = _read_manifest(previous)
-    env = _go_environment(environ)
+    env = go_environment(environ)
     for module in MODULES:
         missing = [
             binary
@@ -381,7 +346,7 @@ def _fill(
         ]
         kept = [binary.name for binary in module.binaries if binary not in missing]
         if kept:
-            _log(f"  {', '.join(kept)}: kept from {previous}")
+            log(f"  {', '.join(kept)}: kept from {previous}")
         if not missing:
             continue
         ldflags = (
@@ -421,42 +386,29 @@ def build(root: Path, environ: Mapping[str, str]) -> Path:
         staging.mkdir(parents=True)
         try:
             started = time.monotonic()
-            _log(
+            log(
                 f"building etcd {expected['etcd']}, Kubernetes {expected['kubernetes']}, CoreDNS "
                 f"{expected['coredns']} and their images into {target} (minutes the first time) ..."
             )
             manifest = _fill(staging, target, expected, environ)
             (staging / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
             swap_into_place(staging, target)
-            _log(f"built in {time.monotonic() - started:.0f} s")
+            log(f"built in {time.monotonic() - started:.0f} s")
         finally:
             shutil.rmtree(staging, ignore_errors=True)
     return target
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument(
-        "--cache-dir", type=Path, help="where versioned folders go (default ~/.cache/liqo-iac/kubernetes)"
+    return build_main(
+        argv,
+        description=__doc__.split("\n\n")[0],
+        cache="~/.cache/liqo-iac/kubernetes",
+        build=build,
+        cache_root=cache_root,
+        built_what="the binaries",
+        skipped="real-binary test leg skipped",
     )
-    parser.add_argument(
-        "--skip-without-go",
-        action="store_true",
-        help="when the binaries must be built and there is no Go, say so on one line and succeed with no output",
-    )
-    args = parser.parse_args(argv)
-    try:
-        print(build(args.cache_dir or cache_root(os.environ), os.environ))
-    except GoMissingError as exc:
-        if args.skip_without_go:
-            _log(f"real-binary test leg skipped: {exc}")
-            return 0
-        _log(f"error: {exc}")
-        return 1
-    except BuildError as exc:
-        _log(f"error: {exc}")
-        return 1
-    return 0
 
 
 if __name__ == "__main__":
