@@ -21,6 +21,7 @@ from . import SOURCE_ADDRESS, TYPE
 from .config import KUBERNETES_ATTRIBUTE, check, load, unknown_attributes
 from .datasources.cluster import ClusterDataSource
 from .datasources.peering import PeeringDataSource
+from .framework.tfadapter import served, served_data_source
 from .kube import Kube
 from .resources.generate import GenerateResource
 from .resources.install import InstallResource
@@ -76,10 +77,10 @@ class LiqoProvider(Provider):
             )
 
     def get_data_sources(self) -> list[type[DataSource]]:
-        return [ClusterDataSource, PeeringDataSource]
+        return [served_data_source(kind) for kind in (ClusterDataSource, PeeringDataSource)]
 
     def get_resources(self) -> list[type[Resource]]:
-        return [InstallResource, GenerateResource, PeerResource, OffloadResource]
+        return [served(kind) for kind in (InstallResource, GenerateResource, PeerResource, OffloadResource)]
 
     def close(self) -> None:
         self._kube.close()

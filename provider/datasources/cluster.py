@@ -11,14 +11,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar
 
-from tf.iface import ReadDataContext
 from tf.schema import Schema
 from tf.types import Map, String
 from tf.utils import Diagnostics
 
 from runtime.api import constants
 
-from ..framework.resource import DataSource, State, call
+from ..framework.resource import DataSource, ReadContext, State, call
 from ..framework.schema import Attribute
 
 if TYPE_CHECKING:
@@ -59,7 +58,7 @@ class ClusterDataSource(DataSource):
         ],
     )
 
-    def read(self, ctx: ReadDataContext, config: State) -> State | None:
+    def read(self, ctx: ReadContext, config: State) -> State | None:
         namespace = config.get("namespace") or constants.DEFAULT_NAMESPACE
         kube = self.provider.kube
         identity = call(

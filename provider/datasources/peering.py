@@ -10,12 +10,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
-from tf.iface import ReadDataContext
 from tf.schema import Schema
 from tf.types import List, Map, String
 from tf.utils import Diagnostics
 
-from ..framework.resource import DataSource, State, call
+from ..framework.resource import DataSource, ReadContext, State, call
 from ..framework.schema import Attribute, Object
 from ..resources import checks
 
@@ -123,8 +122,7 @@ class PeeringDataSource(DataSource):
         ],
     )
 
-    def validate(self, diags: Diagnostics, type_name: str, config: State) -> None:
-        super().validate(diags, type_name, config)
+    def check(self, diags: Diagnostics, config: State) -> None:
         if config.get("cluster_name") is None and config.get("cluster_id") is None:
             diags.add_error(
                 "Missing cluster_name or cluster_id",
@@ -132,7 +130,7 @@ class PeeringDataSource(DataSource):
             )
         checks.cluster_name(diags, config.get("cluster_name"), path=["cluster_name"])
 
-    def read(self, ctx: ReadDataContext, config: State) -> State | None:
+    def read(self, ctx: ReadContext, config: State) -> State | None:
         from runtime.operations.peering import find
 
         name, cluster_id = config.get("cluster_name"), config.get("cluster_id")

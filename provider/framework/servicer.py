@@ -30,7 +30,8 @@ from tf.utils import Diagnostics, read_dynamic_value, to_dynamic_value
 
 from . import plan
 from .diagnostics import unexpected
-from .resource import ApplyContext, PlanContext, Resource
+from .resource import ApplyContext, PlanContext
+from .tfadapter import product
 from .tfwire import attribute_path, decode_state, encode_state
 
 logger = logging.getLogger(__name__)
@@ -77,10 +78,10 @@ class Servicer(ProviderServicer):
             return pb.PlanResourceChange.Response(diagnostics=diags.to_pb())
         config = read_dynamic_value(request.config) or {}
         schema = list(attrs.values())  # blocks (timeouts) are config only: planned as proposed
-        resource = self.app.new_resource(klass)
+        resource = product(self.app.new_resource(klass))
 
         if proposed is None:
-            if isinstance(resource, Resource) and prior is not None:
+            if prior is not None:
                 resource.plan_destroy(PlanContext(diags, type_name, changed_fields=set(), config={}), prior)
             return pb.PlanResourceChange.Response(
                 planned_state=to_dynamic_value(None),
@@ -95,9 +96,7 @@ class Servicer(ProviderServicer):
             changed_fields=plan.changed_fields(schema, prior=prior, planned=planned),
             config=config,
         )
-        modified = resource.plan(ctx, prior, planned)
-        if modified is not None:
-            planned = modified
+        planned = resource.plan(ctx, prior, planned)
         replace = (
             plan.replace_paths(schema, prior=prior, planned=planned) if prior is not None and planned else []
         )
@@ -118,7 +117,7 @@ class Servicer(ProviderServicer):
         if diags.has_errors():
             return pb.ApplyResourceChange.Response(diagnostics=diags.to_pb())
         config = read_dynamic_value(request.config) or {}
-        resource = self.app.new_resource(klass)
+        resource = product(self.app.new_resource(klass))
         ctx = ApplyContext(diags, type_name, config=config, stop=self.stopping)
 
         new_state: dict[str, Any] | None

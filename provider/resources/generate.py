@@ -18,7 +18,6 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, ClassVar, Final
 
-from tf.iface import ImportContext, ReadContext, UpgradeContext
 from tf.schema import Schema
 from tf.types import Bool, String
 from tf.utils import Diagnostics
@@ -30,7 +29,7 @@ from runtime.operations.token import CONTRACT, Issued
 
 from ..framework.contract import flags, refuse
 from ..framework.diagnostics import dropped
-from ..framework.resource import ApplyContext, PlanContext, Resource, State, call
+from ..framework.resource import ApplyContext, ImportContext, PlanContext, ReadContext, Resource, State, call
 from ..framework.schema import Attribute
 from ..framework.timeouts import block as timeouts_block
 from . import checks, force
@@ -47,6 +46,7 @@ TYPE_NAME: Final = "liqo_generate"
 class GenerateResource(Resource):
     name: ClassVar[str] = "generate"
     timeouts: ClassVar[Mapping[str, float]] = CONTRACT.timeouts
+    read_seconds: ClassVar[float] = CONTRACT.read_seconds
     schema: ClassVar[Schema] = Schema(
         description=(
             "On the provider cluster: issues a peering token for one consumer, revoked when the resource is "
@@ -142,10 +142,6 @@ class GenerateResource(Resource):
         block_types=[timeouts_block(CONTRACT.timeouts)],
     )
 
-    def upgrade(self, ctx: UpgradeContext, version: int, old: State) -> State:
-        """Schema version 0 is the only one: a stored state needs no upgrade."""
-        return old
-
     def check(self, diags: Diagnostics, config: State) -> None:
         checks.namespace(diags, config.get("namespace"), path=["namespace"])
         expires_in = config.get("expires_in")
@@ -155,13 +151,13 @@ class GenerateResource(Resource):
             except validation.DurationError as exc:
                 diags.add_error("Invalid expires_in", f"{exc}.", path=["expires_in"])
 
-    def plan(self, ctx: PlanContext, current: State | None, planned: State) -> State:  # type: ignore[override]
+    def plan(self, ctx: PlanContext, current: State | None, planned: State) -> State:
         if ctx.config.get("namespace") is None:
             planned = {**planned, "namespace": c.DEFAULT_NAMESPACE}
         planned = {**planned, "force": force.planned(ctx.config, current)}
         return planned
 
-    def create(self, ctx: ApplyContext, planned: State) -> State | None:  # type: ignore[override]
+    def create(self, ctx: ApplyContext, planned: State) -> State | None:
         namespace = str(planned["namespace"])
         seconds = self.seconds(ctx.config, "create")
         expires_in = planned.get("expires_in")
@@ -211,40 +207,31 @@ class GenerateResource(Resource):
             "expires_at": issued.expires_at,
         }
 
-    def update(self, ctx: ApplyContext, current: State, planned: State) -> State | None:  # type: ignore[override]
+    def update(self, ctx: ApplyContext, current: State, planned: State) -> State | None:
         # every input but the timeouts and force forces a new token: nothing to change in the cluster
         return {**current, "timeouts": planned.get("timeouts"), "force": planned.get("force")}
 
     def read(self, ctx: ReadContext, current: State) -> State | None:
-
         namespace = str(current.get("namespace") or c.DEFAULT_NAMESPACE)
         name = str(current.get("id") or "")
-        found = call(
-            ctx.diagnostics,
-            self.provider.kube,
+        return self.refreshed(
+            ctx,
+            current,
             lambda client: token.observe(
                 client, namespace=namespace, name=name, token=str(current.get("local_token") or "")
             ),
             what=f"read the peering token Secret {namespace}/{name}",
-            seconds=CONTRACT.read_seconds,
-            refresh=True,
+            gone=f"the token of Secret {namespace}/{name} no longer works; it is issued again",
+            state=lambda identity: {
+                **current,
+                "cluster_id": identity.get(c.IDENTITY_CLUSTER_ID) or "",
+                "cluster_name": identity.get(c.IDENTITY_CLUSTER_NAME) or "",
+                "auth_ep": identity.get(c.IDENTITY_AUTH_URL) or "",
+                "auth_key_fingerprint": identity.get(c.IDENTITY_AUTH_KEY) or "",
+            },
         )
-        if ctx.diagnostics.has_errors():
-            return current
-        if found is None:
-            logger.info("%s/%s: the token no longer works; it is issued again", namespace, name)
-            return None
-        identity = found
-        return {
-            **current,
-            "cluster_id": identity.get(c.IDENTITY_CLUSTER_ID) or "",
-            "cluster_name": identity.get(c.IDENTITY_CLUSTER_NAME) or "",
-            "auth_ep": identity.get(c.IDENTITY_AUTH_URL) or "",
-            "auth_key_fingerprint": identity.get(c.IDENTITY_AUTH_KEY) or "",
-        }
 
-    def delete(self, ctx: ApplyContext, current: State) -> None:  # type: ignore[override]
-
+    def delete(self, ctx: ApplyContext, current: State) -> None:
         namespace = str(current.get("namespace") or c.DEFAULT_NAMESPACE)
         name = str(current.get("id") or "")
         if not name:

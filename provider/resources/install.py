@@ -35,7 +35,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
-from tf.iface import ImportContext, ReadContext, UpgradeContext
 from tf.schema import Schema
 from tf.types import Bool, List, Map, Number, String, Unknown
 from tf.utils import Diagnostics
@@ -59,7 +58,7 @@ from runtime.operations.install import CONTRACT
 from ..framework.contract import flags
 from ..framework.diagnostics import dropped
 from ..framework.plan import is_known
-from ..framework.resource import ApplyContext, PlanContext, Resource, State, call
+from ..framework.resource import ApplyContext, ImportContext, PlanContext, ReadContext, Resource, State, call
 from ..framework.schema import Attribute, NestedAttribute
 from ..framework.timeouts import block as timeouts_block
 from . import checks, force
@@ -130,6 +129,7 @@ def _reflection_attributes() -> list[Attribute]:
 class InstallResource(Resource):
     name: ClassVar[str] = "install"
     timeouts: ClassVar[Mapping[str, float]] = CONTRACT.timeouts
+    read_seconds: ClassVar[float] = CONTRACT.read_seconds
     schema: ClassVar[Schema] = Schema(
         description=(
             "Installs the Liqo runtime (CRDs, controller manager, authentication service, webhook) in the "
@@ -370,10 +370,6 @@ class InstallResource(Resource):
 
     # validate and plan
 
-    def upgrade(self, ctx: UpgradeContext, version: int, old: State) -> State:
-        """Schema version 0 is the only one: a stored state needs no upgrade."""
-        return old
-
     def check(self, diags: Diagnostics, config: State) -> None:
         for attribute in USER_OPTIONS:
             _check_option(diags, attribute, config.get(attribute))
@@ -403,7 +399,7 @@ class InstallResource(Resource):
                 "Invalid image", "The image cannot be empty; omit it for the default.", path=["image"]
             )
 
-    def plan(self, ctx: PlanContext, current: State | None, planned: State) -> State:  # type: ignore[override]
+    def plan(self, ctx: PlanContext, current: State | None, planned: State) -> State:
         config = ctx.config
         planned = dict(planned)
         for name, default in _defaults().items():
@@ -474,10 +470,10 @@ class InstallResource(Resource):
 
     # apply
 
-    def create(self, ctx: ApplyContext, planned: State) -> State | None:  # type: ignore[override]
+    def create(self, ctx: ApplyContext, planned: State) -> State | None:
         return self._apply(ctx, planned, prior=None)
 
-    def update(self, ctx: ApplyContext, current: State, planned: State) -> State | None:  # type: ignore[override]
+    def update(self, ctx: ApplyContext, current: State, planned: State) -> State | None:
         if all(current.get(key) == value for key, value in planned.items() if key not in _DESTROY_ONLY):
             # what only destroy reads changed: nothing to do in the cluster (which may be gone)
             return {**current, **{key: planned.get(key) for key in _DESTROY_ONLY}}
@@ -558,22 +554,16 @@ class InstallResource(Resource):
         from runtime.operations.install import observe
 
         namespace = current.get("namespace") or current.get("id") or c.DEFAULT_NAMESPACE
-        observed = call(
-            ctx.diagnostics,
-            self.provider.kube,
+        return self.refreshed(
+            ctx,
+            current,
             lambda client: observe(client, namespace),
             what=f"read the Liqo installation in namespace {namespace}",
-            seconds=PLAN_SECONDS,
-            refresh=True,
+            gone=f"the Liqo installation in namespace {namespace} is gone from the cluster",
+            state=lambda observed: _observed_state(current, namespace, observed),
         )
-        if ctx.diagnostics.has_errors():
-            return current
-        if observed is None:
-            logger.info("liqo_install %s: gone from the cluster; removing it from the state", namespace)
-            return None
-        return _observed_state(current, namespace, observed)
 
-    def delete(self, ctx: ApplyContext, current: State) -> None:  # type: ignore[override]
+    def delete(self, ctx: ApplyContext, current: State) -> None:
         from runtime.core import APIConnectionError
         from runtime.operations.install import InUseError, uninstall
         from runtime.operations.unreachable import unreachable
@@ -625,25 +615,17 @@ class InstallResource(Resource):
         checks.namespace(ctx.diagnostics, id, path=["namespace"])
         if ctx.diagnostics.has_errors():
             return None
-        observed = call(
-            ctx.diagnostics,
-            self.provider.kube,
+        return self.imported(
+            ctx,
             lambda client: observe(client, id),
             what=f"read the Liqo installation in namespace {id}",
-            seconds=PLAN_SECONDS,
-        )
-        if ctx.diagnostics.has_errors():
-            return None
-        if observed is None:
-            ctx.diagnostics.add_error(
-                "Cannot import liqo_install",
+            missing=(
                 f"There is no Liqo installation in namespace {id} of the cluster at {self.provider.kube.host} "
                 "(the namespace or its liqo-cluster-identity ConfigMap is missing). The import ID is the "
-                "namespace the runtime is installed in, e.g. `terraform import liqo_install.this liqo`.",
-            )
-            return None
-        empty: State = {attribute.name: None for attribute in self.schema.attributes}
-        return _observed_state({**empty, "timeouts": None}, id, observed)
+                "namespace the runtime is installed in, e.g. `terraform import liqo_install.this liqo`."
+            ),
+            state=lambda observed: _observed_state(self.empty_state(), id, observed),
+        )
 
 
 # state

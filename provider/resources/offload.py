@@ -27,7 +27,6 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
-from tf.iface import ImportContext, ReadContext, UpgradeContext
 from tf.schema import Schema
 from tf.types import Bool, List, Map, String, Unknown
 from tf.utils import Diagnostics
@@ -40,7 +39,7 @@ from runtime.operations.offload import CONTRACT
 from ..framework.contract import flags, refuse
 from ..framework.diagnostics import dropped
 from ..framework.plan import is_known
-from ..framework.resource import ApplyContext, PlanContext, Resource, State, call
+from ..framework.resource import ApplyContext, ImportContext, PlanContext, ReadContext, Resource, State, call
 from ..framework.schema import Attribute, ListNestedAttribute, Object
 from ..framework.timeouts import block as timeouts_block
 from . import checks, force
@@ -68,6 +67,7 @@ _CLUSTER_STATUS = Object(
 class OffloadResource(Resource):
     name: ClassVar[str] = "offload"
     timeouts: ClassVar[Mapping[str, float]] = CONTRACT.timeouts
+    read_seconds: ClassVar[float] = CONTRACT.read_seconds
     schema: ClassVar[Schema] = Schema(
         description=(
             "On the consumer cluster: offloads a namespace to the peered clusters its selector picks. Each gets a "
@@ -183,10 +183,6 @@ class OffloadResource(Resource):
 
     # validate and plan
 
-    def upgrade(self, ctx: UpgradeContext, version: int, old: State) -> State:
-        """Schema version 0 is the only one: a stored state needs no upgrade."""
-        return old
-
     def check(self, diags: Diagnostics, config: State) -> None:
         checks.namespace(diags, config.get("namespace"), path=["namespace"])
         pod_strategy = config.get("pod_offloading_strategy")
@@ -230,7 +226,7 @@ class OffloadResource(Resource):
                         diags, requirement, path=["cluster_selector_terms", i, "match_expressions", j]
                     )
 
-    def plan(self, ctx: PlanContext, current: State | None, planned: State) -> State:  # type: ignore[override]
+    def plan(self, ctx: PlanContext, current: State | None, planned: State) -> State:
         planned = dict(planned)
         for name, default in CONTRACT.defaults.items():
             if ctx.config.get(name) is None:
@@ -254,7 +250,7 @@ class OffloadResource(Resource):
 
     # apply
 
-    def create(self, ctx: ApplyContext, planned: State) -> State | None:  # type: ignore[override]
+    def create(self, ctx: ApplyContext, planned: State) -> State | None:
         from runtime.operations.offload import check_new
 
         namespace = str(planned["namespace"])
@@ -288,7 +284,7 @@ class OffloadResource(Resource):
             return None
         return self._write(ctx, planned, prior=None)
 
-    def update(self, ctx: ApplyContext, current: State, planned: State) -> State | None:  # type: ignore[override]
+    def update(self, ctx: ApplyContext, current: State, planned: State) -> State | None:
         if _spec_inputs(current) == _spec_inputs(planned):
             return {**current, "timeouts": planned.get("timeouts"), "force": planned.get("force")}
         return self._write(ctx, planned, prior=current)
@@ -355,24 +351,16 @@ class OffloadResource(Resource):
         from runtime.operations.offload import observe
 
         namespace = str(current.get("id") or current.get("namespace"))
-        found = call(
-            ctx.diagnostics,
-            self.provider.kube,
+        return self.refreshed(
+            ctx,
+            current,
             lambda client: observe(client, namespace),
             what=f"read the offloading of namespace {namespace}",
-            seconds=CONTRACT.read_seconds,
-            refresh=True,
+            gone=f"the NamespaceOffloading of namespace {namespace} is gone",
+            state=lambda found: _observed_state(current, found),
         )
-        if ctx.diagnostics.has_errors():
-            return current
-        if found is None:
-            logger.info(
-                "liqo_offload %s: the NamespaceOffloading is gone; removing it from the state", namespace
-            )
-            return None
-        return _observed_state(current, found)
 
-    def delete(self, ctx: ApplyContext, current: State) -> None:  # type: ignore[override]
+    def delete(self, ctx: ApplyContext, current: State) -> None:
         from runtime.operations.offload import ORPHAN_SECONDS, unoffload
 
         namespace = str(current.get("id") or current.get("namespace"))
@@ -415,25 +403,17 @@ class OffloadResource(Resource):
         checks.namespace(ctx.diagnostics, id, path=["namespace"])
         if ctx.diagnostics.has_errors():
             return None
-        found = call(
-            ctx.diagnostics,
-            self.provider.kube,
+        return self.imported(
+            ctx,
             lambda client: observe(client, id),
             what=f"read the offloading of namespace {id}",
-            seconds=CONTRACT.read_seconds,
-        )
-        if ctx.diagnostics.has_errors():
-            return None
-        if found is None:
-            ctx.diagnostics.add_error(
-                "Cannot import liqo_offload",
+            missing=(
                 f"Namespace {id} is not offloaded on the cluster at {self.provider.kube.host} (it has no "
                 "NamespaceOffloading). The import ID is the namespace's name (`kubectl get namespaceoffloadings "
-                "-A`).",
-            )
-            return None
-        empty: State = {attribute.name: None for attribute in self.schema.attributes}
-        return _observed_state({**empty, "timeouts": None, "force": False}, found)
+                "-A`)."
+            ),
+            state=lambda found: _observed_state({**self.empty_state(), "force": False}, found),
+        )
 
 
 # state

@@ -26,7 +26,6 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
-from tf.iface import ImportContext, ReadContext, UpgradeContext
 from tf.schema import Schema
 from tf.types import Bool, Map, String
 from tf.utils import Diagnostics
@@ -43,7 +42,7 @@ from runtime.operations.peering import CONTRACT, RESOURCE_ARGUMENTS, requested, 
 from ..framework.contract import flags, refuse
 from ..framework.diagnostics import dropped
 from ..framework.plan import is_known
-from ..framework.resource import ApplyContext, PlanContext, Resource, State, call
+from ..framework.resource import ApplyContext, ImportContext, PlanContext, ReadContext, Resource, State, call
 from ..framework.schema import Attribute
 from ..framework.timeouts import block as timeouts_block
 from . import checks, force
@@ -73,6 +72,7 @@ def _quantity_attribute(name: str, what: str) -> Attribute:
 class PeerResource(Resource):
     name: ClassVar[str] = "peer"
     timeouts: ClassVar[Mapping[str, float]] = CONTRACT.timeouts
+    read_seconds: ClassVar[float] = CONTRACT.read_seconds
     schema: ClassVar[Schema] = Schema(
         description=(
             "On the consumer cluster: an out-of-band peering with a provider cluster (its identity from "
@@ -224,10 +224,6 @@ class PeerResource(Resource):
 
     # validate and plan
 
-    def upgrade(self, ctx: UpgradeContext, version: int, old: State) -> State:
-        """Schema version 0 is the only one: a stored state needs no upgrade."""
-        return old
-
     def check(self, diags: Diagnostics, config: State) -> None:
         cluster_id = config.get("cluster_id")
         if checks.known(cluster_id) and (
@@ -276,7 +272,7 @@ class PeerResource(Resource):
                     "Invalid pod_security", f"{str(exc)[:1].upper()}{str(exc)[1:]}.", path=["pod_security"]
                 )
 
-    def plan(self, ctx: PlanContext, current: State | None, planned: State) -> State:  # type: ignore[override]
+    def plan(self, ctx: PlanContext, current: State | None, planned: State) -> State:
         planned = dict(planned)
         if ctx.config.get("namespace") is None:
             planned["namespace"] = CONTRACT.defaults["namespace"]
@@ -290,7 +286,7 @@ class PeerResource(Resource):
 
     # apply
 
-    def create(self, ctx: ApplyContext, planned: State) -> State | None:  # type: ignore[override]
+    def create(self, ctx: ApplyContext, planned: State) -> State | None:
         from runtime.operations.peering import check_new
 
         name = str(planned["cluster_name"])
@@ -333,7 +329,7 @@ class PeerResource(Resource):
             return None
         return self._write(ctx, planned, prior=None)
 
-    def update(self, ctx: ApplyContext, current: State, planned: State) -> State | None:  # type: ignore[override]
+    def update(self, ctx: ApplyContext, current: State, planned: State) -> State | None:
         if _spec_inputs(current) == _spec_inputs(planned) and current.get("cluster_token") == planned.get(
             "cluster_token"
         ):
@@ -404,24 +400,16 @@ class PeerResource(Resource):
 
         name = str(current.get("id") or current.get("cluster_name"))
         namespace = str(current.get("namespace") or c.DEFAULT_NAMESPACE)
-
-        found = call(
-            ctx.diagnostics,
-            self.provider.kube,
+        return self.refreshed(
+            ctx,
+            current,
             lambda client: observe(client, name, namespace=namespace),
             what=f"read the peering with {name}",
-            seconds=CONTRACT.read_seconds,
-            refresh=True,
+            gone=f"the ForeignCluster {name} is gone",
+            state=lambda found: _observed_state(current, found[0], token=found[1], namespace=namespace),
         )
-        if ctx.diagnostics.has_errors():
-            return current
-        if found is None:
-            logger.info("liqo_peer %s: the ForeignCluster is gone; removing it from the state", name)
-            return None
-        peering, secret_token = found
-        return _observed_state(current, peering, token=secret_token, namespace=namespace)
 
-    def delete(self, ctx: ApplyContext, current: State) -> None:  # type: ignore[override]
+    def delete(self, ctx: ApplyContext, current: State) -> None:
         from runtime.operations.peering import ORPHAN_SECONDS, unpeer
 
         name = str(current.get("id") or current.get("cluster_name"))
@@ -462,50 +450,47 @@ class PeerResource(Resource):
             )
 
     def import_(self, ctx: ImportContext, id: str) -> State | None:
+        from runtime.forge.peering import trusted_key_of
         from runtime.operations.peering import get, token
 
         checks.cluster_name(ctx.diagnostics, id, path=["cluster_name"])
         if ctx.diagnostics.has_errors():
             return None
 
-        async def observe(client: Client) -> tuple[Peering | None, str]:
+        async def observe(client: Client) -> tuple[Peering, str] | None:
             peering = await get(client, id)
             if peering is None:
-                return None, ""
-            namespace = str(
-                (peering.spec.get("tokenSecretRef") or {}).get("namespace") or c.DEFAULT_NAMESPACE
-            )
-            return peering, await token(client, id, namespace=namespace)
+                return None
+            return peering, await token(client, id, namespace=_token_namespace(peering))
 
-        found = call(
-            ctx.diagnostics,
-            self.provider.kube,
+        def state(found: tuple[Peering, str]) -> State:
+            peering, secret_token = found
+            # an imported peering trusts the key its ForeignCluster names, as `auth_key_fingerprint` would
+            empty = {
+                **self.empty_state(),
+                "force": False,
+                "auth_key_fingerprint": trusted_key_of(peering.obj) or None,
+            }
+            return _observed_state(empty, peering, token=secret_token, namespace=_token_namespace(peering))
+
+        return self.imported(
+            ctx,
             observe,
             what=f"read the peering with {id}",
-            seconds=CONTRACT.read_seconds,
-        )
-        if found is None:
-            return None
-        peering, secret_token = found
-        if peering is None:
-            ctx.diagnostics.add_error(
-                "Cannot import liqo_peer",
+            missing=(
                 f"There is no ForeignCluster {id} on the cluster at {self.provider.kube.host}. The import ID is the "
-                "ForeignCluster's name, the provider's cluster name (`kubectl get foreignclusters`).",
-            )
-            return None
-        namespace = str((peering.spec.get("tokenSecretRef") or {}).get("namespace") or c.DEFAULT_NAMESPACE)
-        from runtime.forge.peering import trusted_key_of
-
-        empty: State = {attribute.name: None for attribute in self.schema.attributes}
-        # an imported peering trusts the key its ForeignCluster names, as `auth_key_fingerprint` would
-        empty["auth_key_fingerprint"] = trusted_key_of(peering.obj) or None
-        return _observed_state(
-            {**empty, "timeouts": None, "force": False}, peering, token=secret_token, namespace=namespace
+                "ForeignCluster's name, the provider's cluster name (`kubectl get foreignclusters`)."
+            ),
+            state=state,
         )
 
 
 # state
+
+
+def _token_namespace(peering: Peering) -> str:
+    """The namespace of the Secret that holds the peering's token."""
+    return str((peering.spec.get("tokenSecretRef") or {}).get("namespace") or c.DEFAULT_NAMESPACE)
 
 
 def _spec_inputs(state: State) -> tuple[Any, ...]:

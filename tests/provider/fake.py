@@ -12,13 +12,14 @@ import time
 from pathlib import Path
 from typing import Any, ClassVar
 
-from tf.iface import DataSource, Provider, ReadContext
+from tf.iface import DataSource, Provider
 from tf.schema import Schema
 from tf.types import Number, String
 from tf.utils import Diagnostics
 
-from provider.framework.resource import ApplyContext, Resource, State
+from provider.framework.resource import ApplyContext, ReadContext, Resource, State
 from provider.framework.schema import Attribute
+from provider.framework.tfadapter import served
 from provider.server import serve
 
 
@@ -37,7 +38,7 @@ class SlowResource(Resource):
         ]
     )
 
-    def create(self, ctx: ApplyContext, planned: State) -> State:  # type: ignore[override]
+    def create(self, ctx: ApplyContext, planned: State) -> State:
         marker = Path(planned["marker"])
         marker.write_text("started")
         stopped = ctx.stop.wait(float(planned.get("wait_seconds") or 30))
@@ -49,10 +50,10 @@ class SlowResource(Resource):
     def read(self, ctx: ReadContext, current: State) -> State:
         return current
 
-    def update(self, ctx: ApplyContext, current: State, planned: State) -> State:  # type: ignore[override]
+    def update(self, ctx: ApplyContext, current: State, planned: State) -> State:
         return planned
 
-    def delete(self, ctx: ApplyContext, current: State) -> None:  # type: ignore[override]
+    def delete(self, ctx: ApplyContext, current: State) -> None:
         return None
 
 
@@ -76,7 +77,7 @@ class FakeProvider(Provider):
         return []
 
     def get_resources(self) -> list[type[Any]]:
-        return [SlowResource]
+        return [served(SlowResource)]
 
 
 def main() -> None:

@@ -7,11 +7,19 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from tf.iface import ImportContext, ReadContext, ReadDataContext
 from tf.utils import AttributePath, Diagnostics
 
 from provider.framework import plan as planning
-from provider.framework.resource import ApplyContext, DataSource, PlanContext, Resource, State
+from provider.framework.resource import (
+    ApplyContext,
+    DataSource,
+    ImportContext,
+    PlanContext,
+    ReadContext,
+    Resource,
+    State,
+)
+from provider.framework.tfadapter import served, served_data_source
 from provider.kube import Kube
 
 
@@ -61,8 +69,9 @@ def proposed(resource: Resource, cfg: State, prior: State | None) -> State:
 
 
 def validate(resource: Resource, cfg: State) -> Outcome:
+    """Validation as Terraform's ValidateResourceConfig gets it: the schema's checks (tf's), then ours."""
     diagnostics = Diagnostics()
-    resource.validate(diagnostics, f"liqo_{resource.get_name()}", cfg)
+    served(type(resource))(resource.provider).validate(diagnostics, f"liqo_{resource.get_name()}", cfg)
     return Outcome(None, diagnostics)
 
 
@@ -129,10 +138,10 @@ def import_(resource: Resource, id: str) -> Outcome:
 
 def read_data(source: DataSource, cfg: State) -> Outcome:
     diagnostics = Diagnostics()
-    source.validate(diagnostics, f"liqo_{source.get_name()}", cfg)
+    served_data_source(type(source))(source.provider).validate(diagnostics, f"liqo_{source.get_name()}", cfg)
     if diagnostics.has_errors():
         return Outcome(None, diagnostics)
-    return Outcome(source.read(ReadDataContext(diagnostics, f"liqo_{source.get_name()}"), cfg), diagnostics)
+    return Outcome(source.read(ReadContext(diagnostics, f"liqo_{source.get_name()}"), cfg), diagnostics)
 
 
 def _final(resource: Resource, state: State | None, diagnostics: Diagnostics) -> State | None:

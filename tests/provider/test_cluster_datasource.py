@@ -8,10 +8,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from tf.iface import ReadDataContext
 from tf.utils import Diagnostics
 
 from provider.datasources.cluster import ClusterDataSource
+from provider.framework.resource import ReadContext
 from provider.kube import Kube
 from runtime.api import constants
 from runtime.core import NotFoundError
@@ -60,7 +60,7 @@ class FakeProvider:
 
 def read(kube: Any, config: dict[str, Any]) -> tuple[Any, Diagnostics]:
     diagnostics = Diagnostics()
-    state = ClusterDataSource(FakeProvider(kube)).read(ReadDataContext(diagnostics, "liqo_cluster"), config)
+    state = ClusterDataSource(FakeProvider(kube)).read(ReadContext(diagnostics, "liqo_cluster"), config)
     return state, diagnostics
 
 

@@ -7,14 +7,15 @@ from typing import Any, ClassVar, cast
 
 import grpc
 from tf.gen import tfplugin_pb2 as pb
-from tf.iface import DataSource, Provider, ReadContext
+from tf.iface import DataSource, Provider
 from tf.schema import Schema
 from tf.types import String, Unknown
 from tf.utils import Diagnostics, read_dynamic_value, to_dynamic_value
 
-from provider.framework.resource import ApplyContext, PlanContext, Resource, State
+from provider.framework.resource import ApplyContext, PlanContext, ReadContext, Resource, State
 from provider.framework.schema import Attribute
 from provider.framework.servicer import Servicer
+from provider.framework.tfadapter import served
 
 
 class Peer(Resource):
@@ -29,7 +30,7 @@ class Peer(Resource):
     )
     calls: ClassVar[list[str]] = []
 
-    def plan(self, ctx: PlanContext, current: State | None, planned: State) -> State:  # type: ignore[override]
+    def plan(self, ctx: PlanContext, current: State | None, planned: State) -> State:
         # the resource knows the node name at plan time
         return {**planned, "node": f"liqo-{planned['cluster_id']}"}
 
@@ -37,7 +38,7 @@ class Peer(Resource):
         if prior.get("cpu") == "busy":
             ctx.diagnostics.add_error("Cannot destroy a busy peer", path=["cpu"])
 
-    def create(self, ctx: ApplyContext, planned: State) -> State:  # type: ignore[override]
+    def create(self, ctx: ApplyContext, planned: State) -> State:
         if planned["cpu"] == "explode":
             raise RuntimeError("boom")
         return {**planned, "note": "created"}
@@ -45,10 +46,10 @@ class Peer(Resource):
     def read(self, ctx: ReadContext, current: State) -> State:
         return current
 
-    def update(self, ctx: ApplyContext, current: State, planned: State) -> State:  # type: ignore[override]
+    def update(self, ctx: ApplyContext, current: State, planned: State) -> State:
         return {**planned, "note": "updated"}
 
-    def delete(self, ctx: ApplyContext, current: State) -> None:  # type: ignore[override]
+    def delete(self, ctx: ApplyContext, current: State) -> None:
         ctx.diagnostics.add_error("Peer unreachable", "try force")
 
 
@@ -72,7 +73,7 @@ class App(Provider):
         return []
 
     def get_resources(self) -> list[type[Any]]:
-        return [Peer]
+        return [served(Peer)]
 
 
 # The servicer never touches its gRPC context, so the in-process calls pass none.
