@@ -22,6 +22,7 @@ from runtime.api import constants as c
 from runtime.api.kinds import SECRETS
 from runtime.core import Client
 from runtime.forge import install, tokens
+from runtime.forge.reflection import ReflectionOptions
 from runtime.forge.services import ServiceType
 from runtime.operations import install as installer
 from runtime.operations import peering
@@ -72,15 +73,18 @@ async def install_runtime(
     *,
     cluster_labels: Mapping[str, str] | None = None,
     max_consumer_service_type: ServiceType = "ClusterIP",
+    reflection: ReflectionOptions | None = None,
 ) -> Identity:
     """Install the runtime in `cluster` as `liqo_install` does and wait until it runs; its identity
-    (`max_consumer_service_type`: as `liqo_install`'s, the widest Service type its consumers keep there)."""
+    (`max_consumer_service_type`: as `liqo_install`'s, the widest Service type its consumers keep there;
+    `reflection`: as `liqo_install`'s, what its virtual kubelets reflect, the defaults when None)."""
     async with cluster.client() as api:
         options = dataclasses.replace(
             install_options(
                 cluster, await installer.discover_cidrs(api), cluster_labels=cluster_labels or {}
             ),
             max_consumer_service_type=max_consumer_service_type,
+            reflection=reflection or ReflectionOptions(),
         )
         await installer.apply(
             api, options, field_manager=c.FIELD_MANAGER_TERRAFORM, progress=installer.Progress()

@@ -46,8 +46,9 @@ KUBERNETES_TYPE = "kubernetes:core/v1:Namespace"
 
 class ReflectionArgs(TypedDict):
     """What the virtual kubelets of the cluster (as a consumer) reflect into the namespaces offloaded to its
-    providers, with how many workers per kind (Liqo's `--<kind>-reflection-workers`); 0 workers turn a kind
-    off. The `reflection` options of `liqo_install`; changes roll every virtual kubelet out."""
+    providers: how many workers per kind (Liqo's `--<kind>-reflection-workers`; 0 workers turn a kind off),
+    the policy of each kind that takes one (DenyList or AllowList) and the label and annotation keys never
+    copied. The `reflection` options of `liqo_install`; changes roll every virtual kubelet out."""
 
     pod_workers: NotRequired[pulumi.Input[int]]
     """Pods offloaded at once (ShadowPods, token Secrets, status back); 0: no pod is offloaded (default 20)."""
@@ -68,6 +69,23 @@ class ReflectionArgs(TypedDict):
     ingress_classes: NotRequired[pulumi.Input[dict[str, str]]]
     """Ingress class of this cluster -> the provider's: a reflected Ingress of a class listed here gets the
     provider's class; any other is reflected without a class (the provider's default serves it)."""
+    configmap_type: NotRequired[pulumi.Input[str]]
+    """Reflection policy of ConfigMaps (Liqo's `reflection.configmap.type`): `"DenyList"` (default) reflects
+    every one but those annotated `liqo.io/skip-reflection`; `"AllowList"` only those annotated
+    `liqo.io/allow-reflection`."""
+    secret_type: NotRequired[pulumi.Input[str]]
+    """Reflection policy of Secrets: `"DenyList"` (default) or `"AllowList"`, as `configmap_type`."""
+    service_type: NotRequired[pulumi.Input[str]]
+    """Reflection policy of Services: `"DenyList"` (default) or `"AllowList"`, as `configmap_type`.
+    EndpointSlices follow their Service, unless a slice carries one of the annotations itself."""
+    ingress_type: NotRequired[pulumi.Input[str]]
+    """Reflection policy of Ingresses: `"DenyList"` (default) or `"AllowList"`, as `configmap_type`."""
+    labels_not_reflected: NotRequired[pulumi.Input[list[str]]]
+    """Label keys never copied to the provider, from any reflected object (ShadowPods included; Liqo's
+    `reflection.skip.labels`)."""
+    annotations_not_reflected: NotRequired[pulumi.Input[list[str]]]
+    """Annotation keys never copied to the provider, from any reflected object (Liqo's
+    `reflection.skip.annotations`)."""
 
 
 class InstallArgs(TypedDict):

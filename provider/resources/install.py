@@ -52,7 +52,13 @@ from runtime.forge.install import (
     option_problem,
 )
 from runtime.forge.quota import ENFORCEMENTS
-from runtime.forge.reflection import KINDS, ReflectionOptions, ReflectionOptionsError, from_values
+from runtime.forge.reflection import (
+    KINDS,
+    TYPED_KINDS,
+    ReflectionOptions,
+    ReflectionOptionsError,
+    from_values,
+)
 from runtime.operations.install import CONTRACT
 
 from ..framework.contract import flags
@@ -123,6 +129,41 @@ def _reflection_attributes() -> list[Attribute]:
             ),
         )
     )
+    plural = {"configmap": "ConfigMaps", "secret": "Secrets", "service": "Services", "ingress": "Ingresses"}
+    attributes += [
+        Attribute(
+            f"{kind}_type",
+            String(),
+            optional=True,
+            computed=True,
+            default=defaults.type_of(kind),
+            description=(
+                f'Reflection policy of {plural[kind]} (Liqo\'s `reflection.{kind}.type`): `"DenyList"` (default) '
+                f"reflects every one of an offloaded namespace but those annotated `{c.ANNOTATION_SKIP_REFLECTION}`"
+                f'; `"AllowList"` only those annotated `{c.ANNOTATION_ALLOW_REFLECTION}`.'
+                + (
+                    " EndpointSlices follow their Service, unless a slice carries one of the annotations itself."
+                    if kind == "service"
+                    else ""
+                )
+            ),
+        )
+        for kind in TYPED_KINDS
+    ]
+    attributes += [
+        Attribute(
+            f"{what}s_not_reflected",
+            List(String()),
+            optional=True,
+            computed=True,
+            default=[],
+            description=(
+                f"{what.capitalize()} keys never copied to the provider, from any reflected object (ShadowPods "
+                f"included; Liqo's `reflection.skip.{what}s`)."
+            ),
+        )
+        for what in ("label", "annotation")
+    ]
     return attributes
 
 
@@ -319,9 +360,10 @@ class InstallResource(Resource):
                 computed=True,
                 description=(
                     "What the virtual kubelets of this cluster (as a consumer) reflect into the namespaces "
-                    "offloaded to its providers, with how many workers per kind; 0 workers turn a kind off "
-                    "(Liqo's `--<kind>-reflection-workers`). Changes in place: the controller manager restarts "
-                    "and rolls every virtual kubelet out with the new options."
+                    "offloaded to its providers: how many workers per kind (0 workers turn a kind off, Liqo's "
+                    "`--<kind>-reflection-workers`), the policy of each kind that takes one (DenyList or "
+                    "AllowList) and the label and annotation keys never copied. Changes in place: the "
+                    "controller manager restarts and rolls every virtual kubelet out with the new options."
                 ),
             ),
             force.attribute(
@@ -753,8 +795,16 @@ def _planned_reflection(configured: Any) -> Any:
         else defaults.workers(kind)
         for kind in KINDS
     }
+    planned |= {
+        f"{kind}_type": configured.get(f"{kind}_type")
+        if configured.get(f"{kind}_type") is not None
+        else defaults.type_of(kind)
+        for kind in TYPED_KINDS
+    }
     classes = configured.get("ingress_classes")
     planned["ingress_classes"] = classes if classes is not None else {}
+    for keys in ("labels_not_reflected", "annotations_not_reflected"):
+        planned[keys] = configured.get(keys) if configured.get(keys) is not None else []
     return planned
 
 
@@ -767,7 +817,10 @@ def _reflection_options(value: Any) -> ReflectionOptions:
 
 def _reflection_state(options: ReflectionOptions) -> dict[str, Any]:
     state: dict[str, Any] = {f"{kind}_workers": options.workers(kind) for kind in KINDS}
+    state |= {f"{kind}_type": options.type_of(kind) for kind in TYPED_KINDS}
     state["ingress_classes"] = dict(options.ingress_classes)
+    state["labels_not_reflected"] = list(options.labels_not_reflected)
+    state["annotations_not_reflected"] = list(options.annotations_not_reflected)
     return state
 
 

@@ -78,7 +78,10 @@ LABEL_POD_SECURITY_ENFORCE: Final = "pod-security.kubernetes.io/enforce"
 LABEL_POD_SECURITY_ENFORCE_VERSION: Final = "pod-security.kubernetes.io/enforce-version"
 
 # Annotations.
+#: on an object of an offloaded namespace: never reflected (whatever its kind's reflection type)
 ANNOTATION_SKIP_REFLECTION: Final = "liqo.io/skip-reflection"
+#: on an object of an offloaded namespace: reflected even when its kind's reflection type is AllowList
+ANNOTATION_ALLOW_REFLECTION: Final = "liqo.io/allow-reflection"
 #: on a Service: its node ports are carried to the provider too (`true`), instead of being left to it
 ANNOTATION_FORCE_REMOTE_NODE_PORT: Final = "liqo.io/force-remote-node-port"
 ANNOTATION_TOKEN_EXPIRES_AT: Final = "liqo.io/token-expires-at"

@@ -47,8 +47,17 @@ def is_reflected(obj: JSON | None, *, origin_cluster_id: str) -> bool:
 
 def is_skipped(obj: JSON | None) -> bool:
     """Whether an object asks not to be reflected (`liqo.io/skip-reflection`, any value but `false`)."""
-    annotations = ((obj or {}).get("metadata") or {}).get("annotations") or {}
-    value = annotations.get(c.ANNOTATION_SKIP_REFLECTION)
+    return _annotated(obj, c.ANNOTATION_SKIP_REFLECTION)
+
+
+def is_allowed(obj: JSON | None) -> bool:
+    """Whether an object asks to be reflected under an AllowList (`liqo.io/allow-reflection`, any value but
+    `false`)."""
+    return _annotated(obj, c.ANNOTATION_ALLOW_REFLECTION)
+
+
+def _annotated(obj: JSON | None, key: str) -> bool:
+    value = (((obj or {}).get("metadata") or {}).get("annotations") or {}).get(key)
     return value is not None and str(value).lower() != "false"
 
 

@@ -356,6 +356,7 @@ class VirtualKubelet:
             ),
             origin_cluster_id=self._home_cluster_id,
             provider=provider,
+            options=self._settings.reflection,
         )
         pod_options = PodReflectionOptions(
             pods=PodOptions(origin_cluster_id=self._home_cluster_id, home_api_server=self._home_api_server),
@@ -364,6 +365,7 @@ class VirtualKubelet:
             provider=provider,
             home_ca=self._client.config.certificate_authority or b"",
             pod_security=pod_security,
+            policy=self._settings.reflection,
         )
         reflection = ReflectionManager(
             reflectors(

@@ -51,7 +51,13 @@ DEFAULT_REFLECTION = {
     "endpointslice_workers": 20,
     "ingress_workers": 5,
     "event_workers": 10,
+    "configmap_type": "DenyList",
+    "secret_type": "DenyList",
+    "service_type": "DenyList",
+    "ingress_type": "DenyList",
     "ingress_classes": {},
+    "labels_not_reflected": [],
+    "annotations_not_reflected": [],
 }
 
 
@@ -110,8 +116,14 @@ def test_an_invalid_value_is_an_error_on_its_attribute(
             ["reflection", "ingress_classes"],
             "is not an ingress class",
         ),
+        ({"secret_type": "allowlist"}, ["reflection", "secret_type"], "'allowlist' is not a reflection type"),
+        (
+            {"labels_not_reflected": ["team", "bad key"]},
+            ["reflection", "labels_not_reflected"],
+            "'bad key' is not a label or annotation key",
+        ),
     ],
-    ids=["negative", "fraction", "class"],
+    ids=["negative", "fraction", "class", "type", "key"],
 )
 def test_an_invalid_reflection_option_is_an_error_on_its_field(
     reflection: dict[str, Any], path: list[str], says: str
@@ -260,7 +272,12 @@ def test_reflection_options_change_in_place_and_the_others_keep_their_defaults()
         resource(),
         config(
             api_server_url="https://127.0.0.1:6443",
-            reflection={"secret_workers": 0, "ingress_classes": {"a": "b"}},
+            reflection={
+                "secret_workers": 0,
+                "ingress_classes": {"a": "b"},
+                "secret_type": "AllowList",
+                "labels_not_reflected": ["team"],
+            },
         ),
         prior=prior,
     )
@@ -271,6 +288,8 @@ def test_reflection_options_change_in_place_and_the_others_keep_their_defaults()
         **DEFAULT_REFLECTION,
         "secret_workers": 0,
         "ingress_classes": {"a": "b"},
+        "secret_type": "AllowList",
+        "labels_not_reflected": ["team"],
     }
     assert outcome.state["auth_url"] == AUTH_URL, "the auth service does not restart for reflection options"
 
@@ -511,7 +530,12 @@ async def test_read_reports_drift_and_missing_objects(provider: Provider, api: C
     )
     manager = await api.get(DEPLOYMENTS, "liqo-controller-manager", namespace="liqo")
     container = manager["spec"]["template"]["spec"]["containers"][0]
-    container["args"] = [*container["args"], "--event-reflection-workers=0"]
+    container["args"] = [
+        *container["args"],
+        "--event-reflection-workers=0",
+        "--secret-reflection-type=AllowList",
+        "--labels-not-reflected=team",
+    ]
     await api.replace(DEPLOYMENTS, manager, namespace="liqo")
 
     outcome = await asyncio.to_thread(harness.read, element, state)
@@ -520,7 +544,12 @@ async def test_read_reports_drift_and_missing_objects(provider: Provider, api: C
     assert outcome.state is not None
     assert outcome.state["missing_objects"] == ["Deployment liqo/liqo-auth"]
     assert outcome.state["sharing_percentage"] == 40
-    assert outcome.state["reflection"] == {**DEFAULT_REFLECTION, "event_workers": 0}
+    assert outcome.state["reflection"] == {
+        **DEFAULT_REFLECTION,
+        "event_workers": 0,
+        "secret_type": "AllowList",
+        "labels_not_reflected": ["team"],
+    }
     planned = await asyncio.to_thread(harness.plan, element, config(pod_cidr=POD_CIDR), prior=outcome.state)
     assert planned.state is not None
     assert (planned.state["sharing_percentage"], planned.state["missing_objects"]) == (90, [])

@@ -75,13 +75,23 @@ def test_its_kubernetes_resources_are_the_install_manifests(monitor: RecordingMo
 def test_reflection_options_reach_the_controller_manager_as_liqo_install_writes_them(
     monitor: RecordingMonitor,
 ) -> pulumi.Output[Any]:
-    reflection = {"secret_workers": 0, "service_workers": 3, "ingress_classes": {"nginx": "public"}}
+    reflection = {
+        "secret_workers": 0,
+        "service_workers": 3,
+        "ingress_classes": {"nginx": "public"},
+        "configmap_type": "AllowList",
+        "annotations_not_reflected": ["example.com/private"],
+    }
     component = install(reflection=reflection)
 
     def check(_: Any) -> None:
         wanted = expected(
             reflection=ReflectionOptions(
-                secret_workers=0, service_workers=3, ingress_classes={"nginx": "public"}
+                secret_workers=0,
+                service_workers=3,
+                ingress_classes={"nginx": "public"},
+                configmap_type="AllowList",
+                annotations_not_reflected=("example.com/private",),
             )
         )
         got = {key(found.inputs): found.inputs for found in objects(monitor)}
@@ -89,6 +99,8 @@ def test_reflection_options_reach_the_controller_manager_as_liqo_install_writes_
         assert manager == {key(obj): obj for obj in wanted}[("Deployment", "liqo-controller-manager")]
         args = manager["spec"]["template"]["spec"]["containers"][0]["args"]
         assert "--secret-reflection-workers=0" in args and "--ingress-class=nginx=public" in args
+        assert "--configmap-reflection-type=AllowList" in args
+        assert "--annotations-not-reflected=example.com/private" in args
         (runtime,) = monitor.by_type(RUNTIME)
         assert runtime.inputs["options"]["reflection"] == reflection
 
@@ -199,6 +211,8 @@ def test_custom_timeouts_bound_the_waits_and_the_children(monitor: RecordingMoni
         ("reflection", {"secret_workers": -1}, "secret_workers: -1 is not a worker count"),
         ("reflection", {"secrets_workers": 1}, "secrets_workers: not a reflection option"),
         ("reflection", {"ingress_classes": {"nginx": "Bad_Class"}}, "is not an ingress class name"),
+        ("reflection", {"pod_type": "AllowList"}, "pod_type: pods follow the reflection's own logic"),
+        ("reflection", {"secret_type": "Allow"}, "secret_type: 'Allow' is not a reflection type"),
     ],
     ids=[
         "name",
@@ -212,6 +226,8 @@ def test_custom_timeouts_bound_the_waits_and_the_children(monitor: RecordingMoni
         "reflection-workers",
         "reflection-unknown",
         "reflection-class",
+        "reflection-pod-type",
+        "reflection-type",
     ],
 )
 def test_bad_input_fails_at_construction_naming_the_argument(

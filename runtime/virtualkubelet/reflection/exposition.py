@@ -11,6 +11,10 @@ All three are `OutgoingReflector`s (`runtime.forge.services`, `.endpointslices`,
   (`runtime.controllers.offloading.shadowendpointslice`). A slice follows its Service's
   `liqo.io/skip-reflection` too, and the `kubernetes` Service's slices are never reflected;
 - an Ingress's copy keeps no ingress class unless the install maps it to the provider's.
+
+Services, EndpointSlices and Ingresses follow their kind's reflection type; an EndpointSlice
+follows its Service's (reflected when its Service is) unless it carries
+`liqo.io/skip-reflection` or `liqo.io/allow-reflection` itself, as in Liqo.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from runtime.api.crds import SHADOWENDPOINTSLICES
 from runtime.api.kinds import ENDPOINTSLICES, INGRESSES, SERVICES
 from runtime.core import Manager, Store
 from runtime.forge import endpointslices, ingresses, services
-from runtime.forge.meta import is_skipped
+from runtime.forge.reflection import annotated
 
 from .generic import NamespacePair, Watched
 from .outgoing import OutgoingReflector, ReflectionContext
@@ -51,7 +55,7 @@ class ServiceReflector(OutgoingReflector):
         return services.service_update(current, desired)
 
     def skipped(self, local: JSON, pair: NamespacePair) -> bool:
-        return is_skipped(local) or (pair.local, local["metadata"]["name"]) == KUBERNETES_SERVICE
+        return super().skipped(local, pair) or (pair.local, local["metadata"]["name"]) == KUBERNETES_SERVICE
 
 
 class EndpointSliceReflector(OutgoingReflector):
@@ -71,7 +75,7 @@ class EndpointSliceReflector(OutgoingReflector):
         return (Watched(ENDPOINTSLICES), Watched(SERVICES, keys=self._slices_of))
 
     def _slices_of(self, service: JSON, pair: NamespacePair) -> Iterable[str]:
-        """A Service -> its local EndpointSlices (they follow its skip-reflection annotation)."""
+        """A Service -> its local EndpointSlices (they follow its reflection)."""
         slices = pair.local_store(ENDPOINTSLICES)
         if slices is None:
             return []
@@ -83,13 +87,15 @@ class EndpointSliceReflector(OutgoingReflector):
 
     def skipped(self, local: JSON, pair: NamespacePair) -> bool:
         service_name = endpointslices.service_of(local)
-        if (pair.local, service_name) == KUBERNETES_SERVICE or is_skipped(local):
+        if (pair.local, service_name) == KUBERNETES_SERVICE:
             return True
+        if annotated(local):
+            return super().skipped(local, pair)
         service_store = pair.local_store(SERVICES)
         service = (
             service_store.get(service_name, namespace=pair.local) if service_store and service_name else None
         )
-        return is_skipped(service)
+        return not self.context.options.reflects("service", service)
 
     def desired(self, local: JSON, pair: NamespacePair) -> JSON:
         return endpointslices.shadow_endpoint_slice(

@@ -7,10 +7,12 @@ checks, in Liqo's fixed order (`reflection/configuration/configmap.go`):
 
 1. the remote object exists but is not ours (not reflected by this consumer, or another
    reflector's): warn, an Event on the local object, and leave it alone;
-2. the local object asks not to be reflected (`liqo.io/skip-reflection`): treat it as absent;
+2. the local object is not reflected under its kind's policy (`ReflectionOptions.reflects`: the
+   kind's DenyList or AllowList, the object's `liqo.io/skip-reflection` or
+   `liqo.io/allow-reflection`): treat it as absent;
 3. the local object is absent: delete the copy (conditional on its uid, so a newer one is
    never deleted by a stale cache);
-4. otherwise forge the copy and write it: created when missing, replaced when it differs
+4. otherwise forge the copy, without the label and annotation keys never reflected, and write it: created when missing, replaced when it differs
    (edits made on the provider are reverted), deleted first when it cannot be changed
    (immutable), nothing at all when it is in line. A write the provider refuses (quota,
    validation, admission) is a `FailedReflection` Warning Event on the local object with
@@ -48,7 +50,8 @@ from runtime.core import (
     Result,
 )
 from runtime.core.events import EventType
-from runtime.forge.meta import is_reflected, is_skipped
+from runtime.forge.meta import is_reflected
+from runtime.forge.reflection import ReflectionOptions
 
 from ..remote import CredentialRemote
 from ..translation import AddressTranslator
@@ -74,6 +77,8 @@ class ReflectionContext:
     #: this cluster's id (what marks its copies on the provider) and the provider's name (for messages)
     origin_cluster_id: str
     provider: str
+    #: what is reflected: the policy of each kind, the keys never copied
+    options: ReflectionOptions
 
     @property
     def remote_client(self) -> Client:
@@ -109,7 +114,8 @@ class OutgoingReflector(Reflector):
         return is_reflected(remote, origin_cluster_id=self.context.origin_cluster_id)
 
     def skipped(self, local: JSON, pair: NamespacePair) -> bool:
-        return is_skipped(local)
+        """Whether `local` is not reflected (its kind's policy and its annotations say so)."""
+        return not self.context.options.reflects(self.kind, local)
 
     @abstractmethod
     def desired(self, local: JSON, pair: NamespacePair) -> JSON:
@@ -167,7 +173,9 @@ class OutgoingReflector(Reflector):
                     "Normal",
                     c.REASON_REFLECTION_DISABLED,
                     f"reflection to cluster {self.context.provider!r} disabled for this object "
-                    f"({c.ANNOTATION_SKIP_REFLECTION}): its copy is removed",
+                    f"({c.ANNOTATION_SKIP_REFLECTION}, or {self.kind} reflection type "
+                    f"{self.context.options.type_of(self.kind)} without {c.ANNOTATION_ALLOW_REFLECTION}): "
+                    "its copy is removed",
                 )
             local = None
         if local is None:
@@ -177,7 +185,7 @@ class OutgoingReflector(Reflector):
             self._failing.discard(request)
             self.reflected(request, False)
             return None
-        desired = self.desired(local, pair)
+        desired = self.desired(self.context.options.stripped(local), pair)
         try:
             written = await self._write(remote, desired, pair)
         except (ConflictError, AlreadyExistsError):

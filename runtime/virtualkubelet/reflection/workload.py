@@ -30,7 +30,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -55,6 +55,7 @@ from runtime.forge import serviceaccounts as tokens
 from runtime.forge.credential import parse_rfc3339, rfc3339
 from runtime.forge.meta import is_reflected
 from runtime.forge.podsecurity import Level
+from runtime.forge.reflection import ReflectionOptions
 
 from ..remote import CredentialRemote
 from ..translation import AddressTranslator
@@ -80,6 +81,8 @@ class PodReflectionOptions:
     home_ca: bytes
     #: the Pod Security Standards level the provider holds this peering's pods to (its VirtualNode's)
     pod_security: Level = podsecurity.DEFAULT_LEVEL
+    #: the label and annotation keys never copied to the ShadowPod (`ReflectionOptions.stripped`)
+    policy: ReflectionOptions = field(default_factory=ReflectionOptions)
 
 
 class PodReflector(Reflector):
@@ -198,7 +201,9 @@ class PodReflector(Reflector):
     async def _shadow_pod(
         self, request: Request, pod: JSON, pair: NamespacePair, shadow: JSON | None
     ) -> None:
-        desired = forge.shadow_pod(pod, remote_namespace=pair.remote, options=self._options.pods)
+        desired = forge.shadow_pod(
+            self._options.policy.stripped(pod), remote_namespace=pair.remote, options=self._options.pods
+        )
         if shadow is None:
             with contextlib.suppress(AlreadyExistsError):
                 await self._remote.create(SHADOWPODS, desired, field_manager=c.FIELD_MANAGER_VIRTUAL_KUBELET)

@@ -539,6 +539,98 @@ async def test_a_kind_with_no_workers_is_not_reflected(no_secrets: Clusters) -> 
     await no_secrets.eventually(lambda: get(naples.admin, PODS, "web-1", namespace=TWIN))
 
 
+@pytest.fixture
+async def allow_listed(clusters: Clusters) -> Clusters:
+    clusters.options = dataclasses.replace(
+        CONTROLLER_OPTIONS,
+        reflection=ReflectionOptions(
+            secret_type="AllowList",
+            service_type="AllowList",
+            labels_not_reflected=("team",),
+            annotations_not_reflected=("example.com/private",),
+        ),
+    )
+    return clusters
+
+
+@pytest.mark.slow
+async def test_the_reflection_policy_decides_per_kind_and_per_object(allow_listed: Clusters) -> None:
+    rome, naples = await setup(allow_listed)
+    allow = {c.ANNOTATION_ALLOW_REFLECTION: "true"}
+    await rome.admin.create(SECRETS, {"metadata": {"name": "plain"}, "data": data(a="b")}, namespace="work")
+    await rome.admin.create(
+        SECRETS, {"metadata": {"name": "shared", "annotations": allow}, "data": data(a="b")}, namespace="work"
+    )
+    await rome.admin.create(
+        CONFIGMAPS,
+        {
+            "metadata": {
+                "name": "settings",
+                "labels": {"team": "a", "app": "web"},
+                "annotations": {"example.com/private": "x", "note": "kept"},
+            },
+            "data": {"a": "b"},
+        },
+        namespace="work",
+    )
+    await rome.admin.create(
+        CONFIGMAPS,
+        {"metadata": {"name": "skipped", "annotations": {c.ANNOTATION_SKIP_REFLECTION: "true"}}},
+        namespace="work",
+    )
+    ports = [{"port": 80, "targetPort": 8080}]
+    await rome.admin.create(
+        SERVICES,
+        {"metadata": {"name": "hidden"}, "spec": {"selector": {"app": "x"}, "ports": ports}},
+        namespace="work",
+    )
+    await rome.admin.create(
+        SERVICES,
+        {
+            "metadata": {"name": "shown", "annotations": allow},
+            "spec": {"selector": {"app": "x"}, "ports": ports},
+        },
+        namespace="work",
+    )
+    await rome.admin.create(
+        PODS,
+        {**pod("web-1"), "metadata": {"name": "web-1", "labels": {"team": "a", "app": "web"}}},
+        namespace="work",
+    )
+
+    # DenyList (ConfigMaps): every one but the skipped; the keys never reflected stay home
+    settings = await allow_listed.eventually(
+        lambda: get(naples.admin, CONFIGMAPS, "settings", namespace=TWIN)
+    )
+    assert "team" not in settings["metadata"]["labels"] and settings["metadata"]["labels"]["app"] == "web"
+    assert settings["metadata"]["annotations"] == {"note": "kept"}
+    # AllowList (Secrets, Services): only the annotated; EndpointSlices follow their Service
+    await allow_listed.eventually(lambda: get(naples.admin, SECRETS, "shared", namespace=TWIN))
+    await allow_listed.eventually(lambda: get(naples.admin, SERVICES, "shown", namespace=TWIN))
+    shadow_pod = await allow_listed.eventually(lambda: get(naples.admin, PODS, "web-1", namespace=TWIN))
+    assert "team" not in shadow_pod["metadata"]["labels"]
+    assert await gone(naples.admin, SECRETS, "plain", TWIN)
+    assert await gone(naples.admin, CONFIGMAPS, "skipped", TWIN)
+    assert await gone(naples.admin, SERVICES, "hidden", TWIN)
+
+    async def shadow_slices_of() -> set[str]:
+        slices = (await naples.admin.list(SHADOWENDPOINTSLICES, namespace=TWIN)).items
+        return {(s["metadata"].get("labels") or {}).get(c.LABEL_SERVICE_NAME, "") for s in slices}
+
+    assert await allow_listed.eventually(lambda: shadow_slices_of()) == {"shown"}
+
+    # taking the annotation away removes the copy; adding it to another reflects that one
+    await rome.admin.patch(
+        SECRETS,
+        "shared",
+        {"metadata": {"annotations": {c.ANNOTATION_ALLOW_REFLECTION: None}}},
+        namespace="work",
+    )
+    await rome.admin.patch(SECRETS, "plain", {"metadata": {"annotations": allow}}, namespace="work")
+    await allow_listed.eventually(lambda: get(naples.admin, SECRETS, "plain", namespace=TWIN))
+    await allow_listed.eventually(lambda: gone(naples.admin, SECRETS, "shared", TWIN))
+
+
 @pytest.mark.slow
 async def test_a_virtual_kubelet_killed_during_a_burst_converges_and_leaves_no_orphan(
     clusters: Clusters,
