@@ -430,7 +430,12 @@ async def test_a_create_that_times_out_says_what_is_pending_and_keeps_the_state(
     provider: Provider, api: Client
 ) -> None:
     element, planned, cfg = await asyncio.to_thread(
-        plan_create, provider, pod_cidr=POD_CIDR, timeouts={"create": "4s", "update": None, "delete": None}
+        # nothing runs the runtime here, so it never becomes ready: the bound only has to leave room for
+        # applying its objects, which takes more than 4 s on a loaded machine
+        plan_create,
+        provider,
+        pod_cidr=POD_CIDR,
+        timeouts={"create": "12s", "update": None, "delete": None},
     )
 
     outcome = await asyncio.to_thread(harness.create, element, planned, cfg)
