@@ -7,6 +7,7 @@ namespaces as a user would.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import pytest
@@ -55,7 +56,7 @@ async def test_a_set_offloads_matching_namespaces_as_they_appear_and_moves_them(
     found = await clusters.eventually(lambda: set_reports(["cart", "shop"], ["mine"]), within=30)
     assert "has a NamespaceOffloading of its own" in found["status"]["conflicts"][0]["message"]
     for name in ("cart", "shop"):
-        ready = await clusters.eventually(lambda name=name: phase(rome, name, c.PHASE_READY), within=30)
+        ready = await clusters.eventually(functools.partial(phase, rome, name, c.PHASE_READY), within=30)
         assert ready["metadata"]["labels"][c.LABEL_NAMESPACE_OFFLOADING_SET] == "blue"
         assert await get(naples.admin, NAMESPACES, name) is not None
         assert await get(milan.admin, NAMESPACES, name) is None
