@@ -82,7 +82,10 @@ class OffloadResource(Resource):
                 String(),
                 computed=True,
                 use_state_for_unknown=True,
-                description="The offloaded namespace's name (the import ID).",
+                description=(
+                    "The offloaded namespace's name, or with `namespace_selector` the NamespaceOffloadingSet's "
+                    "(the import ID)."
+                ),
             ),
             Attribute(
                 "namespace",
