@@ -120,7 +120,7 @@ class Offload(pulumi.ComponentResource):
             "timeouts": bounds,
             "force": bool(values.get("force")),
             "namespace": values.get("namespace") or "",
-            "namespace_selector": values.get("namespace_selector") or "",
+            "namespace_selector": values.get("namespace_selector"),
             "pod_offloading_strategy": values["pod_offloading_strategy"],
             "namespace_mapping_strategy": values["namespace_mapping_strategy"],
             "remote_namespace_name": values.get("remote_namespace_name") or "",
