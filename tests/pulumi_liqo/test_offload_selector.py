@@ -81,21 +81,23 @@ async def test_a_selector_offload_creates_reads_updates_refuses_and_deletes(
     provider = OffloadingProvider()
     async with runtime(consumer):
         created = await asyncio.to_thread(provider.create, props(emulator))
-        assert created.id == set_name("team=blue")
-        assert (created.outs["namespaces"], created.outs["conflicts"]) == (["cart", "shop"], {})
-        assert created.outs["offloading_phase"] == c.PHASE_READY
-        read = await asyncio.to_thread(provider.read, created.id, created.outs)
-        assert read.outs["namespace_selector"] == "team=blue" and read.outs["namespaces"] == ["cart", "shop"]
+        outs = created.outs
+        assert created.id == set_name("team=blue") and outs is not None
+        assert (outs["namespaces"], outs["conflicts"]) == (["cart", "shop"], {})
+        assert outs["offloading_phase"] == c.PHASE_READY
+        read = await asyncio.to_thread(provider.read, created.id, outs)
+        assert read.outs is not None and read.outs["namespace_selector"] == "team=blue"
+        assert read.outs["namespaces"] == ["cart", "shop"]
         terms = [{"matchExpressions": [{"key": "region", "operator": "In", "values": ["north"]}]}]
         changed = props(emulator, cluster_selector_terms=terms)
-        assert provider.diff(created.id, created.outs, changed).replaces == []
-        await asyncio.to_thread(provider.update, created.id, created.outs, changed)
+        assert provider.diff(created.id, outs, changed).replaces == []
+        await asyncio.to_thread(provider.update, created.id, outs, changed)
         stored = await consumer.get(NAMESPACEOFFLOADINGS, "offloading", namespace="cart")
         assert stored["spec"]["clusterSelector"]["nodeSelectorTerms"] == terms
         with pytest.raises(
             LiqoError, match=r"already have a NamespaceOffloading: cart \(by NamespaceOffloadingSet"
         ):
             await asyncio.to_thread(provider.create, props(emulator, namespace_selector="team in (blue)"))
-        await asyncio.to_thread(provider.delete, created.id, created.outs)
+        await asyncio.to_thread(provider.delete, created.id, outs)
         assert (await consumer.list(NAMESPACEOFFLOADINGS)).items == []
         assert (await consumer.list(NAMESPACEOFFLOADINGSETS)).items == []

@@ -6,20 +6,25 @@ writes (a NamespaceOffloadingSet) and labels namespaces as a user would: the mat
 ones are offloaded, one made later too; `kubectl get namespaceoffloadings` shows each
 NamespaceOffloading's strategies, phase and twin namespace, `kubectl get
 namespaceoffloadingsets` the set; a new cluster selector moves the twin namespaces to
-the cluster it picks now; deleting the set unoffloads everything it offloaded.
+the cluster it picks now; deleting the set unoffloads everything it offloaded. Before the
+set, one namespace offloaded by hand with SelectedName gets its twin under the chosen
+name on the selected cluster only, with each cluster's conditions in its status.
 """
 
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 import pytest
 
 from playground import liqo
 from playground.testing import Playground
-from runtime.api.crds import NAMESPACEOFFLOADINGSETS
+from runtime.api import constants as c
+from runtime.api.crds import NAMESPACEOFFLOADINGS, NAMESPACEOFFLOADINGSETS
 from runtime.api.kinds import NAMESPACES
 from runtime.core import Client
+from runtime.forge.namespaceoffloading import ClusterStatus, cluster_statuses, namespace_offloading
 from runtime.forge.namespaceoffloadingset import namespace_offloading_set
 from tests.runtime.test_playground_offloading import (
     get,
@@ -32,7 +37,18 @@ from tests.runtime.test_playground_offloading import (
 
 pytestmark = [pytest.mark.slow, pytest.mark.kubectl]
 
+JSON = dict[str, Any]
 TEAM = ("shop", "cart")
+
+
+NOT_SELECTED = "The remote cluster has not been selected through the ClusterSelector field"
+CREATED = "Namespace correctly offloaded to the remote cluster"
+
+
+async def ready(api: Client, namespace: str) -> JSON | None:
+    found = await get(api, NAMESPACEOFFLOADINGS, c.NAMESPACE_OFFLOADING_NAME, namespace=namespace)
+    status = (found or {}).get("status") or {}
+    return found if status.get("offloadingPhase") == c.PHASE_READY else None
 
 
 async def twins_on(provider: Client, names: tuple[str, ...], *, present: bool) -> bool:
@@ -55,6 +71,28 @@ async def test_a_set_offloads_labelled_namespaces_and_moves_them(playground: Pla
         await liqo.peer(rome, naples_identity, await liqo.issue_token(naples))
         for node in ("liqo-milan", "liqo-naples"):
             await until(functools.partial(virtual_node_ready, rome, node), f"rome: node {node} Ready")
+        # one namespace by hand, its twins named as chosen (SelectedName), on the south only
+        await rome.create(NAMESPACES, {"metadata": {"name": "batch"}})
+        await rome.create(
+            NAMESPACEOFFLOADINGS,
+            namespace_offloading(
+                "batch",
+                namespace_mapping_strategy="SelectedName",
+                remote_namespace_name="rome-batch",
+                cluster_selector_terms=region("south"),
+            ),
+        )
+        await until(functools.partial(twins_on, naples, ("rome-batch",), present=True), "naples: rome-batch")
+        batch = await until(functools.partial(ready, rome, "batch"), "rome: batch Ready")
+        assert batch["status"]["remoteNamespaceName"] == "rome-batch"
+        assert cluster_statuses(batch) == [
+            ClusterStatus(
+                "milan", selected=False, ready=False, reason="ClusterNotSelected", message=NOT_SELECTED
+            ),
+            ClusterStatus("naples", selected=True, ready=True, reason="NamespaceCreated", message=CREATED),
+        ]
+        assert await get(milan, NAMESPACES, "rome-batch") is None
+
         for name in TEAM:
             await rome.create(NAMESPACES, {"metadata": {"name": name, "labels": {"team": "blue"}}})
         await rome.create(
@@ -84,6 +122,7 @@ async def test_a_set_offloads_labelled_namespaces_and_moves_them(playground: Pla
         ]
         shown = {row.split()[0]: row.split()[2:6] for row in rows}
         assert shown["shop"] == ["EnforceSameName", "LocalAndRemote", "Ready", "shop"]
+        assert shown["batch"] == ["SelectedName", "LocalAndRemote", "Ready", "rome-batch"]
         sets = await kubectl(rome_cluster.kubeconfig, "get", "namespaceoffloadingsets")
         assert sets.splitlines()[0].split() == ["NAME", "NAMESPACES", "AGE"]
         assert sets.splitlines()[1].split()[:2] == ["blue", "3"]
