@@ -109,6 +109,8 @@ async def test_a_set_offloads_labelled_namespaces_and_moves_them(playground: Pla
         await until(functools.partial(twins_on, naples, ("late",), present=True), "naples: twin of late")
         assert await twins_on(milan, (*TEAM, "late"), present=False)
 
+        for name in (*TEAM, "late"):
+            await until(functools.partial(ready, rome, name), f"rome: {name} Ready")
         listed = await kubectl(rome_cluster.kubeconfig, "get", "namespaceoffloadings", "-A", "-o", "wide")
         header, *rows = listed.splitlines()
         assert header.split() == [
