@@ -9,8 +9,10 @@ import pulumi
 
 from runtime.api import constants as c
 from runtime.api import validation
+from runtime.api.selectors import SelectorError
 from runtime.forge.namespaceoffloading import node_selector_terms
 from runtime.operations.offload import CONTRACT
+from runtime.operations.offloadset import set_name
 
 from . import _args
 from .providers.offload import Offloading
@@ -55,8 +57,15 @@ class OffloadArgs(TypedDict):
 
     kubeconfig: pulumi.Input[str]
     """A kubeconfig for the consumer cluster (its content, YAML or JSON). Kept secret."""
-    namespace: pulumi.Input[str]
-    """The namespace to offload; it must exist. A change offloads another namespace (replaces the offloading)."""
+    namespace: NotRequired[pulumi.Input[str]]
+    """The namespace to offload; it must exist. A change offloads another namespace (replaces the offloading).
+    Exactly one of `namespace` and `namespace_selector` is given."""
+    namespace_selector: NotRequired[pulumi.Input[str]]
+    """Offload every namespace whose labels match this selector, in kubectl's `-l` form (`team=blue`; Liqo's
+    `--ns-selector`), those created or labelled later too: the runtime's NamespaceOffloadingSet
+    `selector-<hash>` gives each a NamespaceOffloading and unoffloads those that stop matching. Namespaces
+    offloaded already refuse the create; one offloaded by hand later is left alone (`conflicts`). A change
+    replaces the offloading."""
     context: NotRequired[pulumi.Input[str]]
     """The kubeconfig context to use (default: its current context)."""
     pod_offloading_strategy: NotRequired[pulumi.Input[str]]
@@ -93,6 +102,11 @@ class Offload(pulumi.ComponentResource):
     cluster_status: pulumi.Output[dict[str, ClusterStatus]]
     """Per peered cluster (by name): whether the selector picks it, whether its twin namespace exists, and why
     not."""
+    namespaces: pulumi.Output[list[str]]
+    """With `namespace_selector`: the namespaces it offloads now."""
+    conflicts: pulumi.Output[dict[str, str]]
+    """With `namespace_selector`: namespaces the selector picks that have a NamespaceOffloading of their own,
+    left alone, and why."""
 
     def __init__(self, name: str, args: OffloadArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         # checked before anything is registered: a bad argument leaves no half-made component
@@ -105,7 +119,8 @@ class Offload(pulumi.ComponentResource):
             "context": values.get("context"),
             "timeouts": bounds,
             "force": bool(values.get("force")),
-            "namespace": values["namespace"],
+            "namespace": values.get("namespace") or "",
+            "namespace_selector": values.get("namespace_selector"),
             "pod_offloading_strategy": values["pod_offloading_strategy"],
             "namespace_mapping_strategy": values["namespace_mapping_strategy"],
             "remote_namespace_name": values.get("remote_namespace_name") or "",
@@ -114,16 +129,20 @@ class Offload(pulumi.ComponentResource):
             else node_selector_terms(terms),
         }
         offloading = Offloading(f"{name}-offloading", props, _args.child_options(self, opts))
-        self.namespace = pulumi.Output.from_input(values["namespace"])
+        self.namespace = pulumi.Output.from_input(values.get("namespace") or "")
         self.remote_namespace_name = offloading.twin_namespace_name
         self.offloading_phase = offloading.offloading_phase
         self.cluster_status = offloading.cluster_status  # type: ignore[assignment]
+        self.namespaces = offloading.namespaces
+        self.conflicts = offloading.conflicts
         self.register_outputs(
             {
                 "namespace": self.namespace,
                 "remote_namespace_name": self.remote_namespace_name,
                 "offloading_phase": self.offloading_phase,
                 "cluster_status": self.cluster_status,
+                "namespaces": self.namespaces,
+                "conflicts": self.conflicts,
             }
         )
 
@@ -138,8 +157,26 @@ def _check(args: OffloadArgs) -> dict[str, Any]:
             "pod_offloading_strategy": _pod_strategy_problem,
             "namespace_mapping_strategy": _mapping_strategy_problem,
             "cluster_selector_terms": _terms_problem,
+            "namespace_selector": _selector_problem,
         },
     )
+    if (values.get("namespace") is None) == (values.get("namespace_selector") is None):
+        raise _args.ArgumentError(
+            "Offload",
+            "namespace",
+            "give namespace (one namespace) or namespace_selector (every namespace whose labels match), exactly one "
+            "of them.",
+        )
+    if (
+        values.get("namespace_selector") is not None
+        and values.get("namespace_mapping_strategy") == c.MAPPING_SELECTED_NAME
+    ):
+        raise _args.ArgumentError(
+            "Offload",
+            "namespace_mapping_strategy",
+            "SelectedName gives one name to the twin namespaces of one namespace; with namespace_selector use "
+            "DefaultName or EnforceSameName.",
+        )
     # the twin namespaces' name goes with the SelectedName strategy, and only with it
     remote = values.get("remote_namespace_name")
     pair = {
@@ -151,6 +188,14 @@ def _check(args: OffloadArgs) -> dict[str, Any]:
     if isinstance(checked, pulumi.Output):
         values["remote_namespace_name"] = checked.apply(operator.itemgetter("remote"))
     return values
+
+
+def _selector_problem(value: Any) -> str:
+    try:
+        set_name(str(value))
+    except SelectorError as exc:
+        return f"{value!r} is not a label selector: {exc}. Write it as for kubectl -l: team=blue,env!=prod."
+    return ""
 
 
 def _pod_strategy_problem(value: Any) -> str:

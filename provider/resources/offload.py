@@ -33,8 +33,11 @@ from tf.utils import Diagnostics
 
 from runtime.api import constants as c
 from runtime.api import validation
+from runtime.api.selectors import SelectorError
 from runtime.forge.namespaceoffloading import node_selector_terms
 from runtime.operations.offload import CONTRACT
+from runtime.operations.offloadset import SET_NAME_PREFIX
+from runtime.operations.offloadset import set_name as _set_name
 
 from ..framework.contract import flags, refuse
 from ..framework.diagnostics import dropped
@@ -42,7 +45,7 @@ from ..framework.plan import is_known
 from ..framework.resource import ApplyContext, ImportContext, PlanContext, ReadContext, Resource, State, call
 from ..framework.schema import Attribute, ListNestedAttribute, Object
 from ..framework.timeouts import block as timeouts_block
-from . import checks, force
+from . import checks, force, offloadset
 
 if TYPE_CHECKING:
     from runtime.core import Client
@@ -79,13 +82,32 @@ class OffloadResource(Resource):
                 String(),
                 computed=True,
                 use_state_for_unknown=True,
-                description="The offloaded namespace's name (the import ID).",
+                description=(
+                    "The offloaded namespace's name, or with `namespace_selector` the NamespaceOffloadingSet's "
+                    "(the import ID)."
+                ),
             ),
             Attribute(
                 "namespace",
                 String(),
                 **flags(CONTRACT, "namespace"),
-                description="The namespace to offload; it must exist. A change offloads another namespace.",
+                description=(
+                    "The namespace to offload; it must exist. A change offloads another namespace. Exactly one of "
+                    "`namespace` and `namespace_selector` is set."
+                ),
+            ),
+            Attribute(
+                "namespace_selector",
+                String(),
+                **flags(CONTRACT, "namespace_selector"),
+                description=(
+                    "Offload every namespace whose labels match this selector, in kubectl's `-l` form (`team=blue`, "
+                    "`env in (dev,test),!legacy`; Liqo's `--ns-selector`), those created or labelled later too: "
+                    "the runtime's NamespaceOffloadingSet `selector-<hash>` (the ID) gives each a "
+                    "NamespaceOffloading and unoffloads those that stop matching. Namespaces offloaded already "
+                    "refuse the create; one offloaded by hand later is left alone (`conflicts`). A change "
+                    "replaces the offloading."
+                ),
             ),
             Attribute(
                 "pod_offloading_strategy",
@@ -176,6 +198,21 @@ class OffloadResource(Resource):
                     "exists, and why not."
                 ),
             ),
+            Attribute(
+                "namespaces",
+                List(String()),
+                computed=True,
+                description="With `namespace_selector`: the namespaces it offloads now.",
+            ),
+            Attribute(
+                "conflicts",
+                Map(String()),
+                computed=True,
+                description=(
+                    "With `namespace_selector`: namespaces the selector picks that have a NamespaceOffloading of "
+                    "their own (made by hand, or by another `liqo_offload`), left alone, and why."
+                ),
+            ),
             force.attribute(CONTRACT, "the NamespaceOffloading and its twin namespaces"),
         ],
         block_types=[timeouts_block(CONTRACT.timeouts)],
@@ -185,6 +222,7 @@ class OffloadResource(Resource):
 
     def check(self, diags: Diagnostics, config: State) -> None:
         checks.namespace(diags, config.get("namespace"), path=["namespace"])
+        _check_target(diags, config)
         pod_strategy = config.get("pod_offloading_strategy")
         if checks.known(pod_strategy) and pod_strategy not in c.POD_OFFLOADING_STRATEGIES:
             diags.add_error(
@@ -233,8 +271,21 @@ class OffloadResource(Resource):
                 planned[name] = default
         planned["force"] = force.planned(ctx.config, current)
         namespace = planned.get("namespace")
+        selector = planned.get("namespace_selector")
         if is_known(namespace) and namespace is not None:
             planned["id"] = namespace
+        elif checks.known(selector):
+            planned["id"] = _set_name(str(selector))
+        if selector is not None:
+            planned["remote_namespace_name"] = None
+            if current is None or _spec_inputs(current) != _spec_inputs(planned):
+                planned["offloading_phase"] = Unknown
+                planned["namespaces"] = Unknown
+                planned["conflicts"] = Unknown
+            planned["cluster_status"] = {}
+            return planned
+        planned["namespaces"] = None
+        planned["conflicts"] = None
         replacing = current is not None and any(current.get(k) != planned.get(k) for k in CONTRACT.replacing)
         if ctx.config.get("remote_namespace_name") is None:
             if planned["namespace_mapping_strategy"] == c.MAPPING_ENFORCE_SAME_NAME and is_known(namespace):
@@ -253,8 +304,10 @@ class OffloadResource(Resource):
     def create(self, ctx: ApplyContext, planned: State) -> State | None:
         from runtime.operations.offload import check_new
 
-        namespace = str(planned["namespace"])
         seconds = self.seconds(ctx.config, "create")
+        if planned.get("namespace_selector") is not None:
+            return offloadset.create(ctx, self.provider.kube, planned, seconds=seconds)
+        namespace = str(planned["namespace"])
 
         async def precheck(client: Client) -> Exception | None:
             try:
@@ -287,6 +340,9 @@ class OffloadResource(Resource):
     def update(self, ctx: ApplyContext, current: State, planned: State) -> State | None:
         if _spec_inputs(current) == _spec_inputs(planned):
             return {**current, "timeouts": planned.get("timeouts"), "force": planned.get("force")}
+        if planned.get("namespace_selector") is not None:
+            seconds = self.seconds(ctx.config, "update")
+            return offloadset.write(ctx, self.provider.kube, planned, prior=current, seconds=seconds)
         return self._write(ctx, planned, prior=current)
 
     def _write(self, ctx: ApplyContext, planned: State, *, prior: State | None) -> State | None:
@@ -349,7 +405,18 @@ class OffloadResource(Resource):
 
     def read(self, ctx: ReadContext, current: State) -> State | None:
         from runtime.operations.offload import observe
+        from runtime.operations.offloadset import observe_set
 
+        if current.get("namespace_selector") is not None:
+            name = str(current["id"])
+            return self.refreshed(
+                ctx,
+                current,
+                lambda client: observe_set(client, name),
+                what=f"read NamespaceOffloadingSet {name}",
+                gone=f"NamespaceOffloadingSet {name} is gone",
+                state=lambda found: offloadset.observed_state(current, found),
+            )
         namespace = str(current.get("id") or current.get("namespace"))
         return self.refreshed(
             ctx,
@@ -361,24 +428,13 @@ class OffloadResource(Resource):
         )
 
     def delete(self, ctx: ApplyContext, current: State) -> None:
-        from runtime.operations.offload import ORPHAN_SECONDS, unoffload
-
         namespace = str(current.get("id") or current.get("namespace"))
         seconds = self.seconds(current, "delete")
-        outcome = call(
-            ctx.diagnostics,
-            self.provider.kube,
-            lambda client: unoffload(
-                client,
-                namespace,
-                seconds=seconds,
-                field_manager=c.FIELD_MANAGER_TERRAFORM,
-                force=current.get("force") is True,
-                stop=ctx.stop,
-            ),
-            what=f"unoffload namespace {namespace}",
-            seconds=seconds + ORPHAN_SECONDS + 10,
-        )
+        if current.get("namespace_selector") is not None:
+            namespace = f"the namespaces of {current.get('namespace_selector')}"
+            outcome = offloadset.delete(ctx, self.provider.kube, current, seconds=seconds)
+        else:
+            outcome = self._unoffload(ctx, namespace, current, seconds=seconds)
         if outcome is None:
             return
         if outcome.orphaned:
@@ -397,9 +453,39 @@ class OffloadResource(Resource):
                 comes_back="delete it there",
             )
 
+    def _unoffload(self, ctx: ApplyContext, namespace: str, current: State, *, seconds: float) -> Any:
+        from runtime.operations.offload import ORPHAN_SECONDS, unoffload
+
+        return call(
+            ctx.diagnostics,
+            self.provider.kube,
+            lambda client: unoffload(
+                client,
+                namespace,
+                seconds=seconds,
+                field_manager=c.FIELD_MANAGER_TERRAFORM,
+                force=current.get("force") is True,
+                stop=ctx.stop,
+            ),
+            what=f"unoffload namespace {namespace}",
+            seconds=seconds + ORPHAN_SECONDS + 10,
+        )
+
     def import_(self, ctx: ImportContext, id: str) -> State | None:
         from runtime.operations.offload import observe
+        from runtime.operations.offloadset import observe_set
 
+        if id.startswith(SET_NAME_PREFIX):
+            return self.imported(
+                ctx,
+                lambda client: observe_set(client, id),
+                what=f"read NamespaceOffloadingSet {id}",
+                missing=(
+                    f"There is no NamespaceOffloadingSet {id} on the cluster at {self.provider.kube.host} "
+                    "(`kubectl get namespaceoffloadingsets`)."
+                ),
+                state=lambda found: offloadset.observed_state({**self.empty_state(), "force": False}, found),
+            )
         checks.namespace(ctx.diagnostics, id, path=["namespace"])
         if ctx.diagnostics.has_errors():
             return None
@@ -432,7 +518,7 @@ def _check_requirement(diags: Diagnostics, requirement: Any, *, path: list[Any])
         diags.add_error("Invalid cluster selector requirement", problem, path=path)
 
 
-def _terms_state(api_terms: Sequence[Mapping[str, Any]], known: Any) -> list[dict[str, Any]] | None:
+def terms_state(api_terms: Sequence[Mapping[str, Any]], known: Any) -> list[dict[str, Any]] | None:
     """The API's node selector terms as `cluster_selector_terms`, written as the state has them when equivalent."""
     if node_selector_terms(known) == [dict(term) for term in api_terms]:
         return list(known) if known is not None else None
@@ -453,6 +539,41 @@ def _terms_state(api_terms: Sequence[Mapping[str, Any]], known: Any) -> list[dic
     ]
 
 
+def _check_target(diags: Diagnostics, config: State) -> None:
+    """Exactly one of `namespace` and `namespace_selector`, a selector kubectl would read, and no SelectedName
+    with a selector (one name cannot serve many namespaces)."""
+    namespace, selector = config.get("namespace"), config.get("namespace_selector")
+    if namespace is None and selector is None:
+        diags.add_error(
+            "Missing namespace",
+            "Set namespace (one namespace) or namespace_selector (every namespace whose labels match).",
+            path=["namespace"],
+        )
+    elif namespace is not None and selector is not None:
+        diags.add_error(
+            "namespace and namespace_selector both set",
+            "An offloading is of one namespace (namespace) or of the namespaces a selector picks "
+            "(namespace_selector): remove one of them.",
+            path=["namespace_selector"],
+        )
+    if checks.known(selector):
+        try:
+            _set_name(str(selector))
+        except SelectorError as exc:
+            diags.add_error(
+                "Invalid namespace_selector",
+                f"{selector!r} is not a label selector: {exc}. Write it as for kubectl -l: team=blue,env!=prod.",
+                path=["namespace_selector"],
+            )
+        if config.get("namespace_mapping_strategy") == c.MAPPING_SELECTED_NAME:
+            diags.add_error(
+                "SelectedName with namespace_selector",
+                "SelectedName gives one name to the twin namespaces of one namespace; with namespace_selector use "
+                "DefaultName or EnforceSameName.",
+                path=["namespace_mapping_strategy"],
+            )
+
+
 def _selected_name(state: State) -> str:
     if state.get("namespace_mapping_strategy") != c.MAPPING_SELECTED_NAME:
         return ""
@@ -462,6 +583,7 @@ def _selected_name(state: State) -> str:
 def _spec_inputs(state: State) -> tuple[Any, ...]:
     return (
         state.get("namespace"),
+        state.get("namespace_selector"),
         state.get("pod_offloading_strategy"),
         state.get("namespace_mapping_strategy"),
         _selected_name(state),
@@ -471,7 +593,13 @@ def _spec_inputs(state: State) -> tuple[Any, ...]:
 
 def _state(planned: State, offloading: Offloading | None) -> State:
     """The state after a write: the planned inputs and the status as last seen."""
-    state = {**planned, "id": planned["namespace"]}
+    state = {
+        **planned,
+        "id": planned["namespace"],
+        "namespace_selector": None,
+        "namespaces": None,
+        "conflicts": None,
+    }
     if offloading is None:
         state.update(
             {
@@ -509,7 +637,7 @@ def _observed_state(current: State, offloading: Offloading) -> State:
         ),
         "namespace_mapping_strategy": str(spec.get("namespaceMappingStrategy") or c.MAPPING_DEFAULT_NAME),
         "remote_namespace_name": str(spec.get("remoteNamespaceName") or "") or None,
-        "cluster_selector_terms": _terms_state(terms, current.get("cluster_selector_terms")),
+        "cluster_selector_terms": terms_state(terms, current.get("cluster_selector_terms")),
     }
     return _state(state, offloading)
 

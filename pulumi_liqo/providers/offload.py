@@ -22,8 +22,9 @@ import pulumi
 import pulumi.dynamic
 
 from runtime.api import constants as c
+from runtime.api.selectors import selector_string
 from runtime.core import APIError, Client
-from runtime.operations import offload
+from runtime.operations import offload, offloadset
 from runtime.operations.unreachable import UnreachableError
 from runtime.operations.waits import StopRequested, WaitTimeoutError
 
@@ -38,6 +39,8 @@ class OffloadingProvider(SpecProvider):
     this = "the Offload"
 
     def create(self, props: dict[str, Any]) -> pulumi.dynamic.CreateResult:
+        if props.get("namespace_selector"):
+            return self._create_set(props)
         namespace = str(props["namespace"])
         bound = self.bound(props, "create")
         try:
@@ -68,7 +71,42 @@ class OffloadingProvider(SpecProvider):
             by_hand=f"delete it (kubectl delete namespaceoffloadings -n {namespace} offloading)",
         )
 
+    def _create_set(self, props: dict[str, Any]) -> pulumi.dynamic.CreateResult:
+        selector = str(props["namespace_selector"])
+        name = offloadset.set_name(selector)
+        bound = self.bound(props, "create")
+        try:
+            _cluster.run(
+                props,
+                lambda client: offloadset.check_new_set(
+                    client, selector, runtime_namespace=c.DEFAULT_NAMESPACE, seconds=bound / 2
+                ),
+                seconds=bound,
+            )
+        except self.contract.refused as exc:
+            listing = str(getattr(exc, "listing", ""))
+            raise self.refused(exc, props, selector=selector, name=name, namespaces=listing) from None
+        except (WaitTimeoutError, StopRequested) as exc:
+            raise LiqoError(f"NamespaceOffloadingSet {name} is still being deleted: {exc}.") from None
+        except APIError as exc:
+            raise api_error(
+                exc, what=f"prepare the offloading of namespaces {selector}", props=props
+            ) from None
+        bound = self.bound(props, "delete")
+        return self._created_or_rolled_back(
+            name,
+            props,
+            lambda client: offloadset.unoffload_set(
+                client, name, seconds=bound, field_manager=c.FIELD_MANAGER_PULUMI, force=True
+            ),
+            seconds=bound + offload.ORPHAN_SECONDS + 10,
+            what=f"NamespaceOffloadingSet {name}",
+            by_hand=f"delete it (kubectl delete namespaceoffloadingsets {name})",
+        )
+
     def read(self, id_: str, props: dict[str, Any]) -> pulumi.dynamic.ReadResult:
+        if id_.startswith(offloadset.SET_NAME_PREFIX):
+            return self._read_set(id_, props)
         try:
             found = _cluster.run(
                 props, lambda client: offload.observe(client, id_), seconds=self.contract.read_seconds
@@ -97,12 +135,44 @@ class OffloadingProvider(SpecProvider):
         }
         return pulumi.dynamic.ReadResult(id_, observed)
 
+    def _read_set(self, id_: str, props: dict[str, Any]) -> pulumi.dynamic.ReadResult:
+        try:
+            found = _cluster.run(
+                props, lambda client: offloadset.observe_set(client, id_), seconds=self.contract.read_seconds
+            )
+        except APIError as exc:
+            raise api_error(exc, what=f"read NamespaceOffloadingSet {id_}", props=props) from None
+        if found is None:
+            logger.info("Offload %s: the NamespaceOffloadingSet is gone", id_)
+            return pulumi.dynamic.ReadResult("", {})
+        template = found.spec.get("template") or {}
+        known = str(props.get("namespace_selector") or "")
+        selector = selector_string(found.spec.get("namespaceSelector") or {})
+        observed = {
+            **props,
+            "namespace_selector": known if known and offloadset.set_name(known) == id_ else selector,
+            "pod_offloading_strategy": str(
+                template.get("podOffloadingStrategy") or c.POD_OFFLOADING_LOCAL_AND_REMOTE
+            ),
+            "namespace_mapping_strategy": str(
+                template.get("namespaceMappingStrategy") or c.MAPPING_DEFAULT_NAME
+            ),
+            "cluster_selector_terms": list(
+                (template.get("clusterSelector") or {}).get("nodeSelectorTerms") or []
+            ),
+            **_set_status(found),
+        }
+        return pulumi.dynamic.ReadResult(id_, observed)
+
     def delete(self, id_: str, props: dict[str, Any]) -> None:
         bound = self.bound(props, "delete")
+        unoffload = (
+            offloadset.unoffload_set if id_.startswith(offloadset.SET_NAME_PREFIX) else offload.unoffload
+        )
         try:
             outcome = _cluster.run(
                 props,
-                lambda client: offload.unoffload(
+                lambda client: unoffload(
                     client,
                     id_,
                     seconds=bound,
@@ -132,8 +202,37 @@ class OffloadingProvider(SpecProvider):
                 outcome.unreachable,
             )
 
+    def _write_set(self, props: dict[str, Any], operation: str) -> dict[str, Any]:
+        """Apply the NamespaceOffloadingSet, then wait for every namespace it offloads."""
+        selector = str(props["namespace_selector"])
+        name = offloadset.set_name(selector)
+        bound = self.bound(props, operation)
+
+        async def write_and_wait(client: Client) -> offloadset.OffloadingSet:
+            await offloadset.apply_set(
+                client,
+                selector,
+                pod_offloading_strategy=str(props["pod_offloading_strategy"]),
+                namespace_mapping_strategy=str(props["namespace_mapping_strategy"]),
+                cluster_selector_terms=list(props.get("cluster_selector_terms") or []),
+                field_manager=c.FIELD_MANAGER_PULUMI,
+            )
+            return await offloadset.wait_set_offloaded(client, name, seconds=bound)
+
+        try:
+            done = _cluster.run(props, write_and_wait, seconds=bound + 10)
+        except (WaitTimeoutError, StopRequested) as exc:
+            raise LiqoError(f"The namespaces {selector} picks are not all offloaded: {exc}.") from None
+        except APIError as exc:
+            raise api_error(exc, what=f"write NamespaceOffloadingSet {name}", props=props) from None
+        for message in done.conflicts.values():
+            logger.warning("Offload %s: left alone: %s", name, message)
+        return {**connection(props), **self.inputs(props), **_set_status(done)}
+
     def _write(self, props: dict[str, Any], operation: str) -> dict[str, Any]:
         """Apply the NamespaceOffloading, then wait for the twin namespaces."""
+        if props.get("namespace_selector"):
+            return self._write_set(props, operation)
         namespace = str(props["namespace"])
         bound = self.bound(props, operation)
 
@@ -194,8 +293,20 @@ class _NotOffloadedError(Exception):
         self.found = found
 
 
+def _set_status(found: offloadset.OffloadingSet) -> dict[str, Any]:
+    return {
+        "twin_namespace_name": "",
+        "offloading_phase": "InProgress" if found.unsettled() else c.PHASE_READY,
+        "cluster_status": {},
+        "namespaces": found.namespaces,
+        "conflicts": found.conflicts,
+    }
+
+
 def _status(found: offload.Offloading, props: dict[str, Any]) -> dict[str, Any]:
     return {
+        "namespaces": [],
+        "conflicts": {},
         "twin_namespace_name": found.remote_namespace_name or str(props.get("remote_namespace_name") or ""),
         "offloading_phase": found.phase,
         "cluster_status": {
@@ -216,9 +327,13 @@ class Offloading(pulumi.dynamic.Resource, module="liqo", name="Offloading"):
     twin_namespace_name: pulumi.Output[str]
     offloading_phase: pulumi.Output[str]
     cluster_status: pulumi.Output[dict[str, dict[str, Any]]]
+    namespaces: pulumi.Output[list[str]]
+    conflicts: pulumi.Output[dict[str, str]]
 
     def __init__(self, name: str, props: dict[str, Any], opts: pulumi.ResourceOptions) -> None:
-        outputs = dict.fromkeys(("twin_namespace_name", "offloading_phase", "cluster_status"))
+        outputs = dict.fromkeys(
+            ("twin_namespace_name", "offloading_phase", "cluster_status", "namespaces", "conflicts")
+        )
         super().__init__(
             OffloadingProvider(),
             name,

@@ -55,6 +55,8 @@ PART_OF: Final = "liqo"
 LABEL_PEERING_TOKEN: Final = "liqo.io/peering-token"
 LABEL_ROLE_AGENT: Final = "node-role.kubernetes.io/agent"
 LABEL_VIRTUAL_NODE_NAME: Final = "offloading.liqo.io/virtual-node"
+#: on a NamespaceOffloading a NamespaceOffloadingSet made: the set's name
+LABEL_NAMESPACE_OFFLOADING_SET: Final = "offloading.liqo.io/namespace-offloading-set"
 #: on objects the virtual kubelet reflects to a provider (Liqo's `liqo.io/managed-by=reflection`)
 LABEL_REFLECTION_MANAGED_BY: Final = "liqo.io/managed-by"
 MANAGED_BY_REFLECTION: Final = "reflection"
@@ -128,6 +130,7 @@ FINALIZER_VIRTUALNODE: Final = "offloading.liqo.io/virtualnode"
 FINALIZER_NAMESPACEOFFLOADING: Final = "offloading.liqo.io/namespaceoffloading"
 FINALIZER_SHADOWPOD: Final = "offloading.liqo.io/shadowpod"
 FINALIZER_NAMESPACEMAP: Final = "offloading.liqo.io/namespacemap"
+FINALIZER_NAMESPACEOFFLOADINGSET: Final = "offloading.liqo.io/namespaceoffloadingset"
 
 # Namespace offloading.
 #: the one NamespaceOffloading of a namespace is called this (Liqo's `DefaultNamespaceOffloadingName`)

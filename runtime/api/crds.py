@@ -432,6 +432,83 @@ NAMESPACE_OFFLOADING = Kind(
     ),
 )
 
+_LABEL_SELECTOR = {
+    **obj(
+        "Which namespaces, by their labels (a LabelSelector: matchLabels and matchExpressions ANDed; empty "
+        "selects every namespace).",
+        matchLabels=string_map("Labels a namespace must have, with these values."),
+        matchExpressions=array(
+            obj(
+                required=("key", "operator"),
+                key=string("The label key the requirement applies to."),
+                operator=string(
+                    "In and NotIn need values, Exists and DoesNotExist none.",
+                    enum=("In", "NotIn", "Exists", "DoesNotExist"),
+                ),
+                values=array(string(), "The values of In and NotIn."),
+            ),
+            "Requirements on the namespace's labels.",
+        ),
+    ),
+    "x-kubernetes-map-type": "atomic",
+}
+
+NAMESPACE_OFFLOADING_SET = Kind(
+    resource=_resource(
+        c.OFFLOADING_GROUP, "namespaceoffloadingsets", "NamespaceOffloadingSet", namespaced=False
+    ),
+    singular="namespaceoffloadingset",
+    short_names=("nsoset",),
+    description=(
+        "Offloads every namespace its selector picks, those that appear later included (Liqo's `liqoctl offload "
+        "namespace --ns-selector`, kept up to date): each gets a NamespaceOffloading from the template, labelled "
+        "with the set's name. A namespace that has a NamespaceOffloading of its own is left alone (a conflict "
+        "in the status); a namespace that stops matching is unoffloaded."
+    ),
+    spec=obj(
+        required=("namespaceSelector",),
+        namespaceSelector=_LABEL_SELECTOR,
+        template=obj(
+            "The spec of the NamespaceOffloadings it makes.",
+            namespaceMappingStrategy=immutable(
+                string(
+                    "How the twin namespaces are named: DefaultName (<namespace>-<this cluster's name>) or "
+                    "EnforceSameName (the namespace's own name); SelectedName names one namespace and has no "
+                    "place here. Immutable.",
+                    enum=(c.MAPPING_DEFAULT_NAME, c.MAPPING_ENFORCE_SAME_NAME),
+                    default=c.MAPPING_DEFAULT_NAME,
+                ),
+                "namespaceMappingStrategy is immutable: delete the set and make it again to change it",
+            ),
+            podOffloadingStrategy=string(
+                "Where the namespaces' pods may run: Local, Remote or LocalAndRemote.",
+                enum=c.POD_OFFLOADING_STRATEGIES,
+                default=c.POD_OFFLOADING_LOCAL_AND_REMOTE,
+            ),
+            clusterSelector=_CLUSTER_SELECTOR,
+        ),
+    ),
+    status=obj(
+        namespaces=array(string(), "The namespaces it offloads (their NamespaceOffloading is its), by name."),
+        conflicts=array(
+            obj(
+                required=("namespace", "message"),
+                namespace=string("A namespace the selector picks."),
+                message=string("Why the set does not offload it."),
+            ),
+            "Namespaces the selector picks that it leaves alone: they have a NamespaceOffloading of their own.",
+            list_type="map",
+            keys=("namespace",),
+        ),
+        offloadedNamespaces=integer("How many namespaces it offloads."),
+        observedGeneration=integer("The generation the status speaks of."),
+    ),
+    columns=(
+        Column("Namespaces", ".status.offloadedNamespaces", "integer"),
+        Column("Conflicts", ".status.conflicts[*].namespace", priority=1),
+    ),
+)
+
 NAMESPACE_MAP = Kind(
     resource=_resource(c.OFFLOADING_GROUP, "namespacemaps", "NamespaceMap"),
     singular="namespacemap",
@@ -662,6 +739,7 @@ KINDS: tuple[Kind, ...] = (
     VIRTUAL_NODE,
     QUOTA,
     NAMESPACE_OFFLOADING,
+    NAMESPACE_OFFLOADING_SET,
     NAMESPACE_MAP,
     SHADOW_POD,
     SHADOW_ENDPOINT_SLICE,
@@ -680,6 +758,7 @@ IDENTITIES = IDENTITY.resource
 VIRTUALNODES = VIRTUAL_NODE.resource
 QUOTAS = QUOTA.resource
 NAMESPACEOFFLOADINGS = NAMESPACE_OFFLOADING.resource
+NAMESPACEOFFLOADINGSETS = NAMESPACE_OFFLOADING_SET.resource
 NAMESPACEMAPS = NAMESPACE_MAP.resource
 SHADOWPODS = SHADOW_POD.resource
 SHADOWENDPOINTSLICES = SHADOW_ENDPOINT_SLICE.resource

@@ -260,6 +260,40 @@ def parse_selector(text: str) -> Selector:
     return _Parser(text).parse()
 
 
+def as_label_selector(selector: Selector) -> dict[str, Any]:
+    """A parsed string selector as a `LabelSelector` object (`metav1.ParseToLabelSelector`): `=` and `==`
+    become `matchLabels`, `!=` a NotIn of its one value; `>` and `<` have no LabelSelector form."""
+    if selector.nothing:
+        raise SelectorError("a selector that selects nothing has no LabelSelector form")
+    match_labels: dict[str, str] = {}
+    expressions: list[dict[str, Any]] = []
+    operators = {
+        IN: "In",
+        NOT_IN: "NotIn",
+        NOT_EQUALS: "NotIn",
+        EXISTS: "Exists",
+        DOES_NOT_EXIST: "DoesNotExist",
+    }
+    for requirement in selector.requirements:
+        if requirement.operator in (EQUALS, DOUBLE_EQUALS):
+            match_labels[requirement.key] = requirement.values[0]
+        elif requirement.operator in operators:
+            expression: dict[str, Any] = {"key": requirement.key, "operator": operators[requirement.operator]}
+            if requirement.values:
+                expression["values"] = list(requirement.values)
+            expressions.append(expression)
+        else:
+            raise SelectorError(
+                f"{requirement}: a label selector compares values as strings, without '>' or '<'"
+            )
+    result: dict[str, Any] = {}
+    if match_labels:
+        result["matchLabels"] = match_labels
+    if expressions:
+        result["matchExpressions"] = expressions
+    return result
+
+
 # -- node selectors --------------------------------------------------------------------------------
 
 

@@ -13,6 +13,7 @@ the Lease `liqo-controller-manager` in the runtime's namespace (`--leader-elect`
 | `authentication.resourceslice` | provider: grants and Quotas |
 | `offloading.virtualnode` | consumer: the virtual kubelet and the NamespaceMap of each VirtualNode |
 | `offloading.namespaceoffloading` | consumer: which peered clusters get a twin of each offloaded namespace |
+| `offloading.namespaceoffloadingset` | consumer: a NamespaceOffloading in every namespace a set's selector picks |
 | `offloading.namespacemap` | consumer: each NamespaceMap carried to its provider, the answer back |
 | `offloading.twinnamespace` | provider: the twin namespaces consumers ask for, and their RBAC |
 | `offloading.shadowpod` | provider: a Pod for every ShadowPod (recreated, kept through partitions) |
@@ -51,6 +52,7 @@ from .networking import configuration, gateway
 from .offloading import (
     namespacemap,
     namespaceoffloading,
+    namespaceoffloadingset,
     quota,
     shadowendpointslice,
     shadowpod,
@@ -73,6 +75,7 @@ SETUPS: tuple[Setup, ...] = (
     resourceslice.setup,
     virtualnode.setup,
     namespaceoffloading.setup,
+    namespaceoffloadingset.setup,
     namespacemap.setup,
     twinnamespace.setup,
     shadowpod.setup,

@@ -394,6 +394,7 @@ def validating_webhook_configuration(options: InstallOptions) -> JSON:
             ("foreignclusters", c.CORE_GROUP, ["CREATE", "UPDATE"]),
             ("resourceslices", c.AUTHENTICATION_GROUP, ["CREATE", "UPDATE"]),
             ("namespaceoffloadings", c.OFFLOADING_GROUP, ["CREATE", "UPDATE"]),
+            ("namespaceoffloadingsets", c.OFFLOADING_GROUP, ["CREATE", "UPDATE"]),
             ("shadowpods", c.OFFLOADING_GROUP, ["CREATE", "UPDATE"]),
             ("gatewayservers", c.NETWORKING_GROUP, ["CREATE"]),
         )

@@ -142,16 +142,43 @@ class OffloadingExistsError(Exception):
         self.namespace = namespace
 
 
+class OffloadingSetExistsError(Exception):
+    """The NamespaceOffloadingSet of a namespace selector exists already (`offloadset.set_name`)."""
+
+    def __init__(self, name: str, selector: str) -> None:
+        super().__init__(f"NamespaceOffloadingSet {name} ({selector}) exists already")
+        self.name = name
+
+
+class NamespacesOffloadedError(Exception):
+    """Namespaces a namespace selector picks have a NamespaceOffloading already (namespace -> the set that made
+    it, "" when none did)."""
+
+    def __init__(self, owners: Mapping[str, str]) -> None:
+        self.owners = dict(owners)
+        super().__init__(self.listing)
+
+    @property
+    def listing(self) -> str:
+        return ", ".join(
+            f"{namespace} ({f'by NamespaceOffloadingSet {by}' if by else 'its own'})"
+            for namespace, by in sorted(self.owners.items())
+        )
+
+
 class RuntimeMissingError(Exception):
     """The cluster serves no NamespaceOffloadings: the Liqo runtime is not installed."""
 
 
-#: `liqo_offload` and `Offload`: the namespace, the mapping strategy and a selected name replace the
-#: offloading (the runtime never renames twin namespaces); the pod strategy and the selector change in place
+#: `liqo_offload` and `Offload`: one namespace (`namespace`) or every namespace a label selector picks
+#: (`namespace_selector`, `runtime.operations.offloadset`). The namespace, the selector, the mapping strategy and
+#: a selected name replace the offloading (the runtime never renames twin namespaces); the pod strategy and the
+#: cluster selector change in place
 CONTRACT: Final = Contract(
     "offload",
     (
-        Input("namespace", Change.REPLACE, required=True),
+        Input("namespace", Change.REPLACE),
+        Input("namespace_selector", Change.REPLACE),
         Input("pod_offloading_strategy", Change.UPDATE, default=c.POD_OFFLOADING_LOCAL_AND_REMOTE),
         Input("namespace_mapping_strategy", Change.REPLACE, default=c.MAPPING_DEFAULT_NAME),
         Input("remote_namespace_name", Change.REPLACE),
@@ -180,6 +207,24 @@ CONTRACT: Final = Contract(
             field="namespace",
             id="{namespace}",
             by_hand="kubectl delete namespaceoffloadings -n {namespace} offloading",
+        ),
+        Refusal(
+            OffloadingSetExistsError,
+            "Namespaces already offloaded by this selector",
+            "NamespaceOffloadingSet {name} on the cluster at {host} already offloads the namespaces that "
+            'namespace_selector "{selector}" picks. {adopt}',
+            field="namespace_selector",
+            id="{name}",
+            by_hand="kubectl delete namespaceoffloadingsets {name}",
+        ),
+        Refusal(
+            NamespacesOffloadedError,
+            "Namespaces already offloaded",
+            'Namespaces that namespace_selector "{selector}" picks on the cluster at {host} already have a '
+            "NamespaceOffloading: {namespaces}. A namespace has one NamespaceOffloading and {this} never takes one "
+            "over: narrow the selector (or remove the label from those namespaces), or unoffload them first "
+            "(destroy what offloads them, or kubectl delete namespaceoffloadings -n <namespace> offloading).",
+            field="namespace_selector",
         ),
     ),
 )

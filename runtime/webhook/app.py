@@ -20,6 +20,7 @@ from runtime.api.crds import (
     FOREIGNCLUSTERS,
     GATEWAYSERVERS,
     NAMESPACEOFFLOADINGS,
+    NAMESPACEOFFLOADINGSETS,
     RESOURCESLICES,
     SHADOWPODS,
 )
@@ -27,7 +28,7 @@ from runtime.api.kinds import PODS, SERVICES
 from runtime.api.resource import Resource
 from runtime.forge.services import ServiceType
 
-from . import foreignclusters, gatewayservers, namespaceoffloadings, resourceslices
+from . import foreignclusters, gatewayservers, namespaceoffloadings, namespaceoffloadingsets, resourceslices
 from .pods import Lookup, pod_mutator
 from .review import Mutation, Mutator, ReviewError, Validator, object_ref, parse_review, response
 from .services import service_mutator
@@ -50,6 +51,7 @@ def validators(*, namespace: str, shadow_pods: Validator) -> dict[str, Validator
         validation_path(FOREIGNCLUSTERS): functools.partial(foreignclusters.validate, namespace=namespace),
         validation_path(RESOURCESLICES): resourceslices.validate,
         validation_path(NAMESPACEOFFLOADINGS): namespaceoffloadings.validate,
+        validation_path(NAMESPACEOFFLOADINGSETS): namespaceoffloadingsets.validate,
         validation_path(SHADOWPODS): shadow_pods,
         validation_path(GATEWAYSERVERS): gatewayservers.validate,
     }

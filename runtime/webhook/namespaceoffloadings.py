@@ -67,7 +67,7 @@ def validate(request: JSON) -> Sequence[str]:
                     "change it, unoffload the namespace and offload it again",
                 )
             )
-    problems += _selector(spec.get("clusterSelector"))
+    problems += cluster_selector_problems(spec.get("clusterSelector"))
     return problems
 
 
@@ -79,36 +79,31 @@ def _selected_name(name: Any) -> list[str]:
     return [invalid(path, name, problem)] if problem else []
 
 
-def _selector(selector: Any) -> list[str]:
+def cluster_selector_problems(selector: Any, *, path: str = "spec.clusterSelector") -> list[str]:
+    """What is wrong with a cluster selector (a node selector) at `path`."""
     if selector is None:
         return []
     if not isinstance(selector, dict):
-        return [invalid("spec.clusterSelector", selector, "must be a node selector")]
+        return [invalid(path, selector, "must be a node selector")]
     problems = []
     terms = selector.get("nodeSelectorTerms") or []
     if not isinstance(terms, list):
-        return [
-            invalid("spec.clusterSelector.nodeSelectorTerms", terms, "must be a list of node selector terms")
-        ]
+        return [invalid(f"{path}.nodeSelectorTerms", terms, "must be a list of node selector terms")]
     for i, term in enumerate(terms):
         if not isinstance(term, dict):
-            problems.append(
-                invalid(f"spec.clusterSelector.nodeSelectorTerms[{i}]", term, "must be a node selector term")
-            )
+            problems.append(invalid(f"{path}.nodeSelectorTerms[{i}]", term, "must be a node selector term"))
             continue
         for kind in ("matchExpressions", "matchFields"):
             requirements = term.get(kind) or []
             if not isinstance(requirements, list):
                 problems.append(
-                    invalid(
-                        f"spec.clusterSelector.nodeSelectorTerms[{i}].{kind}", requirements, "must be a list"
-                    )
+                    invalid(f"{path}.nodeSelectorTerms[{i}].{kind}", requirements, "must be a list")
                 )
                 continue
             for j, requirement in enumerate(requirements):
-                path = f"spec.clusterSelector.nodeSelectorTerms[{i}].{kind}[{j}]"
+                where = f"{path}.nodeSelectorTerms[{i}].{kind}[{j}]"
                 if not isinstance(requirement, dict):
-                    problems.append(invalid(path, requirement, "must have a key, an operator and values"))
+                    problems.append(invalid(where, requirement, "must have a key, an operator and values"))
                     continue
                 problem = validation.node_selector_requirement(
                     str(requirement.get("key") or ""),
@@ -117,5 +112,5 @@ def _selector(selector: Any) -> list[str]:
                     field=kind == "matchFields",
                 )
                 if problem:
-                    problems.append(invalid(path, requirement, problem))
+                    problems.append(invalid(where, requirement, problem))
     return problems

@@ -4,6 +4,7 @@ emulator where a stand-in for the consumer's NamespaceOffloading controller answ
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import re
 from collections.abc import AsyncIterator
@@ -14,10 +15,13 @@ from tf.types import Unknown
 
 from provider.kube import Kube
 from provider.resources.offload import OffloadResource
-from runtime.api.crds import NAMESPACEOFFLOADINGS
+from runtime.api.crds import NAMESPACEOFFLOADINGS, NAMESPACEOFFLOADINGSETS
 from runtime.api.kinds import NAMESPACES
-from runtime.core import Client
+from runtime.controllers.offloading import namespaceoffloadingset
+from runtime.controllers.options import ControllerOptions
+from runtime.core import Client, Manager, Settings
 from runtime.operations import waits
+from runtime.operations.offloadset import set_name
 
 from . import harness
 from .harness import Provider
@@ -72,6 +76,27 @@ def requirement(operator: str, *values: str) -> list[dict[str, Any]]:
             "remote_namespace_name needs SelectedName",
             ["remote_namespace_name"],
         ),
+        ({"namespace": None}, "Missing namespace", ["namespace"]),
+        (
+            {"namespace_selector": "team=blue"},
+            "namespace and namespace_selector both set",
+            ["namespace_selector"],
+        ),
+        (
+            {"namespace": None, "namespace_selector": "size>1"},
+            "Invalid namespace_selector",
+            ["namespace_selector"],
+        ),
+        (
+            {
+                "namespace": None,
+                "namespace_selector": "team=blue",
+                "namespace_mapping_strategy": "SelectedName",
+                "remote_namespace_name": "teams",
+            },
+            "SelectedName with namespace_selector",
+            ["namespace_mapping_strategy"],
+        ),
         (
             {"cluster_selector_terms": requirement("In")},
             "Invalid cluster selector requirement",
@@ -90,6 +115,10 @@ def requirement(operator: str, *values: str) -> list[dict[str, Any]]:
         "selected-missing",
         "selected-reserved",
         "name-without-selected",
+        "neither-namespace-nor-selector",
+        "namespace-and-selector",
+        "numeric-selector",
+        "selected-name-with-selector",
         "in-without-values",
         "exists-with-values",
     ],
@@ -374,3 +403,70 @@ def test_a_refresh_of_a_cluster_that_is_gone_says_how_to_destroy_or_forget_it(go
         "forced delete drops a resource whose cluster cannot be reached from the state, and what it made stays "
         "there. Or forget the resource with `terraform state rm <address>` (its address is named above)."
     )
+
+
+@contextlib.asynccontextmanager
+async def set_controller(api: Client) -> AsyncIterator[None]:
+    """The runtime's own NamespaceOffloadingSet controller, over `api`."""
+    manager = Manager(api, settings=Settings(server=None))
+    namespaceoffloadingset.setup(manager, ControllerOptions())
+    task = asyncio.create_task(manager.run(), name="NamespaceOffloadingSet controller")
+    try:
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+async def test_a_selector_offloads_what_it_picks_and_refuses_what_is_offloaded_already(
+    provider: Provider, consumer: Client, controller: OffloadingBehaviour
+) -> None:
+    for name in ("shop", "cart"):
+        await consumer.create(NAMESPACES, {"metadata": {"name": name, "labels": {"team": "blue"}}})
+    element = resource(provider)
+    async with set_controller(consumer):
+        outcome = await offload(provider, namespace=None, namespace_selector="team=blue")
+        assert outcome.errors == [] and outcome.state is not None
+        state = outcome.state
+        assert state["id"] == set_name("team=blue")
+        assert (state["namespaces"], state["conflicts"], state["offloading_phase"]) == (
+            ["cart", "shop"],
+            {},
+            "Ready",
+        )
+        made = await consumer.get(NAMESPACEOFFLOADINGS, "offloading", namespace="shop")
+        assert made["metadata"]["labels"] == {"offloading.liqo.io/namespace-offloading-set": state["id"]}
+        assert (await asyncio.to_thread(harness.read, element, state)).state == state
+        # the cluster selector changes in place, in every namespace the set offloads
+        cfg = config(namespace=None, namespace_selector="team=blue", cluster_selector_terms=NORTH)
+        planned = harness.plan(element, cfg, prior=state)
+        assert planned.replace == [] and planned.state is not None
+        updated = await asyncio.to_thread(harness.update, element, state, planned.state, cfg)
+        assert updated.errors == [] and updated.state is not None
+        for name in ("cart", "shop"):
+            stored = await consumer.get(NAMESPACEOFFLOADINGS, "offloading", namespace=name)
+            assert stored["spec"]["clusterSelector"]["nodeSelectorTerms"][0]["matchExpressions"][0][
+                "values"
+            ] == ["north"]
+        # another selector picking the same namespaces, and the same selector again, are refused
+        [(summary, detail, path)] = (
+            await offload(provider, namespace=None, namespace_selector="team in (blue)")
+        ).errors
+        assert (summary, path) == ("Namespaces already offloaded", ["namespace_selector"])
+        assert f"cart (by NamespaceOffloadingSet {state['id']}), shop (by NamespaceOffloadingSet" in detail
+        assert "never takes one over" in detail
+        [(summary, detail, path)] = (
+            await offload(provider, namespace=None, namespace_selector="team==blue")
+        ).errors
+        assert (summary, path) == ("Namespaces already offloaded by this selector", ["namespace_selector"])
+        assert f"terraform import <address of this liqo_offload> {state['id']}" in detail
+        # import by the set's name
+        imported = await asyncio.to_thread(harness.import_, element, state["id"])
+        assert imported.state is not None and imported.state["namespace_selector"] == "team=blue"
+        assert imported.state["namespaces"] == ["cart", "shop"]
+        # destroy: every namespace unoffloaded, the set gone
+        deleted = await asyncio.to_thread(harness.delete, element, updated.state)
+        assert deleted.errors == [] and deleted.warnings == []
+        assert (await consumer.list(NAMESPACEOFFLOADINGS)).items == []
+        assert (await consumer.list(NAMESPACEOFFLOADINGSETS)).items == []

@@ -188,3 +188,19 @@ def test_offloading_strategy_and_selector_update_in_place_the_rest_replaces() ->
     ):
         result = OffloadingProvider().diff("liqo-demo", state, engine_state(offloading_inputs(**given)))
         assert result.replaces == replaced and result.delete_before_replace, given
+
+
+def test_an_offloading_made_before_namespace_selector_existed_is_not_replaced() -> None:
+    """A state written before the selector was an input has no namespace_selector; the component's new props
+    carry none for a namespace either, so an upgrade changes nothing."""
+    state = offloaded(offloading_inputs())
+    older = {
+        key: value
+        for key, value in state.items()
+        if key not in ("namespace_selector", "namespaces", "conflicts")
+    }
+    assert not OffloadingProvider().diff("liqo-demo", older, engine_state(offloading_inputs())).changes
+    result = OffloadingProvider().diff(
+        "liqo-demo", older, engine_state(offloading_inputs(namespace=None, namespace_selector="team=blue"))
+    )
+    assert result.replaces == ["namespace", "namespace_selector"]

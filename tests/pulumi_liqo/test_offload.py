@@ -58,6 +58,8 @@ def test_the_defaults_are_liqo_offload_s(monitor: RecordingMonitor) -> pulumi.Ou
             "clusterSelector": {"nodeSelectorTerms": []},
         }
         assert child.inputs["timeouts"] == {"create": 300.0, "update": 300.0, "delete": 300.0}
+        # a state written before namespace_selector existed has none: a value here would replace it
+        assert child.inputs.get("namespace_selector") is None
 
     return component.offloading_phase.apply(check)
 
@@ -201,8 +203,29 @@ def test_bad_input_fails_at_construction_naming_the_argument(
 
 
 def test_a_missing_namespace_is_named(monitor: RecordingMonitor) -> None:
-    with pytest.raises(ArgumentError, match="invalid argument namespace: it is required"):
-        pulumi_liqo.Offload("liqo-demo", {"kubeconfig": KUBECONFIG})  # type: ignore[typeddict-item]
+    with pytest.raises(
+        ArgumentError, match=r"invalid argument namespace: give namespace .* or namespace_selector"
+    ):
+        pulumi_liqo.Offload("liqo-demo", {"kubeconfig": KUBECONFIG})
+
+
+@pytest.mark.parametrize(
+    ("arguments", "argument", "fragment"),
+    [
+        ({"namespace": "a", "namespace_selector": "team=blue"}, "namespace", "exactly one of them"),
+        ({"namespace_selector": "replicas>1"}, "namespace_selector", "without '>' or '<'"),
+        (
+            {"namespace_selector": "team=blue", "namespace_mapping_strategy": "SelectedName"},
+            "namespace_mapping_strategy",
+            "with namespace_selector use DefaultName or EnforceSameName",
+        ),
+    ],
+)
+def test_a_selector_offload_is_checked_at_construction(
+    monitor: RecordingMonitor, arguments: dict[str, Any], argument: str, fragment: str
+) -> None:
+    with pytest.raises(ArgumentError, match=f"invalid argument {argument}: .*{fragment}"):
+        pulumi_liqo.Offload("teams", {"kubeconfig": KUBECONFIG, **arguments})  # type: ignore[typeddict-item]
 
 
 def test_a_bad_requirement_in_an_output_fails_once_known(monitor: RecordingMonitor) -> None:

@@ -9,6 +9,7 @@ import pytest
 from runtime.api.selectors import (
     NOTHING,
     SelectorError,
+    as_label_selector,
     label_selector,
     label_selector_matches,
     node_selector_matches,
@@ -151,3 +152,44 @@ def test_node_selector_terms_are_ored_and_bad_terms_skipped() -> None:
     assert not node_selector_matches({"nodeSelectorTerms": [bad]}, NODE)
     assert not node_selector_matches({"nodeSelectorTerms": []}, NODE)
     assert node_selector_matches(None, NODE)
+
+
+@pytest.mark.parametrize(
+    ("text", "wanted"),
+    [
+        ("team=blue", {"matchLabels": {"team": "blue"}}),
+        (
+            "team==blue,tier",
+            {"matchLabels": {"team": "blue"}, "matchExpressions": [{"key": "tier", "operator": "Exists"}]},
+        ),
+        ("team!=red", {"matchExpressions": [{"key": "team", "operator": "NotIn", "values": ["red"]}]}),
+        (
+            "env in (a,b),!legacy",
+            {
+                "matchExpressions": [
+                    {"key": "env", "operator": "In", "values": ["a", "b"]},
+                    {"key": "legacy", "operator": "DoesNotExist"},
+                ]
+            },
+        ),
+        ("", {}),
+    ],
+)
+def test_a_string_selector_becomes_the_label_selector_that_selects_alike(
+    text: str, wanted: dict[str, object]
+) -> None:
+    converted = as_label_selector(parse_selector(text))
+    assert converted == wanted
+    for labels in (
+        {"team": "blue"},
+        {"team": "red", "tier": "x"},
+        {"env": "a"},
+        {"env": "a", "legacy": "y"},
+        {},
+    ):
+        assert label_selector(converted).matches(labels) == parse_selector(text).matches(labels)
+
+
+def test_a_numeric_comparison_has_no_label_selector_form() -> None:
+    with pytest.raises(SelectorError, match="without '>' or '<'"):
+        as_label_selector(parse_selector("replicas>1"))

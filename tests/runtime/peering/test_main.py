@@ -27,6 +27,7 @@ CONTROLLERS = {
     "identity",
     "namespacemap",
     "namespaceoffloading",
+    "namespaceoffloadingset",
     "peering-token",
     "quota",
     "resourceslice",
@@ -108,7 +109,7 @@ def test_every_option_is_a_flag() -> None:
 async def test_the_controller_manager_leads_serves_health_and_stops_on_cancel(
     clusters: Clusters, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    assert len(SETUPS) == 16  # the gateway module sets up two controllers, one per side
+    assert len(SETUPS) == 17  # the gateway module sets up two controllers, one per side
     cluster = await clusters.cluster("rome", components=False)
     monkeypatch.setenv("POD_NAME", "liqo-controller-manager-abc")
     port = free_port()

@@ -11,7 +11,7 @@ import pytest
 
 from runtime.api import constants as c
 from runtime.forge.namespaceoffloading import namespace_offloading
-from runtime.webhook import namespaceoffloadings
+from runtime.webhook import namespaceoffloadings, namespaceoffloadingsets
 from runtime.webhook.pods import VIRTUAL_NODE_TOLERATION, merged_node_selector, offloadable_spec, pod_mutator
 from runtime.webhook.review import response
 
@@ -215,3 +215,49 @@ def test_the_mutator_patches_pods_refuses_them_without_offloading_and_ignores_a_
         "metadata": {**offloading["metadata"], "deletionTimestamp": "2024-01-01T00:00:00Z"},
     }
     assert mutate(admission(pod())).patch == []
+
+
+def set_review(namespace_selector: Any, cluster_selector: JSON | None = None) -> JSON:
+    template = {"clusterSelector": cluster_selector} if cluster_selector is not None else {}
+    return {
+        "uid": str(uuid.uuid4()),
+        "operation": "CREATE",
+        "object": {
+            "kind": "NamespaceOffloadingSet",
+            "metadata": {"name": "blue"},
+            "spec": {"namespaceSelector": namespace_selector, "template": template},
+        },
+    }
+
+
+@pytest.mark.parametrize(
+    ("namespace_selector", "cluster_selector", "problem"),
+    [
+        ({"matchLabels": {"team": "blue"}}, selector(requirement("In", "north")), None),
+        ({}, None, None),
+        ({"matchLabels": {"bad key!": "x"}}, None, "spec.namespaceSelector.matchLabels: Invalid value"),
+        (
+            {"matchExpressions": [{"key": "team", "operator": "In"}]},
+            None,
+            "spec.namespaceSelector.matchExpressions[0]: Invalid value",
+        ),
+        (
+            {"matchExpressions": [{"key": "team", "operator": "Exists", "values": ["x"]}]},
+            None,
+            "operator Exists takes no values",
+        ),
+        (
+            {"matchLabels": {"team": "blue"}},
+            selector(requirement("In")),
+            "spec.template.clusterSelector.nodeSelectorTerms[0].matchExpressions[0]",
+        ),
+    ],
+)
+def test_a_namespace_offloading_set_s_selectors_are_checked(
+    namespace_selector: Any, cluster_selector: JSON | None, problem: str | None
+) -> None:
+    problems = namespaceoffloadingsets.validate(set_review(namespace_selector, cluster_selector))
+    if problem is None:
+        assert problems == []
+    else:
+        assert any(problem in found for found in problems), problems

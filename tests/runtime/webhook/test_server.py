@@ -199,6 +199,10 @@ def test_url_mode_points_every_webhook_at_the_listen_address_keeping_its_path() 
             "caBundle": base64.b64encode(b"CA").decode(),
         },
         {
+            "url": "https://127.0.0.9:9443/validate/namespaceoffloadingsets",
+            "caBundle": base64.b64encode(b"CA").decode(),
+        },
+        {
             "url": "https://127.0.0.9:9443/validate/shadowpods",
             "caBundle": base64.b64encode(b"CA").decode(),
         },
