@@ -52,9 +52,11 @@ test: venv
 	  $(MAKE) --no-print-directory test-emulator; \
 	fi
 
-# Every test on the emulator (EMULATOR_MARKS, a marker expression, narrows them).
+# Every test on the emulator (EMULATOR_MARKS, a marker expression, narrows them), on EMULATOR_WORKERS pytest-xdist
+# workers (0: one after the other in a single pytest).
+EMULATOR_WORKERS ?= 0
 test-emulator: venv
-	$(BIN)/python -m pytest $(if $(EMULATOR_MARKS),-m "$(EMULATOR_MARKS)") $(PYTEST_ARGS)
+	$(BIN)/python -m pytest $(if $(EMULATOR_MARKS),-m "$(EMULATOR_MARKS)") -n $(EMULATOR_WORKERS) $(PYTEST_ARGS)
 
 # The real control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler) built from the
 # Go modules pinned in tools/realk8s into ~/.cache/liqo-iac/kubernetes/<version>/: minutes once, nothing after.
@@ -67,13 +69,14 @@ opentofu:
 	$(PYTHON) tools/opentofu/build.py
 
 # The real leg: the API behaviour suite against a real-binary cluster, then every test marked `cluster`
-# (conftest marks each test that starts playground clusters) in real-binary mode, OpenTofu's quick start among
-# them (OpenTofu is built first). Without Go, one line says it is skipped.
+# (conftest marks each test that starts playground clusters) in real-binary mode on REAL_WORKERS pytest-xdist
+# workers, OpenTofu's quick start among them (OpenTofu is built first). Without Go, one line says it is skipped.
+REAL_WORKERS ?= 0
 test-real: venv
 	@assets="$$($(PYTHON) tools/realk8s/build.py --skip-without-go)" || exit 1; \
 	[ -n "$$assets" ] || exit 0; \
 	$(PYTHON) tools/opentofu/build.py --skip-without-go >/dev/null || exit 1; \
-	KUBEBUILDER_ASSETS="$$assets" $(BIN)/python -m tests.realleg $(PYTEST_ARGS)
+	KUBEBUILDER_ASSETS="$$assets" $(BIN)/python -m tests.realleg --workers $(REAL_WORKERS) $(PYTEST_ARGS)
 
 lint: venv
 	$(BIN)/ruff check .

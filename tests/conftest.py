@@ -44,6 +44,9 @@ from playground.testing import Playground
 from tests.clustermarker import CLUSTER_MARKER, starts_clusters
 from tests.readable import forget_pytest_explanations, record_pytest_explanations, unreadable
 
+#: short temp paths when the suite runs on several workers (tests/parallel.py)
+pytest_plugins = ("tests.parallel",)
+
 #: diagnostics made since the last report that show an object's repr
 _unreadable_diagnostics: list[str] = []
 #: asyncio's reports of resources garbage-collected unclosed since the last report (their first lines)

@@ -1,6 +1,6 @@
 """The real leg of `make test`: what touches a cluster, against the real control plane.
 
-    KUBEBUILDER_ASSETS=DIR python -m tests.realleg [PYTEST_ARGS...]
+    KUBEBUILDER_ASSETS=DIR python -m tests.realleg [--workers N] [PYTEST_ARGS...]
 
 1. the API behaviour suite (`tests/apiserver`) against the real etcd and kube-apiserver
    alone, as envtest runs them (its conftest starts them when `KUBEBUILDER_ASSETS` is set),
@@ -11,7 +11,9 @@
    tests/playground/test_realnodes.py and tests/terraform/test_demo_real.py (the quick
    start with the runtime as containers). The other suites stay on agent nodes: real
    nodes would take CI past its time (docs/playground.md, "The real leg") and they were
-   written for agent nodes (their stand-in images, process pods).
+   written for agent nodes (their stand-in images, process pods). They run on `--workers`
+   pytest-xdist workers (default `WORKERS`; 0: one after the other in a single pytest):
+   they spend most of their time waiting on clusters, not on the CPU.
 
 Both run even when the first fails; the exit code is the first nonzero one. `make
 test-real` builds DIR first (`make real-k8s`).
@@ -19,6 +21,7 @@ test-real` builds DIR first (`make real-k8s`).
 
 from __future__ import annotations
 
+import argparse
 import os
 import subprocess
 import sys
@@ -29,6 +32,8 @@ from playground.cluster import AGENT_NODES_ENV
 from playground.realbinary import ASSETS_ENV, AssetsError, find_assets
 
 BEHAVIOUR_SUITE = "tests/apiserver"
+#: pytest-xdist workers for the cluster tests (docs/playground.md, "The real leg", has the timings)
+WORKERS = 0
 
 
 def pytest(args: Sequence[str], *, env: Mapping[str, str]) -> int:
@@ -36,6 +41,9 @@ def pytest(args: Sequence[str], *, env: Mapping[str, str]) -> int:
 
 
 def main(argv: Sequence[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tests.realleg", add_help=False, allow_abbrev=False)
+    parser.add_argument("--workers", type=int, default=WORKERS)
+    options, argv = parser.parse_known_args(argv)
     try:
         assets = find_assets(os.environ)
     except AssetsError as exc:
@@ -51,7 +59,8 @@ def main(argv: Sequence[str]) -> int:
     print(
         "real leg: every test marked `cluster`, in real-binary mode (real nodes where a test asks for them)"
     )
-    marked = pytest(["-m", "cluster", *argv], env={**os.environ, AGENT_NODES_ENV: "1"})
+    parallel = ["-n", str(options.workers), "--dist", "worksteal"] if options.workers else []
+    marked = pytest(["-m", "cluster", *parallel, *argv], env={**os.environ, AGENT_NODES_ENV: "1"})
     print(
         f"real leg: behaviour suite {'passed' if behaviour == 0 else 'FAILED'} in {halfway - started:.0f} s, "
         f"cluster tests {'passed' if marked == 0 else 'FAILED'} in {time.monotonic() - halfway:.0f} s"
