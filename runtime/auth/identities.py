@@ -38,11 +38,11 @@ import base64
 import logging
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 from runtime.api import constants as c
 from runtime.api.crds import TENANTS
 from runtime.api.kinds import NAMESPACES, ROLEBINDINGS, SERVICEACCOUNTS
+from runtime.api.objects import JSON
 from runtime.core import AlreadyExistsError, Client, Informer, NotFoundError, Resource
 from runtime.forge.credential import ClusterInfo, Credential, key_change_message, parse_rfc3339, rfc3339
 from runtime.forge.tenant import (
@@ -67,7 +67,6 @@ from .signatures import is_signed_by
 
 logger = logging.getLogger(__name__)
 
-JSON = dict[str, Any]
 
 #: the Tenant informer's index by `spec.clusterID`
 CLUSTER_ID_INDEX = "clusterID"

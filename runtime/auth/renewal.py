@@ -19,10 +19,10 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
 
 from runtime.api import constants as c
 from runtime.api.crds import TENANTS
+from runtime.api.objects import JSON
 from runtime.core import Client, ConflictError, Informer, NotFoundError
 from runtime.forge.credential import SignedAction, parse_rfc3339, rfc3339, signed_message
 
@@ -33,7 +33,6 @@ from .tokens import utc_now
 
 logger = logging.getLogger(__name__)
 
-JSON = dict[str, Any]
 
 #: how many times a signed request is re-checked when the Tenant changed under it
 _ATTEMPTS = 3

@@ -12,16 +12,14 @@ from __future__ import annotations
 import base64
 import binascii
 import datetime as dt
-from typing import Any
 
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from runtime.api import constants as c
+from runtime.api.objects import JSON
 from runtime.forge import certificates
 from runtime.forge.meta import metadata
-
-JSON = dict[str, Any]
 
 #: validity of the serving certificate (it is signed again at every start)
 CERTIFICATE_DAYS = 365

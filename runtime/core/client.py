@@ -35,6 +35,7 @@ from urllib.parse import urlencode, urlsplit
 
 import aiohttp
 
+from runtime.api.objects import JSON
 from runtime.api.resource import Resource as Resource
 
 from .errors import APIConnectionError, APIStatusError, GoneError, NotFoundError, status_error
@@ -51,7 +52,6 @@ from .transport import Certificate
 
 logger = logging.getLogger(__name__)
 
-JSON = dict[str, Any]
 JSONList = list[JSON]
 Query = list[tuple[str, str]]
 PatchType = Literal["merge", "json", "strategic"]

@@ -32,7 +32,9 @@ from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry, Counter
 
-from .client import JSON, Client, JSONList, Resource, WatchEvent
+from runtime.api.objects import JSON
+
+from .client import Client, JSONList, Resource, WatchEvent
 from .errors import APIConnectionError, APIError, GoneError, status_error
 from .settings import WatchingSettings
 from .store import Change, Store

@@ -25,7 +25,9 @@ import socket
 import uuid
 from datetime import UTC, datetime
 
-from .client import JSON, Client, Resource
+from runtime.api.objects import JSON
+
+from .client import Client, Resource
 from .errors import AlreadyExistsError, APIError, ConflictError, NotFoundError
 from .settings import LeaderElectionSettings
 

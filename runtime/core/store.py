@@ -15,7 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Literal
 
-JSON = dict[str, Any]
+from runtime.api.objects import JSON
+
 JSONList = list[JSON]
 #: ADDED, MODIFIED or DELETED, as the cache saw the change
 Change = tuple[Literal["ADDED", "MODIFIED", "DELETED"], JSON, JSON | None]

@@ -20,9 +20,10 @@ import json
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Final
 
 from runtime.api import constants as c
+from runtime.api.objects import JSON
 from runtime.core import Informer, Request, Result, TemporaryError
 from runtime.forge import cidrs, fabricrules, ipam
 from runtime.forge.networking import Cidrs
@@ -31,7 +32,6 @@ from .commands import CommandError, run
 
 logger = logging.getLogger(__name__)
 
-JSON = dict[str, Any]
 
 ROUTE_PROTOCOL: Final = "147"
 RESYNC = 30.0

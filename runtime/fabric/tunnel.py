@@ -24,9 +24,9 @@ import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from runtime.api.crds import CONNECTIONS
+from runtime.api.objects import JSON
 from runtime.core import Client, Informer, NotFoundError, Request, Result, TemporaryError
 from runtime.forge import cidrs, fabricrules, ipam
 from runtime.forge import networking as forge
@@ -39,7 +39,6 @@ from .wireguard import Device, Peer
 
 logger = logging.getLogger(__name__)
 
-JSON = dict[str, Any]
 
 FIELD_MANAGER = "liqo-gateway"
 #: WireGuard rekeys every 2 minutes while traffic flows, and keepalives make traffic: older means the peer is gone

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-JSON = dict[str, Any]
+from runtime.api.objects import JSON
 
 #: what `GET /v1/cluster` answers in `runtime`, so a consumer knows it talks to this runtime (the
 #: product's name on the wire, whichever distribution carries it)

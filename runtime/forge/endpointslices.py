@@ -30,15 +30,14 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Container, Sequence
-from typing import Any, Final
+from typing import Final
 
 from runtime.api import constants as c
 from runtime.api.crds import SHADOWENDPOINTSLICES
+from runtime.api.objects import JSON
 
 from .cidrs import CidrError, Network, address
 from .meta import metadata_differs, reflected_metadata
-
-JSON = dict[str, Any]
 
 #: an address on the consumer -> the address the provider reaches it at (the network fabric's job)
 Translate = Callable[[str], str]

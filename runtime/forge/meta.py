@@ -3,11 +3,8 @@ objects the virtual kubelet reflects to a provider (`reflection_labels`, `is_ref
 
 from __future__ import annotations
 
-from typing import Any
-
 from runtime.api import constants as c
-
-JSON = dict[str, Any]
+from runtime.api.objects import JSON
 
 
 def labels(component: str, **extra: str) -> dict[str, str]:

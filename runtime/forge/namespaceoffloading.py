@@ -16,11 +16,10 @@ from typing import Any
 
 from runtime.api import constants as c
 from runtime.api.crds import NAMESPACEOFFLOADINGS
+from runtime.api.objects import JSON
 from runtime.api.selectors import node_selector_matches
 
 from .namespaces import current_mapping, desired_mapping
-
-JSON = dict[str, Any]
 
 READY = "Ready"
 _REQUIRED = (

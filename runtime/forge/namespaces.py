@@ -23,14 +23,13 @@ from typing import Any, Final
 
 from runtime.api import constants as c
 from runtime.api.crds import NAMESPACEMAPS
+from runtime.api.objects import JSON
 
 from . import podsecurity
 from .meta import labels
 from .podsecurity import Level
 from .rbac import RBAC_GROUP, REMOTE_OFFLOADING_ROLE
 from .tenant import CONSUMER_SERVICE_ACCOUNT
-
-JSON = dict[str, Any]
 
 COMPONENT = "offloading"
 MAX_NAMESPACE: Final = 63

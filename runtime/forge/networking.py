@@ -24,11 +24,10 @@ from typing import Any, Final, Literal
 from runtime.api import constants as c
 from runtime.api.crds import CONFIGURATIONS, CONNECTIONS, GATEWAYCLIENTS, GATEWAYSERVERS, NETWORKS, PUBLICKEYS
 from runtime.api.image import component_command
+from runtime.api.objects import JSON
 
 from . import cidrs
 from .meta import labels, metadata
-
-JSON = dict[str, Any]
 
 GatewayMode = Literal["server", "client"]
 

@@ -11,8 +11,6 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
-JSON = Mapping[str, Any]
-
 #: node address types, most reachable from other clusters first (Liqo's `preferOrder`)
 ADDRESS_TYPES = ("ExternalDNS", "ExternalIP", "InternalDNS", "InternalIP", "Hostname")
 #: the labels that mark control-plane nodes, in the order Liqo looks for them
@@ -25,7 +23,7 @@ CONTROL_PLANE_LABELS = (
 API_SERVER_PORT = 6443
 
 
-def node_address(node: JSON) -> tuple[str, str] | None:
+def node_address(node: Mapping[str, Any]) -> tuple[str, str] | None:
     """(type, address) of the node's most reachable address, in `ADDRESS_TYPES` order; None if it has none."""
     addresses = (node.get("status") or {}).get("addresses") or []
     for address_type in ADDRESS_TYPES:
@@ -35,7 +33,7 @@ def node_address(node: JSON) -> tuple[str, str] | None:
     return None
 
 
-def control_plane_nodes(nodes: Iterable[JSON]) -> list[JSON]:
+def control_plane_nodes(nodes: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     """The nodes with the first control-plane label any node has (Liqo's `getMasterNodes`)."""
     listed = list(nodes)
     for label in CONTROL_PLANE_LABELS:
@@ -56,7 +54,7 @@ def names_loopback(server: str) -> bool:
         return False
 
 
-def api_server_url(kubeconfig_server: str, nodes: Iterable[JSON]) -> str:
+def api_server_url(kubeconfig_server: str, nodes: Iterable[Mapping[str, Any]]) -> str:
     """The API server URL other clusters are given, when none is configured.
 
     The kubeconfig's server, unless it names a loopback address: a local cluster

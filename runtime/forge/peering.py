@@ -16,13 +16,12 @@ from typing import Any, Final
 
 from runtime.api import constants as c
 from runtime.api.crds import FOREIGNCLUSTERS
+from runtime.api.objects import JSON
 
 from . import podsecurity
 from .meta import metadata
 from .podsecurity import Level
 from .resourceslice import CPU, MEMORY, PODS
-
-JSON = dict[str, Any]
 
 #: the ForeignCluster resource keys front ends have dedicated attributes for (the rest are extended resources)
 EPHEMERAL_STORAGE = "ephemeral-storage"

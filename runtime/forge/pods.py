@@ -45,14 +45,13 @@ from urllib.parse import urlsplit
 
 from runtime.api import constants as c
 from runtime.api.crds import SHADOWPODS
+from runtime.api.objects import JSON
 
 from . import podsecurity
 from .configmaps import ROOT_CA_CONFIGMAP, remote_configmap_name
 from .meta import reflection_labels
 from .podsecurity import DEFAULT_LEVEL, Level
 from .serviceaccounts import TokenProjection, token_projections, token_secret_name
-
-JSON = dict[str, Any]
 
 #: fields of a pod spec that speak of the consumer's nodes and scheduling, dropped on the way out
 SCHEDULING_FIELDS: Final = (

@@ -21,17 +21,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from fractions import Fraction
-from typing import Any, Final, Literal, get_args
+from typing import Final, Literal, get_args
 
 from runtime.api import constants as c
 from runtime.api.crds import QUOTAS
+from runtime.api.objects import JSON
 from runtime.api.quantity import Quantity
 
 from .meta import metadata
 from .pods import provider_pod_spec
 from .resourceslice import Amounts, amounts, formatted, pod_requests, total
-
-JSON = dict[str, Any]
 
 Enforcement = Literal["None", "Soft", "Hard"]
 ENFORCEMENTS: Final[tuple[Enforcement, ...]] = get_args(Enforcement)

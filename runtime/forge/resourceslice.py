@@ -35,11 +35,11 @@ from typing import Any
 
 from runtime.api import constants as c
 from runtime.api.crds import RESOURCESLICES
+from runtime.api.objects import JSON
 from runtime.api.quantity import Format, Quantity, parse_quantity
 
 from .conditions import condition, find, is_true
 
-JSON = dict[str, Any]
 #: resource name -> amount
 Amounts = dict[str, Quantity]
 

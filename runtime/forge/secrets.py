@@ -12,14 +12,13 @@ not this module's: a consumer Secret whose copy would take one's name is refused
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Final
 
 from runtime.api import constants as c
+from runtime.api.objects import JSON
 
 from .configmaps import must_recreate, payload_differs
 from .meta import reflected_metadata
-
-JSON = dict[str, Any]
 
 SERVICE_ACCOUNT_TOKEN: Final = "kubernetes.io/service-account-token"
 SERVICE_ACCOUNT_NAME: Final = "kubernetes.io/service-account.name"

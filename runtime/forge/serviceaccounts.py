@@ -20,10 +20,9 @@ from datetime import datetime, timedelta
 from typing import Any, Final
 
 from runtime.api import constants as c
+from runtime.api.objects import JSON
 
 from .meta import reflection_labels
-
-JSON = dict[str, Any]
 
 #: a projected token's lifetime when the pod names none (the API's default)
 DEFAULT_EXPIRATION: Final = 3607

@@ -23,13 +23,12 @@ again and again.
 from __future__ import annotations
 
 import copy
-from typing import Any, Final, Literal, get_args
+from typing import Final, Literal, get_args
 
 from runtime.api import constants as c
+from runtime.api.objects import JSON
 
 from .meta import metadata_differs, reflected_metadata
-
-JSON = dict[str, Any]
 
 #: the spec fields a copy takes from the consumer's Service as they are
 CARRIED: Final = (

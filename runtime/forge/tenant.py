@@ -10,15 +10,13 @@ tenant namespace only, which is all it may touch on the provider.
 from __future__ import annotations
 
 import hashlib
-from typing import Any
 
 from runtime.api import constants as c
 from runtime.api.crds import TENANTS
+from runtime.api.objects import JSON
 
 from .meta import metadata
 from .rbac import RBAC_GROUP, REMOTE_CONSUMER_ROLE
-
-JSON = dict[str, Any]
 
 COMPONENT = "tenant"
 #: the consumer's ServiceAccount in its tenant namespace (its credential is a token of it)

@@ -26,11 +26,10 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from runtime.api import constants as c
+from runtime.api.objects import JSON
 
 from .credential import parse_rfc3339, rfc3339
 from .meta import metadata
-
-JSON = dict[str, Any]
 
 TOKEN_BYTES = 32
 #: how long a token is accepted when its issuer does not say (a kubeadm bootstrap token's default too): long

@@ -22,12 +22,13 @@ cluster-scoped object cannot have a namespaced owner), so the controller deletes
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Final
 
 from runtime.api import constants as c
 from runtime.api import validation
 from runtime.api.crds import VIRTUALNODES
 from runtime.api.image import component_command, runtime_image
+from runtime.api.objects import JSON
 
 from . import podsecurity
 from .install import HEALTH_PORT
@@ -41,8 +42,6 @@ from .rbac import (
     virtual_kubelet_rules,
 )
 from .reflection import ReflectionOptions
-
-JSON = dict[str, Any]
 
 COMPONENT = "virtual-kubelet"
 CONTAINER = "virtual-kubelet"

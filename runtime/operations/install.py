@@ -34,6 +34,7 @@ from typing import Any, Final
 
 from runtime.api import constants as c
 from runtime.api import crds, kinds
+from runtime.api.objects import JSON
 from runtime.api.resource import Resource
 from runtime.auth.endpoint import Endpoint, auth_endpoint
 from runtime.core import APIStatusError, Client, InvalidError, NotFoundError
@@ -55,7 +56,6 @@ from .waits import NEVER, POLL_INTERVAL, POLL_MAX_INTERVAL, Stop, wait_until
 
 logger = logging.getLogger(__name__)
 
-JSON = dict[str, Any]
 
 #: InstallOptions' defaults (`runtime.forge.install`): the one place they are written
 _OPTION_DEFAULTS: Final[dict[str, str | int]] = {

@@ -26,6 +26,7 @@ from typing import Any, Final
 from runtime.api import constants as c
 from runtime.api.crds import FOREIGNCLUSTERS
 from runtime.api.kinds import NODES, SECRETS
+from runtime.api.objects import JSON
 from runtime.core import APIConnectionError, Client, NotFoundError
 from runtime.forge import conditions, podsecurity
 from runtime.forge import credential as contract
@@ -49,7 +50,6 @@ from .waits import (
 
 logger = logging.getLogger(__name__)
 
-JSON = dict[str, Any]
 
 #: reasons of the Ready condition a wait cannot fix: the spec, the token or the provider's answer must change
 DEFINITIVE: Final = frozenset(

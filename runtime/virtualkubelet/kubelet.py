@@ -37,7 +37,6 @@ import binascii
 import logging
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import yaml
 from prometheus_client import CollectorRegistry
@@ -45,6 +44,7 @@ from prometheus_client import CollectorRegistry
 from runtime.api import constants as c
 from runtime.api.crds import CONFIGURATIONS, NAMESPACEMAPS, VIRTUALNODES
 from runtime.api.kinds import NODES, PODS, SECRETS
+from runtime.api.objects import JSON
 from runtime.core import (
     APIConnectionError,
     APIStatusError,
@@ -86,8 +86,6 @@ from .remote import CredentialRemote
 from .translation import AddressTranslator, RemappingTranslator
 
 logger = logging.getLogger(__name__)
-
-JSON = dict[str, Any]
 
 
 class VirtualKubeletError(Exception):

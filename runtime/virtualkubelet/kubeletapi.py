@@ -33,7 +33,7 @@ import logging
 import ssl
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from typing import Any, Protocol
+from typing import Protocol
 
 from aiohttp import web
 
@@ -45,7 +45,6 @@ from runtime.forge import certificates
 
 logger = logging.getLogger(__name__)
 
-JSON = dict[str, Any]
 
 #: the PodLogOptions the API server passes on, forwarded to the provider as they are
 LOG_OPTIONS = ("follow", "previous", "timestamps", "tailLines", "limitBytes", "sinceSeconds", "sinceTime")

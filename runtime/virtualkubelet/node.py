@@ -35,6 +35,7 @@ from typing import Any
 from runtime.api import constants as c
 from runtime.api.image import package_version
 from runtime.api.kinds import NODES
+from runtime.api.objects import JSON
 from runtime.core import AlreadyExistsError, Client, Request, Result, Store
 from runtime.forge import nodestatus
 
@@ -42,7 +43,6 @@ from .health import Health, HealthChecker
 
 logger = logging.getLogger(__name__)
 
-JSON = dict[str, Any]
 
 OPERATING_SYSTEM = "linux"
 ARCHITECTURE = "amd64"

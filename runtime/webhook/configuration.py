@@ -21,10 +21,9 @@ from urllib.parse import urlsplit
 
 from runtime.api.constants import FIELD_MANAGER_WEBHOOK
 from runtime.api.kinds import MUTATINGWEBHOOKS, VALIDATINGWEBHOOKS
+from runtime.api.objects import JSON
 from runtime.api.resource import Resource
 from runtime.core import APIError, Client, ConflictError, NotFoundError
-
-from .review import JSON
 
 logger = logging.getLogger(__name__)
 

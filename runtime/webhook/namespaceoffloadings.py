@@ -20,8 +20,9 @@ from typing import Any
 
 from runtime.api import constants as c
 from runtime.api import validation
+from runtime.api.objects import JSON
 
-from .review import JSON, forbidden, invalid
+from .review import forbidden, invalid
 
 
 def _spec(obj: JSON | None) -> JSON:

@@ -28,9 +28,10 @@ from collections.abc import Callable
 from typing import Any
 
 from runtime.api import constants as c
+from runtime.api.objects import JSON
 from runtime.forge import namespaceoffloading as forge
 
-from .review import JSON, Mutation, forbidden
+from .review import Mutation, forbidden
 
 #: namespace -> its NamespaceOffloading (None: there is none)
 Lookup = Callable[[str], JSON | None]

@@ -16,9 +16,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from runtime.api.objects import JSON
 from runtime.core import jsonbody
 
-JSON = dict[str, Any]
 API_VERSION = "admission.k8s.io/v1"
 #: how deep a review may nest: deeper is refused before any handler walks it
 MAX_DEPTH = jsonbody.MAX_DEPTH

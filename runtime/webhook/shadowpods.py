@@ -33,6 +33,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from runtime.api.objects import JSON
 from runtime.core import Store
 from runtime.forge import pods as forge_pods
 from runtime.forge import podsecurity
@@ -40,7 +41,7 @@ from runtime.forge import quota as forge
 from runtime.forge.quota import Usage
 from runtime.forge.resourceslice import Amounts, total
 
-from .review import JSON, forbidden
+from .review import forbidden
 
 #: how long an admitted ShadowPod is counted from memory while the cache does not show it
 ASSUMED_FOR = 30.0

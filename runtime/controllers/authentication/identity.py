@@ -25,11 +25,11 @@ from __future__ import annotations
 import contextlib
 import logging
 from datetime import UTC, datetime
-from typing import Any
 
 from runtime.api import constants as c
 from runtime.api.crds import FOREIGNCLUSTERS, IDENTITIES
 from runtime.api.kinds import CONFIGMAPS, SECRETS
+from runtime.api.objects import JSON
 from runtime.core import Client, Informer, Manager, MapFunc, Request, Result, TemporaryError
 from runtime.forge import conditions
 
@@ -42,7 +42,6 @@ from ..options import ControllerOptions
 
 logger = logging.getLogger(__name__)
 
-JSON = dict[str, Any]
 
 NAME = "identity"
 #: bounds of the delay between failed renewals

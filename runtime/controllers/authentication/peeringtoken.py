@@ -27,9 +27,9 @@ from datetime import datetime
 from runtime.api import constants as c
 from runtime.api.crds import TENANTS
 from runtime.api.kinds import SECRETS
+from runtime.api.objects import JSON
 from runtime.auth.tokens import utc_now
 from runtime.core import Client, Informer, Manager, NotFoundError, Request, Result
-from runtime.core.client import JSON
 from runtime.forge.tokens import bound_consumer, tenant_token, token_expiry
 
 from ..options import ControllerOptions

@@ -23,11 +23,11 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Iterable
-from typing import Any
 
 from runtime.api import constants as c
 from runtime.api.crds import QUOTAS, RESOURCESLICES, TENANTS
 from runtime.api.kinds import CONFIGMAPS, NODES, PODS
+from runtime.api.objects import JSON
 from runtime.core import (
     Client,
     Informer,
@@ -48,7 +48,6 @@ from ..options import ControllerOptions
 
 logger = logging.getLogger(__name__)
 
-JSON = dict[str, Any]
 
 NAME = "resourceslice"
 #: how soon a slice is looked at again while the cluster identity ConfigMap is missing

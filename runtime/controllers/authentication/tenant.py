@@ -41,6 +41,7 @@ from typing import Any
 from runtime.api import constants as c
 from runtime.api.crds import IDENTITIES, QUOTAS, RESOURCESLICES, TENANTS
 from runtime.api.kinds import NAMESPACES, ROLEBINDINGS, SERVICEACCOUNTS
+from runtime.api.objects import JSON
 from runtime.core import (
     APIError,
     Client,
@@ -72,7 +73,6 @@ from ..options import ControllerOptions
 
 logger = logging.getLogger(__name__)
 
-JSON = dict[str, Any]
 
 NAME = "tenant"
 

@@ -48,6 +48,7 @@ import aiohttp
 from cryptography import x509
 
 from runtime.api import constants as c
+from runtime.api.objects import JSON
 from runtime.core import jsonbody
 from runtime.core.failures import UNREACHABLE, address_of, transport_failure
 from runtime.forge import certificates
@@ -56,7 +57,6 @@ from runtime.forge.peering import trusted_key_of
 
 logger = logging.getLogger(__name__)
 
-JSON = dict[str, Any]
 Signer = Callable[[bytes], bytes]
 
 #: how much of the answer's text goes into a message when it is not the contract's JSON

@@ -34,12 +34,12 @@ import hashlib
 import logging
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from runtime.api import constants as c
 from runtime.api.kinds import NAMESPACES, SECRETS
+from runtime.api.objects import JSON
 from runtime.controllers.options import ControllerOptions
 from runtime.core import AlreadyExistsError, Client, EventRecorder, NotFoundError
 from runtime.forge import conditions
@@ -54,7 +54,6 @@ from .status import Step, done, failed, waiting
 
 logger = logging.getLogger(__name__)
 
-JSON = dict[str, Any]
 
 #: a credential closer to its expiry than this is not used: authenticate again
 EXPIRY_MARGIN = timedelta(seconds=10)

@@ -9,18 +9,16 @@ Secret is written first: an Identity never points at a credential older than its
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
 from runtime.api import constants as c
 from runtime.api.crds import IDENTITIES
 from runtime.api.kinds import SECRETS
+from runtime.api.objects import JSON
 from runtime.core import Client
 from runtime.forge import conditions
 from runtime.forge import credential as contract
 
 from . import objects
-
-JSON = dict[str, Any]
 
 
 async def store_credential(

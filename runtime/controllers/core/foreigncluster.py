@@ -24,11 +24,11 @@ import contextlib
 import logging
 from collections.abc import Iterable
 from datetime import UTC, datetime
-from typing import Any
 
 from runtime.api import constants as c
 from runtime.api.crds import FOREIGNCLUSTERS, IDENTITIES, TENANTS, VIRTUALNODES
 from runtime.api.kinds import CONFIGMAPS, NAMESPACES, SECRETS
+from runtime.api.objects import JSON
 from runtime.controllers.options import ControllerOptions
 from runtime.core import (
     APIError,
@@ -54,7 +54,6 @@ from .unpeer import Unpeering
 
 logger = logging.getLogger(__name__)
 
-JSON = dict[str, Any]
 
 NAME = "foreigncluster"
 EVENT_COMPONENT = "liqo-controller-manager"

@@ -11,16 +11,14 @@ from __future__ import annotations
 
 import base64
 import binascii
-from typing import Any
 
 from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from runtime.api import constants as c
+from runtime.api.objects import JSON
 from runtime.forge.meta import metadata
-
-JSON = dict[str, Any]
 
 #: data keys of the Secret: the PKCS#8 PEM private key, and the raw public key (base64 in the Secret)
 PRIVATE_KEY = "privateKey"

@@ -19,10 +19,10 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any
 
 from runtime.api import constants as c
 from runtime.api.crds import RESOURCESLICES
+from runtime.api.objects import JSON
 from runtime.core import APIConnectionError, Client, ForbiddenError, NotFoundError, UnauthorizedError
 from runtime.core.failures import explain
 from runtime.core.kubeconfig import KubeconfigError, load_kubeconfig_dict
@@ -34,7 +34,6 @@ from .status import Step, done, failed, waiting
 
 logger = logging.getLogger(__name__)
 
-JSON = dict[str, Any]
 
 #: how soon a provider that failed to answer is tried again
 UNREACHABLE_RETRY = 2.0

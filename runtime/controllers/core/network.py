@@ -17,6 +17,7 @@ import logging
 from typing import Any
 
 from runtime.api.crds import CONFIGURATIONS, CONNECTIONS, GATEWAYCLIENTS, GATEWAYSERVERS, PUBLICKEYS
+from runtime.api.objects import JSON
 from runtime.core import APIConnectionError, APIError, Client, NotFoundError
 from runtime.forge import ipam
 from runtime.forge import networking as forge
@@ -28,7 +29,6 @@ from .status import Step, done, failed, waiting
 
 logger = logging.getLogger(__name__)
 
-JSON = dict[str, Any]
 
 FIELD_MANAGER = "liqo-network-exchange"
 REASON_PENDING = "NetworkPending"

@@ -12,16 +12,14 @@ from __future__ import annotations
 import base64
 import json
 from datetime import datetime, timedelta
-from typing import Any
 
 import yaml
 
 from runtime.api import constants as c
 from runtime.api.crds import IDENTITIES
+from runtime.api.objects import JSON
 from runtime.forge import credential as contract
 from runtime.forge.meta import metadata
-
-JSON = dict[str, Any]
 
 
 def credential_secret_name(provider: str) -> str:

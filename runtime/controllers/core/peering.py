@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
 
 from runtime.api import constants as c
+from runtime.api.objects import JSON
 from runtime.core import Store
 from runtime.forge import podsecurity
 from runtime.forge.certificates import is_key_fingerprint
@@ -23,8 +23,6 @@ from runtime.forge.tenant import tenant_namespace_name
 
 from .authclient import InvalidAuthURLError, check_url
 from .status import Step
-
-JSON = dict[str, Any]
 
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 

@@ -26,12 +26,10 @@ writes nothing.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from runtime.api import constants as c
+from runtime.api.objects import JSON
 from runtime.forge import conditions
-
-JSON = dict[str, Any]
 
 NONE = "None"
 PENDING = "Pending"

@@ -29,11 +29,11 @@ import contextlib
 import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
 from runtime.api import constants as c
 from runtime.api.crds import FOREIGNCLUSTERS, IDENTITIES, VIRTUALNODES
 from runtime.api.kinds import NAMESPACES, SECRETS
+from runtime.api.objects import JSON
 from runtime.controllers.options import ControllerOptions
 from runtime.core import APIError, Client, EventRecorder, NotFoundError, Result, TemporaryError
 from runtime.core.failures import explain
@@ -45,7 +45,6 @@ from .peering import Caches, LocalCluster, PeeringSpec
 
 logger = logging.getLogger(__name__)
 
-JSON = dict[str, Any]
 
 #: how soon the VirtualNode's deletion is checked again (its informer event usually comes first)
 VIRTUAL_NODE_RECHECK = 0.5

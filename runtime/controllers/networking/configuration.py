@@ -27,11 +27,11 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
-from typing import Any
 
 from runtime.api import constants as c
 from runtime.api.crds import CONFIGURATIONS, NETWORKS
 from runtime.api.kinds import CONFIGMAPS, NODES
+from runtime.api.objects import JSON
 from runtime.core import (
     AlreadyExistsError,
     Client,
@@ -50,7 +50,6 @@ from ..options import ControllerOptions
 
 logger = logging.getLogger(__name__)
 
-JSON = dict[str, Any]
 
 NAME = "configuration"
 FIELD_MANAGER = "liqo-ipam"

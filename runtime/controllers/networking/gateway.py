@@ -17,7 +17,6 @@ import asyncio
 import base64
 import contextlib
 import logging
-from typing import Any
 
 from runtime.api import constants as c
 from runtime.api.crds import GATEWAYCLIENTS, GATEWAYSERVERS
@@ -31,6 +30,7 @@ from runtime.api.kinds import (
     SERVICEACCOUNTS,
     SERVICES,
 )
+from runtime.api.objects import JSON
 from runtime.api.resource import Resource
 from runtime.core import AlreadyExistsError, Client, Informer, Manager, Request, Result
 from runtime.forge import networking as forge
@@ -42,7 +42,6 @@ from ..options import ControllerOptions
 
 logger = logging.getLogger(__name__)
 
-JSON = dict[str, Any]
 
 FIELD_MANAGER = "liqo-gateway-controller"
 ENDPOINT_WAIT = 1.0

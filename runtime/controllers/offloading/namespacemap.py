@@ -16,11 +16,11 @@ unreachable provider leaves the local status as it was last seen.
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from runtime.api import constants as c
 from runtime.api.crds import NAMESPACEMAPS, VIRTUALNODES
 from runtime.api.kinds import CONFIGMAPS, SECRETS
+from runtime.api.objects import JSON
 from runtime.core import (
     APIConnectionError,
     APIError,
@@ -45,7 +45,6 @@ from ..options import ControllerOptions
 
 logger = logging.getLogger(__name__)
 
-JSON = dict[str, Any]
 
 NAME = "namespacemap"
 #: how soon a map whose credential or identity is missing is looked at again

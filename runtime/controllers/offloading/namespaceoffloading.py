@@ -35,11 +35,11 @@ from __future__ import annotations
 import contextlib
 import logging
 from datetime import UTC, datetime
-from typing import Any
 
 from runtime.api import constants as c
 from runtime.api.crds import NAMESPACEMAPS, NAMESPACEOFFLOADINGS
 from runtime.api.kinds import CONFIGMAPS, NAMESPACES, NODES, PODS
+from runtime.api.objects import JSON
 from runtime.core import (
     Client,
     EventRecorder,
@@ -63,7 +63,6 @@ from .namespacemap import is_consumer_map, namespace_map_selector
 
 logger = logging.getLogger(__name__)
 
-JSON = dict[str, Any]
 
 NAME = "namespaceoffloading"
 EVENT_COMPONENT = "liqo-controller-manager"

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from typing import Any
 
 from runtime.api import constants as c
 from runtime.api.crds import QUOTAS, SHADOWPODS
@@ -26,7 +25,6 @@ from ..options import ControllerOptions
 
 logger = logging.getLogger(__name__)
 
-JSON = dict[str, Any]
 
 NAME = "quota"
 

@@ -24,11 +24,11 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
-from typing import Any
 
 from runtime.api import constants as c
 from runtime.api.crds import NETWORKS, SHADOWENDPOINTSLICES
 from runtime.api.kinds import ENDPOINTSLICES, NAMESPACES
+from runtime.api.objects import JSON
 from runtime.core import (
     AlreadyExistsError,
     Client,
@@ -47,7 +47,6 @@ from ..options import ControllerOptions
 
 logger = logging.getLogger(__name__)
 
-JSON = dict[str, Any]
 
 NAME = "shadowendpointslice"
 EVENT_COMPONENT = "liqo-controller-manager"

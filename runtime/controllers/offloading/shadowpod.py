@@ -31,11 +31,11 @@ import contextlib
 import dataclasses
 import logging
 from datetime import UTC, datetime
-from typing import Any
 
 from runtime.api import constants as c
 from runtime.api.crds import SHADOWPODS, TENANTS
 from runtime.api.kinds import NAMESPACES, PODS
+from runtime.api.objects import JSON
 from runtime.core import (
     AlreadyExistsError,
     Client,
@@ -53,7 +53,6 @@ from ..options import ControllerOptions
 
 logger = logging.getLogger(__name__)
 
-JSON = dict[str, Any]
 
 NAME = "shadowpod"
 CONDITION_ACCEPTED = "Accepted"

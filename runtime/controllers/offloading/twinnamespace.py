@@ -34,11 +34,11 @@ import asyncio
 import contextlib
 import logging
 from datetime import UTC, datetime
-from typing import Any
 
 from runtime.api import constants as c
 from runtime.api.crds import NAMESPACEMAPS, TENANTS
 from runtime.api.kinds import NAMESPACES, ROLEBINDINGS
+from runtime.api.objects import JSON
 from runtime.core import (
     AlreadyExistsError,
     Client,
@@ -59,7 +59,6 @@ from ..options import ControllerOptions
 
 logger = logging.getLogger(__name__)
 
-JSON = dict[str, Any]
 
 NAME = "twinnamespace"
 EVENT_COMPONENT = "liqo-controller-manager"

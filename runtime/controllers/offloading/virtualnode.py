@@ -41,6 +41,7 @@ from runtime.api.kinds import (
     ROLES,
     SERVICEACCOUNTS,
 )
+from runtime.api.objects import JSON
 from runtime.core import (
     AlreadyExistsError,
     APIError,
@@ -65,7 +66,6 @@ from .namespacemap import namespace_map_selector
 
 logger = logging.getLogger(__name__)
 
-JSON = dict[str, Any]
 
 NAME = "virtualnode"
 #: how often a deletion waiting for the virtual kubelet's Deployment looks again (its removal also wakes it)

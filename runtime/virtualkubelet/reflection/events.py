@@ -23,10 +23,10 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Sequence
-from typing import Any
 
 from runtime.api import constants as c
 from runtime.api.kinds import CONFIGMAPS, ENDPOINTSLICES, EVENTS, INGRESSES, SECRETS, SERVICES
+from runtime.api.objects import JSON
 from runtime.core import AlreadyExistsError, Manager, NotFoundError, Request, Resource, Result, Store
 from runtime.forge import configmaps
 from runtime.forge import events as forge
@@ -37,7 +37,6 @@ from .outgoing import ReflectionContext
 
 logger = logging.getLogger(__name__)
 
-JSON = dict[str, Any]
 
 #: the consumer's kinds an Event may speak of, and where their objects are cached (pods: cluster-wide)
 _NAMESPACED: dict[tuple[str, str], Resource] = {

@@ -16,19 +16,17 @@ All three are `OutgoingReflector`s (`runtime.forge.services`, `.endpointslices`,
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
 
 from runtime.api import constants as c
 from runtime.api.crds import SHADOWENDPOINTSLICES
 from runtime.api.kinds import ENDPOINTSLICES, INGRESSES, SERVICES
+from runtime.api.objects import JSON
 from runtime.core import Manager, Store
 from runtime.forge import endpointslices, ingresses, services
 from runtime.forge.meta import is_skipped
 
 from .generic import NamespacePair, Watched
 from .outgoing import OutgoingReflector, ReflectionContext
-
-JSON = dict[str, Any]
 
 #: the API server's own Service, never reflected
 KUBERNETES_SERVICE = ("default", "kubernetes")

@@ -32,11 +32,11 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
 from runtime.api import constants as c
 from runtime.api.crds import SHADOWPODS
 from runtime.api.kinds import PODS, SECRETS, SERVICEACCOUNTS
+from runtime.api.objects import JSON
 from runtime.core import (
     AlreadyExistsError,
     APIStatusError,
@@ -63,7 +63,6 @@ from .metrics import ReflectionMetrics
 
 logger = logging.getLogger(__name__)
 
-JSON = dict[str, Any]
 
 _REMOTE_PODS = f"{c.LABEL_REFLECTION_MANAGED_BY}={c.MANAGED_BY_SHADOWPOD}"
 
