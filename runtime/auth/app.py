@@ -38,9 +38,10 @@ from aiohttp.typedefs import Middleware
 
 from runtime.api import constants as c
 from runtime.api.objects import JSON
+from runtime.api.timestamps import parse_rfc3339
 from runtime.core import APIError, jsonbody
 from runtime.forge import credential as contract
-from runtime.forge.credential import ClusterInfo, cluster_info, error_body, identity_response, parse_rfc3339
+from runtime.forge.credential import ClusterInfo, cluster_info, error_body, identity_response
 
 from .errors import AuthError, InvalidRequestError, TooManyRequestsError
 from .identities import IdentityIssuer, IdentityRequest

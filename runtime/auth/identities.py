@@ -43,8 +43,9 @@ from runtime.api import constants as c
 from runtime.api.crds import TENANTS
 from runtime.api.kinds import NAMESPACES, ROLEBINDINGS, SERVICEACCOUNTS
 from runtime.api.objects import JSON
+from runtime.api.timestamps import parse_rfc3339, rfc3339
 from runtime.core import AlreadyExistsError, Client, Informer, NotFoundError, Resource
-from runtime.forge.credential import ClusterInfo, Credential, key_change_message, parse_rfc3339, rfc3339
+from runtime.forge.credential import ClusterInfo, Credential, key_change_message
 from runtime.forge.tenant import (
     CONSUMER_SERVICE_ACCOUNT,
     is_tenant_namespace_of,

@@ -23,8 +23,9 @@ from datetime import datetime, timedelta
 from runtime.api import constants as c
 from runtime.api.crds import TENANTS
 from runtime.api.objects import JSON
+from runtime.api.timestamps import parse_rfc3339, rfc3339
 from runtime.core import Client, ConflictError, Informer, NotFoundError
-from runtime.forge.credential import SignedAction, parse_rfc3339, rfc3339, signed_message
+from runtime.forge.credential import SignedAction, signed_message
 
 from .errors import InvalidSignatureError
 from .identities import CLUSTER_ID_INDEX, is_deleting

@@ -27,8 +27,8 @@ from typing import Any
 
 from runtime.api import constants as c
 from runtime.api.objects import JSON
+from runtime.api.timestamps import parse_rfc3339, rfc3339
 
-from .credential import parse_rfc3339, rfc3339
 from .meta import metadata
 
 TOKEN_BYTES = 32

@@ -42,6 +42,7 @@ from runtime.api import constants as c
 from runtime.api.crds import IDENTITIES, QUOTAS, RESOURCESLICES, TENANTS
 from runtime.api.kinds import NAMESPACES, ROLEBINDINGS, SERVICEACCOUNTS
 from runtime.api.objects import JSON
+from runtime.api.timestamps import parse_rfc3339, rfc3339
 from runtime.core import (
     APIError,
     Client,
@@ -57,7 +58,6 @@ from runtime.core import (
 )
 from runtime.core.failures import explain
 from runtime.forge import conditions
-from runtime.forge.credential import parse_rfc3339, rfc3339
 from runtime.forge.tenant import (
     COMPONENT,
     CONSUMER_ROLE_BINDING,

@@ -14,6 +14,7 @@ from runtime.api import constants as c
 from runtime.api.crds import IDENTITIES
 from runtime.api.kinds import SECRETS
 from runtime.api.objects import JSON
+from runtime.api.timestamps import rfc3339
 from runtime.core import Client
 from runtime.forge import conditions
 from runtime.forge import credential as contract
@@ -56,8 +57,8 @@ async def store_credential(
     renew = objects.renew_after(credential, issued_at=issued_at, fraction=renew_fraction)
     current = (identity.get("status") or {}).get("conditions")
     status = {
-        "expiresAt": contract.rfc3339(credential.expires_at),
-        "renewAfter": contract.rfc3339(renew),
+        "expiresAt": rfc3339(credential.expires_at),
+        "renewAfter": rfc3339(renew),
         "conditions": conditions.merged(current, [condition], at=conditions.now()),
     }
     await client.patch_status(

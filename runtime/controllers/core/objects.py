@@ -18,6 +18,7 @@ import yaml
 from runtime.api import constants as c
 from runtime.api.crds import IDENTITIES
 from runtime.api.objects import JSON
+from runtime.api.timestamps import parse_rfc3339
 from runtime.forge import credential as contract
 from runtime.forge.meta import metadata
 
@@ -126,6 +127,6 @@ def _moment(value: object) -> datetime | None:
     if not isinstance(value, str):
         return None
     try:
-        return contract.parse_rfc3339(value)
+        return parse_rfc3339(value)
     except ValueError:
         return None

@@ -34,10 +34,10 @@ from runtime.api import constants as c
 from runtime.api.crds import FOREIGNCLUSTERS, IDENTITIES, VIRTUALNODES
 from runtime.api.kinds import NAMESPACES, SECRETS
 from runtime.api.objects import JSON
+from runtime.api.timestamps import parse_rfc3339
 from runtime.controllers.options import ControllerOptions
 from runtime.core import APIError, Client, EventRecorder, NotFoundError, Result, TemporaryError
 from runtime.core.failures import explain
-from runtime.forge.credential import parse_rfc3339
 from runtime.forge.tenant import tenant_namespace_name
 
 from . import authclient, keys, negotiate, objects

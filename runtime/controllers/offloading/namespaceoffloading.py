@@ -40,6 +40,7 @@ from runtime.api import constants as c
 from runtime.api.crds import NAMESPACEMAPS, NAMESPACEOFFLOADINGS
 from runtime.api.kinds import CONFIGMAPS, NAMESPACES, NODES, PODS
 from runtime.api.objects import JSON
+from runtime.api.timestamps import parse_rfc3339
 from runtime.core import (
     Client,
     EventRecorder,
@@ -54,7 +55,6 @@ from runtime.core import (
 )
 from runtime.forge import conditions
 from runtime.forge import namespaceoffloading as forge
-from runtime.forge.credential import parse_rfc3339
 from runtime.forge.namespaces import current_mapping, desired_mapping, twin_namespace_name
 
 from ..core.peering import LocalCluster

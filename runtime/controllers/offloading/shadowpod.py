@@ -36,6 +36,7 @@ from runtime.api import constants as c
 from runtime.api.crds import SHADOWPODS, TENANTS
 from runtime.api.kinds import NAMESPACES, PODS
 from runtime.api.objects import JSON
+from runtime.api.timestamps import parse_rfc3339
 from runtime.core import (
     AlreadyExistsError,
     Client,
@@ -47,7 +48,6 @@ from runtime.core import (
 )
 from runtime.forge import conditions, podsecurity
 from runtime.forge import pods as forge
-from runtime.forge.credential import parse_rfc3339
 
 from ..options import ControllerOptions
 

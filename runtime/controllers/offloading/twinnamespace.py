@@ -39,6 +39,7 @@ from runtime.api import constants as c
 from runtime.api.crds import NAMESPACEMAPS, TENANTS
 from runtime.api.kinds import NAMESPACES, ROLEBINDINGS
 from runtime.api.objects import JSON
+from runtime.api.timestamps import parse_rfc3339
 from runtime.core import (
     AlreadyExistsError,
     Client,
@@ -53,7 +54,6 @@ from runtime.core import (
 )
 from runtime.forge import namespaces as forge
 from runtime.forge import podsecurity
-from runtime.forge.credential import parse_rfc3339
 
 from ..options import ControllerOptions
 

@@ -37,6 +37,7 @@ from runtime.api import constants as c
 from runtime.api.crds import SHADOWPODS
 from runtime.api.kinds import PODS, SECRETS, SERVICEACCOUNTS
 from runtime.api.objects import JSON
+from runtime.api.timestamps import parse_rfc3339, rfc3339
 from runtime.core import (
     AlreadyExistsError,
     APIStatusError,
@@ -52,7 +53,6 @@ from runtime.core import (
 from runtime.forge import pods as forge
 from runtime.forge import podsecurity
 from runtime.forge import serviceaccounts as tokens
-from runtime.forge.credential import parse_rfc3339, rfc3339
 from runtime.forge.meta import is_reflected
 from runtime.forge.podsecurity import Level
 

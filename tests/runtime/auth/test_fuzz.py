@@ -27,6 +27,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from runtime.api.objects import JSON
+from runtime.api.timestamps import rfc3339
 from runtime.auth.app import Handlers, auth_app
 from runtime.auth.identities import (
     CLUSTER_ID_INDEX,
@@ -138,7 +139,7 @@ keys = (
     | values
 )
 stamps = (
-    st.datetimes(timezones=st.just(UTC)).map(lambda moment: contract.rfc3339(moment, precise=True))
+    st.datetimes(timezones=st.just(UTC)).map(lambda moment: rfc3339(moment, precise=True))
     | st.sampled_from(["2024-01-01T00:00:00", "yesterday"])
     | values
 )

@@ -20,10 +20,10 @@ from runtime.api.kinds import (
     SERVICEACCOUNTS,
 )
 from runtime.api.objects import JSON
+from runtime.api.timestamps import rfc3339
 from runtime.controllers.authentication.tenant import setup
 from runtime.controllers.options import ControllerOptions
 from runtime.core import Client, NotFoundError
-from runtime.forge.credential import rfc3339
 from runtime.forge.rbac import cluster_roles
 from runtime.forge.tenant import (
     CONSUMER_ROLE_BINDING,
