@@ -34,6 +34,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from runtime.api import constants as c
+from runtime.api.objects import nested
 from runtime.forge import conditions
 from runtime.forge.nodes import node_address
 
@@ -118,9 +119,9 @@ def auth_endpoint(
 def qualifies(node: Mapping[str, Any]) -> bool:
     """Whether the node can stand for the cluster: Ready, not virtual, not being deleted."""
     meta = node.get("metadata") or {}
-    if (meta.get("labels") or {}).get(c.LABEL_TYPE) == c.TYPE_VIRTUAL_NODE or meta.get("deletionTimestamp"):
+    if nested(meta, "labels", c.LABEL_TYPE) == c.TYPE_VIRTUAL_NODE or meta.get("deletionTimestamp"):
         return False
-    return conditions.is_true((node.get("status") or {}).get("conditions"), "Ready")
+    return conditions.is_true(nested(node, "status", "conditions"), "Ready")
 
 
 def _node(
@@ -131,7 +132,7 @@ def _node(
     for node in nodes:
         found = node_address(node) if qualifies(node) else None
         if found is not None:
-            candidates.append((str((node.get("metadata") or {}).get("name") or ""), *found))
+            candidates.append((str(nested(node, "metadata", "name") or ""), *found))
     if not candidates:
         return None
     published = published_host.lower()
@@ -147,7 +148,7 @@ def _port(spec: Mapping[str, Any]) -> Mapping[str, Any] | None:
 
 
 def _ingress_host(service: Mapping[str, Any]) -> str:
-    ingress = ((service.get("status") or {}).get("loadBalancer") or {}).get("ingress") or []
+    ingress = nested(service, "status", "loadBalancer", "ingress") or []
     first = ingress[0] if ingress and isinstance(ingress[0], Mapping) else {}
     return str(first.get("hostname") or first.get("ip") or "")
 

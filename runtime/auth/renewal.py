@@ -22,7 +22,7 @@ from datetime import datetime, timedelta
 
 from runtime.api import constants as c
 from runtime.api.crds import TENANTS
-from runtime.api.objects import JSON
+from runtime.api.objects import JSON, nested
 from runtime.api.timestamps import parse_rfc3339, rfc3339
 from runtime.core import Client, ConflictError, Informer, NotFoundError
 from runtime.forge.credential import SignedAction, signed_message
@@ -137,7 +137,7 @@ class SignedRequests:
 
 
 def _last_accepted(tenant: JSON) -> datetime | None:
-    value = ((tenant.get("metadata") or {}).get("annotations") or {}).get(c.ANNOTATION_LAST_SIGNED_REQUEST)
+    value = nested(tenant, "metadata", "annotations", c.ANNOTATION_LAST_SIGNED_REQUEST)
     if value is None:
         return None
     try:

@@ -17,7 +17,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from runtime.api import constants as c
-from runtime.api.objects import JSON
+from runtime.api.objects import JSON, nested
 from runtime.forge import certificates
 from runtime.forge.meta import metadata
 
@@ -44,7 +44,7 @@ def serving_key_secret(*, namespace: str, key: bytes) -> JSON:
 
 def key_of(secret: JSON) -> ec.EllipticCurvePrivateKey:
     """The serving key in the Secret; ValueError saying what is wrong with it."""
-    encoded = (secret.get("data") or {}).get(c.AUTH_SERVING_KEY)
+    encoded = nested(secret, "data", c.AUTH_SERVING_KEY)
     if not encoded:
         raise ValueError(f"no key {c.AUTH_SERVING_KEY!r}")
     try:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Final
 
 from runtime.api import constants as c
-from runtime.api.objects import JSON
+from runtime.api.objects import JSON, nested
 
 from .meta import reflection_labels
 
@@ -93,7 +93,7 @@ def local_event(
             "uid": meta.get("uid", ""),
             **(
                 {"fieldPath": remote["involvedObject"]["fieldPath"]}
-                if (remote.get("involvedObject") or {}).get("fieldPath")
+                if nested(remote, "involvedObject", "fieldPath")
                 else {}
             ),
         },

@@ -4,7 +4,7 @@ objects the virtual kubelet reflects to a provider (`reflection_labels`, `is_ref
 from __future__ import annotations
 
 from runtime.api import constants as c
-from runtime.api.objects import JSON
+from runtime.api.objects import JSON, nested
 
 
 def labels(component: str, **extra: str) -> dict[str, str]:
@@ -35,7 +35,7 @@ def reflection_labels(*, origin_cluster_id: str) -> dict[str, str]:
 
 def is_reflected(obj: JSON | None, *, origin_cluster_id: str) -> bool:
     """Whether a provider's object was reflected by the consumer `origin_cluster_id` (anything else is not ours)."""
-    labels = ((obj or {}).get("metadata") or {}).get("labels") or {}
+    labels = nested(obj, "metadata", "labels") or {}
     return (
         labels.get(c.LABEL_REFLECTION_MANAGED_BY) == c.MANAGED_BY_REFLECTION
         and labels.get(c.LABEL_ORIGIN_CLUSTER_ID) == origin_cluster_id
@@ -44,7 +44,7 @@ def is_reflected(obj: JSON | None, *, origin_cluster_id: str) -> bool:
 
 def is_skipped(obj: JSON | None) -> bool:
     """Whether an object asks not to be reflected (`liqo.io/skip-reflection`, any value but `false`)."""
-    annotations = ((obj or {}).get("metadata") or {}).get("annotations") or {}
+    annotations = nested(obj, "metadata", "annotations") or {}
     value = annotations.get(c.ANNOTATION_SKIP_REFLECTION)
     return value is not None and str(value).lower() != "false"
 

@@ -26,7 +26,7 @@ import copy
 from typing import Final, Literal, get_args
 
 from runtime.api import constants as c
-from runtime.api.objects import JSON
+from runtime.api.objects import JSON, nested
 
 from .meta import metadata_differs, reflected_metadata
 
@@ -88,7 +88,7 @@ def converted(spec: JSON, *, widest: ServiceType) -> JSON:
 
 
 def forces_node_ports(service: JSON) -> bool:
-    annotations = (service.get("metadata") or {}).get("annotations") or {}
+    annotations = nested(service, "metadata", "annotations") or {}
     return str(annotations.get(c.ANNOTATION_FORCE_REMOTE_NODE_PORT, "")).lower() == "true"
 
 

@@ -13,7 +13,7 @@ import hashlib
 
 from runtime.api import constants as c
 from runtime.api.crds import TENANTS
-from runtime.api.objects import JSON
+from runtime.api.objects import JSON, nested
 
 from .meta import metadata
 from .rbac import RBAC_GROUP, REMOTE_CONSUMER_ROLE
@@ -99,7 +99,7 @@ def role_binding(*, cluster_id: str, namespace: str) -> JSON:
 
 def is_tenant_namespace_of(namespace: JSON, cluster_id: str) -> bool:
     """Whether a Namespace is the tenant namespace of the consumer with this cluster id."""
-    labels = (namespace.get("metadata") or {}).get("labels") or {}
+    labels = nested(namespace, "metadata", "labels") or {}
     return (
         labels.get(c.LABEL_TENANT_NAMESPACE) == "true" and labels.get(c.LABEL_REMOTE_CLUSTER_ID) == cluster_id
     )

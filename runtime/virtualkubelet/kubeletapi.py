@@ -38,6 +38,7 @@ from typing import Protocol
 from aiohttp import web
 
 from runtime.api.kinds import SUBJECTACCESSREVIEWS
+from runtime.api.objects import nested
 from runtime.core import APIConnectionError, APIStatusError, Client, Upgraded
 from runtime.core.failures import explain
 from runtime.core.kubeconfig.tls import load_cert_chain
@@ -112,7 +113,7 @@ class SubjectAccessAuthorizer:
             },
         }
         answer = await self._client.create(SUBJECTACCESSREVIEWS, review)
-        allowed = bool((answer.get("status") or {}).get("allowed"))
+        allowed = bool(nested(answer, "status", "allowed"))
         self._decisions[key] = (now, allowed)
         return allowed
 

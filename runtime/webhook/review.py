@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from runtime.api.objects import JSON
+from runtime.api.objects import JSON, nested
 from runtime.core import jsonbody
 
 API_VERSION = "admission.k8s.io/v1"
@@ -75,7 +75,7 @@ def parse_review(text: bytes) -> JSON:
             raise ReviewError(f"request.{key} is not a JSON {'object' if kind is dict else kind.__name__}")
     for key in ("object", "oldObject"):
         for part in ("metadata", "spec"):
-            if not isinstance((request.get(key) or {}).get(part) or {}, dict):
+            if not isinstance(nested(request, key, part) or {}, dict):
                 raise ReviewError(f"request.{key}.{part} is not a JSON object")
     return request
 

@@ -33,7 +33,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from runtime.api.objects import JSON
+from runtime.api.objects import JSON, nested
 from runtime.core import Store
 from runtime.forge import pods as forge_pods
 from runtime.forge import podsecurity
@@ -146,7 +146,7 @@ class ShadowPodAdmission:
             ]
         creating = request.get("operation") == "CREATE"
         cordoned = sorted(
-            f"{tenant}/{q['metadata']['name']}" for q in quotas if (q.get("spec") or {}).get("cordoned")
+            f"{tenant}/{q['metadata']['name']}" for q in quotas if nested(q, "spec", "cordoned")
         )
         if creating and cordoned:
             return [
@@ -163,7 +163,7 @@ class ShadowPodAdmission:
             requested = forge.shadow_pod_requests(shadow)
         except ValueError as exc:
             return [forbidden("spec.pod", f"a resource quantity does not parse: {exc}")]
-        key = f"{namespace}/{(shadow.get('metadata') or {}).get('name') or request.get('name')}"
+        key = f"{namespace}/{nested(shadow, 'metadata', 'name') or request.get('name')}"
         if not creating and old is not None and not _asks_for_more(requested, _requests(old)):
             return []
         in_use = self._in_use(tenant, leaving_out=key)

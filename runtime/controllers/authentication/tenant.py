@@ -41,7 +41,7 @@ from typing import Any
 from runtime.api import constants as c
 from runtime.api.crds import IDENTITIES, QUOTAS, RESOURCESLICES, TENANTS
 from runtime.api.kinds import NAMESPACES, ROLEBINDINGS, SERVICEACCOUNTS
-from runtime.api.objects import JSON
+from runtime.api.objects import JSON, nested
 from runtime.api.timestamps import parse_rfc3339, rfc3339
 from runtime.core import (
     APIError,
@@ -226,7 +226,7 @@ class TenantReconciler:
                 await self._delete(RESOURCESLICES, name, namespace=request.namespace)
                 logger.info("%s: drained: deleted ResourceSlice %s", request, name)
                 continue
-            cordoned = (_meta(item).get("annotations") or {}).get(c.ANNOTATION_CORDON_TENANT) == "true"
+            cordoned = nested(_meta(item), "annotations", c.ANNOTATION_CORDON_TENANT) == "true"
             if cordoned == (mode == CORDONED):
                 continue
             value = "true" if mode == CORDONED else None
@@ -243,7 +243,7 @@ class TenantReconciler:
 
     async def _collect_orphan(self, request: Request, tenant: JSON) -> Result | None:
         grace = self._options.tenant_orphan_grace
-        expires = (tenant.get("status") or {}).get("credentialExpiresAt")
+        expires = nested(tenant, "status", "credentialExpiresAt")
         if grace is None or not expires:
             return None
         try:
@@ -322,7 +322,7 @@ class TenantReconciler:
             namespace = await self._client.get(NAMESPACES, ns)
         except NotFoundError:
             return
-        cluster_id = str((tenant.get("spec") or {}).get("clusterID", ""))
+        cluster_id = str(nested(tenant, "spec", "clusterID", default=""))
         if _is_deleting(namespace) or not is_tenant_namespace_of(namespace, cluster_id):
             return
         if (await self._client.list(IDENTITIES, namespace=ns)).items:

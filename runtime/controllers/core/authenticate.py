@@ -39,7 +39,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from runtime.api import constants as c
 from runtime.api.kinds import NAMESPACES, SECRETS
-from runtime.api.objects import JSON
+from runtime.api.objects import JSON, nested
 from runtime.controllers.options import ControllerOptions
 from runtime.core import AlreadyExistsError, Client, EventRecorder, NotFoundError
 from runtime.forge import conditions
@@ -187,7 +187,7 @@ class Authentication:
         expiry = objects.expires_at(identity)
         if identity is None or kubeconfig is None or expiry is None:
             return None
-        if (identity.get("spec") or {}).get("clusterID") != spec.cluster_id:
+        if nested(identity, "spec", "clusterID") != spec.cluster_id:
             return None
         if expiry - EXPIRY_MARGIN <= datetime.now(UTC):
             return None
@@ -295,7 +295,7 @@ class Authentication:
     async def _ensure_namespace(self, spec: PeeringSpec) -> None:
         namespace = self._caches.namespaces.get(spec.tenant_namespace)
         if namespace is not None:
-            if (namespace.get("metadata") or {}).get("deletionTimestamp"):
+            if nested(namespace, "metadata", "deletionTimestamp"):
                 raise Blocked(
                     waiting(
                         c.REASON_AUTHENTICATION_PENDING,
@@ -365,7 +365,7 @@ class Authentication:
 
 def _renewal_refused(identity: JSON) -> Step | None:
     """A held credential whose renewal met another auth service key: the step says so (and how to trust it)."""
-    found = conditions.find((identity.get("status") or {}).get("conditions"), c.CONDITION_CREDENTIAL_RENEWED)
+    found = conditions.find(nested(identity, "status", "conditions"), c.CONDITION_CREDENTIAL_RENEWED)
     if (
         found is None
         or found.get("status") != "False"

@@ -13,7 +13,7 @@ from datetime import datetime
 from runtime.api import constants as c
 from runtime.api.crds import IDENTITIES
 from runtime.api.kinds import SECRETS
-from runtime.api.objects import JSON
+from runtime.api.objects import JSON, nested
 from runtime.api.timestamps import rfc3339
 from runtime.core import Client
 from runtime.forge import conditions
@@ -55,7 +55,7 @@ async def store_credential(
         force=True,
     )
     renew = objects.renew_after(credential, issued_at=issued_at, fraction=renew_fraction)
-    current = (identity.get("status") or {}).get("conditions")
+    current = nested(identity, "status", "conditions")
     status = {
         "expiresAt": rfc3339(credential.expires_at),
         "renewAfter": rfc3339(renew),

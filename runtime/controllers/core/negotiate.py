@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from runtime.api import constants as c
 from runtime.api.crds import RESOURCESLICES
-from runtime.api.objects import JSON
+from runtime.api.objects import JSON, nested
 from runtime.core import APIConnectionError, Client, ForbiddenError, NotFoundError, UnauthorizedError
 from runtime.core.failures import explain
 from runtime.core.kubeconfig import KubeconfigError, load_kubeconfig_dict
@@ -79,7 +79,7 @@ def desired_slice(spec: PeeringSpec, local: LocalCluster, *, namespace: str) -> 
 
 def _up_to_date(current: JSON, desired: JSON) -> bool:
     spec = current.get("spec") or {}
-    labels = (current.get("metadata") or {}).get("labels") or {}
+    labels = nested(current, "metadata", "labels") or {}
     wanted_labels = desired["metadata"]["labels"]
     return all(spec.get(k) == v for k, v in desired["spec"].items()) and all(
         labels.get(k) == v for k, v in wanted_labels.items()

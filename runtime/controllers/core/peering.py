@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 
 from runtime.api import constants as c
-from runtime.api.objects import JSON
+from runtime.api.objects import JSON, nested
 from runtime.core import Store
 from runtime.forge import podsecurity
 from runtime.forge.certificates import is_key_fingerprint
@@ -172,7 +172,7 @@ class Caches:
 def has_incoming(tenants: Store, cluster_id: str) -> bool:
     """Whether the cluster with this id consumes from us (a Tenant of it exists and is not being deleted)."""
     return any(
-        (tenant.get("spec") or {}).get("clusterID") == cluster_id
-        and not (tenant.get("metadata") or {}).get("deletionTimestamp")
+        nested(tenant, "spec", "clusterID") == cluster_id
+        and not nested(tenant, "metadata", "deletionTimestamp")
         for tenant in tenants
     )

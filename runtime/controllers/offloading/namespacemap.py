@@ -20,7 +20,7 @@ import logging
 from runtime.api import constants as c
 from runtime.api.crds import NAMESPACEMAPS, VIRTUALNODES
 from runtime.api.kinds import CONFIGMAPS, SECRETS
-from runtime.api.objects import JSON
+from runtime.api.objects import JSON, nested
 from runtime.core import (
     APIConnectionError,
     APIError,
@@ -155,7 +155,7 @@ class NamespaceMapReconciler:
         have = forge.desired_mapping(current)
         want = forge.desired_mapping(replica)
         level = replica["spec"]["podSecurity"]
-        if have != want or (current.get("spec") or {}).get("podSecurity") != level:
+        if have != want or nested(current, "spec", "podSecurity") != level:
             patch = {
                 "spec": {"desiredMapping": {**{key: None for key in have}, **want}, "podSecurity": level}
             }

@@ -39,7 +39,7 @@ from datetime import UTC, datetime
 from runtime.api import constants as c
 from runtime.api.crds import NAMESPACEMAPS, NAMESPACEOFFLOADINGS
 from runtime.api.kinds import CONFIGMAPS, NAMESPACES, NODES, PODS
-from runtime.api.objects import JSON
+from runtime.api.objects import JSON, nested
 from runtime.api.timestamps import parse_rfc3339
 from runtime.core import (
     Client,
@@ -146,9 +146,9 @@ class NamespaceOffloadingReconciler:
     def _reachable(self) -> set[str]:
         """The cluster ids whose virtual node is Ready (their providers answer)."""
         return {
-            str((node["metadata"].get("labels") or {}).get(c.LABEL_REMOTE_CLUSTER_ID))
+            str(nested(node["metadata"], "labels", c.LABEL_REMOTE_CLUSTER_ID))
             for node in self._nodes.store
-            if conditions.is_true((node.get("status") or {}).get("conditions"), "Ready")
+            if conditions.is_true(nested(node, "status", "conditions"), "Ready")
         }
 
     def _picked(self, offloading: JSON) -> set[str]:
@@ -156,7 +156,7 @@ class NamespaceOffloadingReconciler:
         return {
             str(node["metadata"]["labels"][c.LABEL_REMOTE_CLUSTER_ID])
             for node in self._nodes.store
-            if (node["metadata"].get("labels") or {}).get(c.LABEL_REMOTE_CLUSTER_ID)
+            if nested(node["metadata"], "labels", c.LABEL_REMOTE_CLUSTER_ID)
             and forge.selects(offloading, node)
         }
 
@@ -194,7 +194,7 @@ class NamespaceOffloadingReconciler:
     async def _send_back(self, namespace: str, picked: set[str]) -> None:
         """Delete the namespace's pods on virtual nodes of clusters not picked (any more)."""
         for node in self._nodes.store:
-            cluster_id = (node["metadata"].get("labels") or {}).get(c.LABEL_REMOTE_CLUSTER_ID)
+            cluster_id = nested(node["metadata"], "labels", c.LABEL_REMOTE_CLUSTER_ID)
             if cluster_id in picked:
                 continue
             name = str(node["metadata"]["name"])
@@ -310,7 +310,7 @@ class NamespaceOffloadingReconciler:
 
 
 def _cluster_id(namespace_map: JSON) -> str:
-    return str((namespace_map["metadata"].get("labels") or {}).get(c.LABEL_REMOTE_CLUSTER_ID) or "")
+    return str(nested(namespace_map["metadata"], "labels", c.LABEL_REMOTE_CLUSTER_ID) or "")
 
 
 def _seconds_since(timestamp: str) -> float:

@@ -18,6 +18,7 @@ import logging
 from runtime.api import constants as c
 from runtime.api.crds import QUOTAS, SHADOWPODS
 from runtime.api.kinds import NAMESPACES
+from runtime.api.objects import nested
 from runtime.core import Client, Informer, Manager, NotFoundError, Request, Result
 from runtime.forge import quota as forge
 
@@ -48,7 +49,7 @@ class QuotaReconciler:
         ]
         in_use = self._usage.taken(twins)
         wanted = forge.distributed(in_use, self._quotas.store.items(namespace=tenant))[request.name]
-        have = (found.get("status") or {}).get("used") or {}
+        have = nested(found, "status", "used") or {}
         if have == wanted:
             return None
         with contextlib.suppress(NotFoundError):

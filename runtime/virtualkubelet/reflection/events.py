@@ -26,7 +26,7 @@ from collections.abc import Sequence
 
 from runtime.api import constants as c
 from runtime.api.kinds import CONFIGMAPS, ENDPOINTSLICES, EVENTS, INGRESSES, SECRETS, SERVICES
-from runtime.api.objects import JSON
+from runtime.api.objects import JSON, nested
 from runtime.core import AlreadyExistsError, Manager, NotFoundError, Request, Resource, Result, Store
 from runtime.forge import configmaps
 from runtime.forge import events as forge
@@ -127,7 +127,7 @@ class EventReflector(Reflector):
         kind = forge.local_kind(remote)
         if kind is None:
             return None
-        name = str((remote.get("involvedObject") or {}).get("name") or "")
+        name = str(nested(remote, "involvedObject", "name") or "")
         if kind == ("v1", "Pod"):
             return self._pods.get(name, namespace=pair.local)
         if kind == ("v1", "ConfigMap"):

@@ -36,7 +36,7 @@ from datetime import UTC, datetime
 from runtime.api import constants as c
 from runtime.api.crds import SHADOWPODS
 from runtime.api.kinds import PODS, SECRETS, SERVICEACCOUNTS
-from runtime.api.objects import JSON
+from runtime.api.objects import JSON, nested
 from runtime.api.timestamps import parse_rfc3339, rfc3339
 from runtime.core import (
     AlreadyExistsError,
@@ -166,7 +166,7 @@ class PodReflector(Reflector):
             raise
         self.reflected(request, True)
         if remote_pod is not None:
-            recreations = int(((shadow or {}).get("status") or {}).get("recreations") or 0)
+            recreations = int(nested(shadow, "status", "recreations") or 0)
             status = forge.local_pod_status(
                 remote_pod,
                 recreations=recreations,
@@ -183,7 +183,7 @@ class PodReflector(Reflector):
         if pod["metadata"].get("deletionTimestamp"):
             await self._delete_local(pod)
             return None
-        if (pod.get("status") or {}).get("phase") in (None, "", "Pending"):
+        if nested(pod, "status", "phase") in (None, "", "Pending"):
             await self._back_off(
                 pod,
                 f"namespace {request.namespace} is not offloaded to {self._options.provider}: no NamespaceOffloading"
@@ -292,7 +292,7 @@ class PodReflector(Reflector):
         uid = str(pod["metadata"]["uid"])
         current = (
             secret is not None
-            and (secret["metadata"].get("annotations") or {}).get(c.ANNOTATION_ORIGIN_POD_UID) == uid
+            and nested(secret["metadata"], "annotations", c.ANNOTATION_ORIGIN_POD_UID) == uid
         )
         if current and due:
             left = (parse_rfc3339(due) - now).total_seconds()
@@ -307,7 +307,7 @@ class PodReflector(Reflector):
                 name=tokens.service_account_name(pod),
                 subresource="token",
             )
-            issued[projection.key] = str((answer.get("status") or {}).get("token") or "")
+            issued[projection.key] = str(nested(answer, "status", "token") or "")
         refresh = tokens.refresh_at(now, projections)
         body = tokens.token_secret(
             pod,
