@@ -37,6 +37,7 @@ from runtime.api import constants as c
 from runtime.api.crds import RESOURCESLICES
 from runtime.api.objects import JSON, nested
 from runtime.api.quantity import Format, Quantity, parse_quantity
+from runtime.api.views import ResourceSliceStatus
 
 from .conditions import condition, find, is_true
 
@@ -232,7 +233,7 @@ def available(free: Amounts, *, sharing_percentage: int, held_by_others: Amounts
 
 def granted(resource_slice: JSON) -> Amounts:
     """What a slice holds: its granted resources while its Resources condition is True (nothing otherwise)."""
-    status = resource_slice.get("status") or {}
+    status: ResourceSliceStatus = resource_slice.get("status") or {}
     if not is_true(status.get("conditions"), c.CONDITION_RESOURCES):
         return {}
     return amounts(status.get("resources"))

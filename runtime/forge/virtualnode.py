@@ -29,6 +29,7 @@ from runtime.api import validation
 from runtime.api.crds import VIRTUALNODES
 from runtime.api.image import component_command, runtime_image
 from runtime.api.objects import JSON, nested
+from runtime.api.views import VirtualNodeSpec
 
 from . import podsecurity
 from .install import HEALTH_PORT
@@ -174,7 +175,7 @@ def credential_secret(virtual_node: JSON) -> str:
 
 
 def _labels(virtual_node: JSON) -> dict[str, str]:
-    spec = virtual_node.get("spec") or {}
+    spec: VirtualNodeSpec = virtual_node.get("spec") or {}
     return labels(
         COMPONENT,
         **{c.LABEL_VIRTUAL_NODE_NAME: virtual_node["metadata"]["name"]},

@@ -36,6 +36,7 @@ from runtime.api import constants as c
 from runtime.api.image import package_version
 from runtime.api.kinds import NODES
 from runtime.api.objects import JSON, nested
+from runtime.api.views import VirtualNodeSpec
 from runtime.core import AlreadyExistsError, Client, Request, Result, Store
 from runtime.forge import nodestatus
 
@@ -63,7 +64,7 @@ STATUS_FIELDS = ("capacity", "allocatable", "addresses", "nodeInfo", "daemonEndp
 
 def node_labels(virtual_node: JSON, *, node_name: str) -> dict[str, str]:
     """The VirtualNode's labels, then the ones every virtual node carries (which win)."""
-    spec = virtual_node.get("spec") or {}
+    spec: VirtualNodeSpec = virtual_node.get("spec") or {}
     return {
         **{str(k): str(v) for k, v in (spec.get("labels") or {}).items()},
         c.LABEL_TYPE: c.TYPE_VIRTUAL_NODE,

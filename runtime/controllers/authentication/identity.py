@@ -30,6 +30,7 @@ from runtime.api import constants as c
 from runtime.api.crds import FOREIGNCLUSTERS, IDENTITIES
 from runtime.api.kinds import CONFIGMAPS, SECRETS
 from runtime.api.objects import JSON, nested
+from runtime.api.views import IdentitySpec
 from runtime.core import Client, Informer, Manager, MapFunc, Request, Result, TemporaryError
 from runtime.forge import conditions
 
@@ -79,7 +80,7 @@ class IdentityReconciler:
         wait = (renew_at - datetime.now(UTC)).total_seconds()
         if wait > 0:
             return Result(requeue_after=wait)
-        spec = identity.get("spec") or {}
+        spec: IdentitySpec = identity.get("spec") or {}
         provider = str(spec.get("clusterName") or request.name)
         foreign_cluster = self._foreign_clusters.store.get(request.name)
         if foreign_cluster is None or nested(foreign_cluster, "metadata", "deletionTimestamp"):

@@ -28,6 +28,7 @@ from runtime.api import constants as c
 from runtime.api.crds import QUOTAS, RESOURCESLICES, TENANTS
 from runtime.api.kinds import CONFIGMAPS, NODES, PODS
 from runtime.api.objects import JSON, nested
+from runtime.api.views import ResourceSliceStatus, TenantSpec
 from runtime.core import (
     Client,
     Informer,
@@ -195,7 +196,7 @@ class ResourceSliceReconciler:
                     await self._client.delete(QUOTAS, meta["name"], namespace=meta["namespace"])
                 logger.info("%s/%s: nothing granted; Quota deleted", meta["namespace"], meta["name"])
             return
-        tenant_spec = tenant.get("spec") or {}
+        tenant_spec: TenantSpec = tenant.get("spec") or {}
         wanted = quota(
             resource_slice,
             user=service_account_user(meta["namespace"], str(tenant_spec["serviceAccountName"])),
@@ -217,7 +218,7 @@ def _authentication(resource_slice: JSON, tenant: JSON | None) -> tuple[bool, st
             False,
             f"no Tenant in namespace {namespace}: create ResourceSlices in the consumer's tenant namespace",
         )
-    spec = tenant.get("spec") or {}
+    spec: TenantSpec = tenant.get("spec") or {}
     where = f"tenant {namespace}/{tenant['metadata']['name']}"
     if spec.get("clusterID") != consumer:
         return (
@@ -251,7 +252,7 @@ def _may_keep(resource_slice: JSON, tenant: JSON | None) -> bool:
 
 
 def _kept(resource_slice: JSON) -> forge.Grant:
-    status = resource_slice.get("status") or {}
+    status: ResourceSliceStatus = resource_slice.get("status") or {}
     current = conditions.find(status.get("conditions"), c.CONDITION_RESOURCES) or {}
     return forge.Grant(
         str(current.get("reason") or c.REASON_ACCEPTED),

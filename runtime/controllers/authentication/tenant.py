@@ -43,6 +43,7 @@ from runtime.api.crds import IDENTITIES, QUOTAS, RESOURCESLICES, TENANTS
 from runtime.api.kinds import NAMESPACES, ROLEBINDINGS, SERVICEACCOUNTS
 from runtime.api.objects import JSON, nested
 from runtime.api.timestamps import parse_rfc3339, rfc3339
+from runtime.api.views import TenantSpec
 from runtime.core import (
     APIError,
     Client,
@@ -135,7 +136,7 @@ class TenantReconciler:
             return None
         if c.FINALIZER_TENANT not in (_meta(tenant).get("finalizers") or []):
             tenant = await self._add_finalizer(request, tenant)
-        spec = tenant.get("spec") or {}
+        spec: TenantSpec = tenant.get("spec") or {}
         cluster_id, cluster_name = (
             str(spec.get("clusterID", "")),
             str(spec.get("clusterName") or request.name),

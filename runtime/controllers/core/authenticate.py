@@ -40,6 +40,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from runtime.api import constants as c
 from runtime.api.kinds import NAMESPACES, SECRETS
 from runtime.api.objects import JSON, nested
+from runtime.api.views import IdentitySpec
 from runtime.controllers.options import ControllerOptions
 from runtime.core import AlreadyExistsError, Client, EventRecorder, NotFoundError
 from runtime.forge import conditions
@@ -191,7 +192,7 @@ class Authentication:
             return None
         if expiry - EXPIRY_MARGIN <= datetime.now(UTC):
             return None
-        identity_spec = identity.get("spec") or {}
+        identity_spec: IdentitySpec = identity.get("spec") or {}
         return Session(
             kubeconfig=kubeconfig,
             expires_at=expiry,

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from runtime.api import constants as c
 from runtime.api.crds import RESOURCESLICES
 from runtime.api.objects import JSON, nested
+from runtime.api.views import ResourceSliceStatus
 from runtime.core import APIConnectionError, Client, ForbiddenError, NotFoundError, UnauthorizedError
 from runtime.core.failures import explain
 from runtime.core.kubeconfig import KubeconfigError, load_kubeconfig_dict
@@ -90,7 +91,7 @@ def answer(resource_slice: JSON, *, provider: str) -> Grant:
     """What the provider answered, as the peering's `ResourcesGranted` step."""
     meta = resource_slice.get("metadata") or {}
     ref = f"{meta.get('namespace')}/{meta.get('name')}"
-    status = resource_slice.get("status") or {}
+    status: ResourceSliceStatus = resource_slice.get("status") or {}
     found = conditions.find(status.get("conditions"), c.CONDITION_RESOURCES)
     current = status.get("observedGeneration") == meta.get("generation")
     if found is None or not current:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from runtime.api import constants as c
 from runtime.api.objects import JSON, nested
+from runtime.api.views import ForeignClusterSpec
 from runtime.core import Store
 from runtime.forge import podsecurity
 from runtime.forge.certificates import is_key_fingerprint
@@ -67,7 +68,7 @@ class PeeringSpec:
     @classmethod
     def parse(cls, foreign_cluster: JSON, *, default_namespace: str) -> PeeringSpec:
         name = str(foreign_cluster["metadata"]["name"])
-        spec = foreign_cluster.get("spec") or {}
+        spec: ForeignClusterSpec = foreign_cluster.get("spec") or {}
         if not _DNS_LABEL.match(name) or len(name) > 58:
             raise SpecError(
                 f"the ForeignCluster's name {name!r} must be the provider's cluster name: a DNS label of at most"

@@ -41,6 +41,7 @@ from runtime.api.crds import NAMESPACEMAPS, NAMESPACEOFFLOADINGS
 from runtime.api.kinds import CONFIGMAPS, NAMESPACES, NODES, PODS
 from runtime.api.objects import JSON, nested
 from runtime.api.timestamps import parse_rfc3339
+from runtime.api.views import NamespaceOffloadingSpec
 from runtime.core import (
     Client,
     EventRecorder,
@@ -119,7 +120,7 @@ class NamespaceOffloadingReconciler:
         if not deleting and c.FINALIZER_NAMESPACEOFFLOADING not in finalizers:
             await self._set_finalizers(offloading, [*finalizers, c.FINALIZER_NAMESPACEOFFLOADING])
             return None
-        spec = offloading.get("spec") or {}
+        spec: NamespaceOffloadingSpec = offloading.get("spec") or {}
         try:
             remote_name = twin_namespace_name(
                 request.namespace,
