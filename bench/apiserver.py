@@ -79,7 +79,7 @@ STARTS = 3
 RATE_SECONDS = 2.0
 READY_TIMEOUT = 30.0
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
-JSON = {"Content-Type": "application/json"}
+JSON_HEADERS = {"Content-Type": "application/json"}
 
 
 #: figures are paths into the results (`figure`)
@@ -360,7 +360,7 @@ def configmap(name: str) -> bytes:
 
 async def create_namespace(client: aiohttp.ClientSession, name: str) -> None:
     body = json.dumps({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
-    async with client.post("/api/v1/namespaces", data=body, headers=JSON) as response:
+    async with client.post("/api/v1/namespaces", data=body, headers=JSON_HEADERS) as response:
         await expect(response, 201)
 
 
@@ -374,7 +374,7 @@ async def create_configmaps(
     path = f"/api/v1/namespaces/{namespace}/configmaps"
 
     async def create(i: int) -> None:
-        async with client.post(path, data=configmap(f"cm-{i:05d}"), headers=JSON) as response:
+        async with client.post(path, data=configmap(f"cm-{i:05d}"), headers=JSON_HEADERS) as response:
             await expect(response, 201)
 
     return await run_count(count, concurrency, create, server.cpu_s)
@@ -467,12 +467,14 @@ async def node_requests(server: ServerProcess) -> dict[str, Any]:
         await create_namespace(admin, NODE_NAMESPACE)
         account = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"}}
         async with admin.post(
-            f"{namespace}/serviceaccounts", data=json.dumps(account), headers=JSON
+            f"{namespace}/serviceaccounts", data=json.dumps(account), headers=JSON_HEADERS
         ) as answer:
             await expect(answer, 201)
         for i in range(NODE_PODS):
             secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": f"s-{i:03d}"}}
-            async with admin.post(f"{namespace}/secrets", data=json.dumps(secret), headers=JSON) as answer:
+            async with admin.post(
+                f"{namespace}/secrets", data=json.dumps(secret), headers=JSON_HEADERS
+            ) as answer:
                 await expect(answer, 201)
             env = [{"name": "S", "valueFrom": {"secretKeyRef": {"name": f"s-{i:03d}", "key": "k"}}}]
             pod = {
@@ -481,7 +483,7 @@ async def node_requests(server: ServerProcess) -> dict[str, Any]:
                 "metadata": {"name": f"p-{i:03d}"},
                 "spec": {"nodeName": NODE, "containers": [{"name": "c", "image": "x:1", "env": env}]},
             }
-            async with admin.post(f"{namespace}/pods", data=json.dumps(pod), headers=JSON) as answer:
+            async with admin.post(f"{namespace}/pods", data=json.dumps(pod), headers=JSON_HEADERS) as answer:
                 await expect(answer, 201)
     who = {
         "admin": server.credentials,
@@ -514,7 +516,9 @@ async def _secret_gets_and_event_creates(
                 "message": "bench",
                 "type": "Normal",
             }
-            async with client.post(f"{namespace}/events", data=json.dumps(event), headers=JSON) as response:
+            async with client.post(
+                f"{namespace}/events", data=json.dumps(event), headers=JSON_HEADERS
+            ) as response:
                 await expect(response, 201)
 
         return {
@@ -605,7 +609,7 @@ async def watches(server: ServerProcess) -> dict[str, Any]:
         await asyncio.sleep(0.2)
         cpu_before, started = server.cpu_s(), time.perf_counter()
         for name in arrivals:
-            async with client.post(path, data=configmap(name), headers=JSON) as response:
+            async with client.post(path, data=configmap(name), headers=JSON_HEADERS) as response:
                 await expect(response, 201)
             responded[name] = time.perf_counter()
         writes_s = time.perf_counter() - started

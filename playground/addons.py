@@ -25,7 +25,6 @@ Pure builders; `cluster.py` creates them through the API.
 from __future__ import annotations
 
 import ipaddress
-from typing import Any
 
 import yaml
 
@@ -39,9 +38,9 @@ from runtime.api.kinds import (
     SERVICEACCOUNTS,
     SERVICES,
 )
+from runtime.api.objects import JSON
 from runtime.api.resource import Resource
 
-JSON = dict[str, Any]
 NAMESPACE = "kube-system"
 #: the CoreDNS `make real-k8s` builds (tools/realk8s/coredns) and its image's name
 COREDNS_IMAGE = "registry.k8s.io/coredns/coredns:v1.15.0"

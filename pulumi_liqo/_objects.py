@@ -20,7 +20,7 @@ from typing import Any, Final
 
 import pulumi
 
-JSON = dict[str, Any]
+from runtime.api.objects import JSON
 
 #: API groups whose kinds pulumi_kubernetes has typed classes for, by the group's module name there
 _BUILTIN_GROUPS: Final = {

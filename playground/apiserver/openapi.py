@@ -37,7 +37,7 @@ from aiohttp import web
 from .resources.base import Obj, ResourceType
 from .resources.catalog import Catalog
 
-JSON = "application/json"
+APPLICATION_JSON = "application/json"
 V2_PROTOBUF = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"
 V2_PROTOBUF_DOTTED = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
 OPENAPI_PATH = "/openapi"
@@ -61,7 +61,7 @@ TYPE_META_DONOR = "io.k8s.api.core.v1.ConfigMap"
 
 PATCH_TYPES = ("application/json-patch+json", "application/merge-patch+json", "application/apply-patch+yaml")
 STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
-PRODUCES = (JSON, "application/yaml")
+PRODUCES = (APPLICATION_JSON, "application/yaml")
 WATCH_PRODUCES = (*PRODUCES, "application/json;stream=watch")
 LIST_QUERY = (
     "allowWatchBookmarks",
@@ -1008,7 +1008,7 @@ class OpenAPI:
             return self.serve_v2(documents, accept=accept, if_none_match=if_none_match)
         if path == V3_PATH:
             body = json.dumps(documents.v3_root(), separators=(",", ":")).encode()
-            return Reply(200, {"Content-Type": JSON}, body)
+            return Reply(200, {"Content-Type": APPLICATION_JSON}, body)
         gv = path.removeprefix(V3_PATH + "/") if path.startswith(V3_PATH + "/") else None
         key = split_group_version(gv) if gv else None
         found = documents.v3(*key) if key else None
@@ -1028,11 +1028,11 @@ class OpenAPI:
         return web.Response(status=reply.status, headers=reply.headers, body=reply.body)
 
     def serve_v2(self, documents: Documents, *, accept: str | None, if_none_match: str | None) -> Reply:
-        chosen = negotiate(accept, (JSON, V2_PROTOBUF, V2_PROTOBUF_DOTTED))
+        chosen = negotiate(accept, (APPLICATION_JSON, V2_PROTOBUF, V2_PROTOBUF_DOTTED))
         if chosen is None:
             return Reply(406, {"Vary": "Accept"})
-        if chosen == JSON:
-            return content_reply(documents.v2_json(), JSON, if_none_match=if_none_match)
+        if chosen == APPLICATION_JSON:
+            return content_reply(documents.v2_json(), APPLICATION_JSON, if_none_match=if_none_match)
         # Go's mime parser rejects "@", so kube-openapi labels protobuf with the dotted name.
         return content_reply(documents.v2_protobuf(), V2_PROTOBUF_DOTTED, if_none_match=if_none_match)
 
@@ -1099,7 +1099,7 @@ def split_group_version(gv: str) -> tuple[str, str] | None:
 def serve_v3_group(
     gv: str, rendered: Rendered, *, query: Mapping[str, str], accept: str | None, if_none_match: str | None
 ) -> Reply:
-    if negotiate(accept, (JSON,)) is None:
+    if negotiate(accept, (APPLICATION_JSON,)) is None:
         return Reply(406, {"Vary": "Accept"})
     asked = query.get("hash")
     if asked and asked != rendered.hash:
@@ -1108,4 +1108,4 @@ def serve_v3_group(
     if asked:
         expires = email.utils.formatdate(time.time() + 365 * 24 * 3600, usegmt=True)
         extra = {"Cache-Control": "public, immutable", "Expires": expires}
-    return content_reply(rendered, JSON, if_none_match=if_none_match, extra=extra)
+    return content_reply(rendered, APPLICATION_JSON, if_none_match=if_none_match, extra=extra)

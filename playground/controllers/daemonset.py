@@ -26,10 +26,10 @@ import copy
 import logging
 import time
 from datetime import datetime
-from typing import Any
 
 from playground.controlplane import ControlPlaneOptions, Credentials
 from runtime.api.kinds import CONTROLLERREVISIONS, DAEMONSETS, NODES, PODS
+from runtime.api.objects import JSON
 from runtime.api.selectors import Selector, SelectorError, label_selector
 from runtime.core import (
     AlreadyExistsError,
@@ -62,7 +62,6 @@ logger = logging.getLogger(__name__)
 #: the ServiceAccount kube-controller-manager runs this controller as (system:controller:daemon-set-controller)
 ACCOUNT = "daemon-set-controller"
 
-JSON = dict[str, Any]
 #: node name -> the DaemonSet's pods for it
 PodsByNode = dict[str, list[JSON]]
 

@@ -27,10 +27,10 @@ import copy
 import logging
 from collections.abc import Iterable
 from datetime import datetime
-from typing import Any
 
 from playground.controlplane import ControlPlaneOptions, Credentials
 from runtime.api.kinds import DEPLOYMENTS, PODS, REPLICASETS
+from runtime.api.objects import JSON
 from runtime.api.selectors import Selector, SelectorError, label_selector
 from runtime.core import (
     AlreadyExistsError,
@@ -71,7 +71,6 @@ logger = logging.getLogger(__name__)
 #: the ServiceAccount kube-controller-manager runs this controller as (system:controller:deployment-controller)
 ACCOUNT = "deployment-controller"
 
-JSON = dict[str, Any]
 
 COMPONENT = "deployment-controller"
 #: a deadline closer than this is checked again at once (kube: rate-limited requeue)

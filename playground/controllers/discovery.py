@@ -14,13 +14,10 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from typing import Any
 
 from runtime.api.resource import Resource
 from runtime.core import APIError, Client
 from runtime.core.client import group_version_path
-
-JSON = dict[str, Any]
 
 
 @dataclass(frozen=True)

@@ -21,10 +21,10 @@ The pure rules live in `workloads/endpoints.py`; these classes read caches and w
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from playground.controlplane import ControlPlaneOptions, Credentials
 from runtime.api.kinds import ENDPOINTS, ENDPOINTSLICES, NODES, PODS, SERVICES
+from runtime.api.objects import JSON
 from runtime.api.selectors import set_selector
 from runtime.core import (
     AlreadyExistsError,
@@ -50,8 +50,6 @@ logger = logging.getLogger(__name__)
 ACCOUNT = "endpointslice-controller"
 #: the ServiceAccount kube-controller-manager runs the Endpoints controller as (system:controller:endpoint-controller)
 ENDPOINTS_ACCOUNT = "endpoint-controller"
-
-JSON = dict[str, Any]
 
 
 def _selected_pods(service: JSON, pods: Store) -> list[JSON] | None:

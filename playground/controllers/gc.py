@@ -36,10 +36,11 @@ import contextlib
 import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 from playground.controlplane import ControlPlaneOptions, Credentials
 from runtime.api.kinds import CRDS, NAMESPACES
+from runtime.api.objects import JSON
 from runtime.api.resource import Resource
 from runtime.core import (
     APIError,
@@ -63,7 +64,6 @@ logger = logging.getLogger(__name__)
 #: the ServiceAccount kube-controller-manager runs this controller as (system:controller:generic-garbage-collector)
 ACCOUNT = "generic-garbage-collector"
 
-JSON = dict[str, Any]
 Policy = Literal["Orphan", "Background", "Foreground"]
 
 ORPHAN = "orphan"

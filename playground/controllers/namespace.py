@@ -23,10 +23,10 @@ from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
 
 from playground.controlplane import ControlPlaneOptions, Credentials
 from runtime.api.kinds import NAMESPACES, PODS
+from runtime.api.objects import JSON
 from runtime.core import (
     APIError,
     Client,
@@ -46,7 +46,6 @@ logger = logging.getLogger(__name__)
 #: the ServiceAccount kube-controller-manager runs this controller as (system:controller:namespace-controller)
 ACCOUNT = "namespace-controller"
 
-JSON = dict[str, Any]
 
 #: the spec finalizer kube-apiserver puts on every namespace; this controller is its owner
 FINALIZER = "kubernetes"

@@ -28,11 +28,11 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
 from playground.controlplane import ControlPlaneOptions, Credentials
 from playground.scheduler.taints import tolerates
 from runtime.api.kinds import LEASES, NODES, PODS
+from runtime.api.objects import JSON
 from runtime.core import (
     Client,
     ConflictError,
@@ -50,7 +50,6 @@ logger = logging.getLogger(__name__)
 #: the ServiceAccount kube-controller-manager runs node lifecycle and taint eviction as (system:controller:node-controller)
 ACCOUNT = "node-controller"
 
-JSON = dict[str, Any]
 
 NODE_LEASE_NAMESPACE = "kube-node-lease"
 NOT_READY = "node.kubernetes.io/not-ready"

@@ -19,10 +19,10 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from typing import Any
 
 from playground.controlplane import ControlPlaneOptions, Credentials
 from runtime.api.kinds import NODES, PODS
+from runtime.api.objects import JSON
 from runtime.core import Client, ConflictError, Manager, NotFoundError, Request, Result, Store
 
 logger = logging.getLogger(__name__)
@@ -30,7 +30,6 @@ logger = logging.getLogger(__name__)
 #: the ServiceAccount kube-controller-manager runs this controller as (system:controller:pod-garbage-collector)
 ACCOUNT = "pod-garbage-collector"
 
-JSON = dict[str, Any]
 
 FIELD_MANAGER = "PodGC"
 #: the pods-by-node index this module adds to the shared pod informer

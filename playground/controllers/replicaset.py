@@ -14,10 +14,10 @@ from __future__ import annotations
 import copy
 import logging
 from datetime import datetime, timedelta
-from typing import Any
 
 from playground.controlplane import ControlPlaneOptions, Credentials
 from runtime.api.kinds import PODS, REPLICASETS
+from runtime.api.objects import JSON
 from runtime.api.selectors import SelectorError, label_selector, set_selector
 from runtime.core import (
     APIError,
@@ -45,7 +45,6 @@ logger = logging.getLogger(__name__)
 #: the ServiceAccount kube-controller-manager runs this controller as (system:controller:replicaset-controller)
 ACCOUNT = "replicaset-controller"
 
-JSON = dict[str, Any]
 
 COMPONENT = "replicaset-controller"
 #: kube's BurstReplicas: the most pods one sync creates or deletes

@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import copy
 import logging
-from typing import Any
 
 from playground.controlplane import ControlPlaneOptions, Credentials
 from runtime.api.kinds import CONFIGMAPS, NAMESPACES, SERVICEACCOUNTS
+from runtime.api.objects import JSON
 from runtime.api.resource import Resource
 from runtime.core import (
     AlreadyExistsError,
@@ -41,7 +41,6 @@ ACCOUNT = "service-account-controller"
 #: the ServiceAccount kube-controller-manager runs the kube-root-ca.crt publisher as (system:controller:root-ca-cert-publisher)
 ROOT_CA_ACCOUNT = "root-ca-cert-publisher"
 
-JSON = dict[str, Any]
 
 DEFAULT_SERVICE_ACCOUNT = "default"
 ROOT_CA_CONFIGMAP = "kube-root-ca.crt"

@@ -31,6 +31,7 @@ from typing import Any
 
 from playground.controlplane import ControlPlaneOptions, Credentials
 from runtime.api.kinds import CONTROLLERREVISIONS, PERSISTENTVOLUMECLAIMS, PODS, STATEFULSETS
+from runtime.api.objects import JSON
 from runtime.api.selectors import SelectorError, label_selector
 from runtime.core import (
     AlreadyExistsError,
@@ -59,7 +60,6 @@ logger = logging.getLogger(__name__)
 #: the ServiceAccount kube-controller-manager runs this controller as (system:controller:statefulset-controller)
 ACCOUNT = "statefulset-controller"
 
-JSON = dict[str, Any]
 
 COMPONENT = "statefulset-controller"
 

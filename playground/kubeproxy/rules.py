@@ -34,8 +34,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-JSON = Mapping[str, Any]
-
 TABLE = "kube-proxy"
 MASQUERADE_MARK = "0x4000"
 SERVICE_NAME_LABEL = "kubernetes.io/service-name"
@@ -87,11 +85,11 @@ def endpoint_chain(port: ServicePort, endpoint: Endpoint) -> str:
     return f"endpoint-{_hash(text)}-{text}"
 
 
-def _ready(endpoint: JSON) -> bool:
+def _ready(endpoint: Mapping[str, Any]) -> bool:
     return (endpoint.get("conditions") or {}).get("ready") is not False
 
 
-def _endpoints(slices: Iterable[JSON], *, port_name: str, protocol: str) -> tuple[Endpoint, ...]:
+def _endpoints(slices: Iterable[Mapping[str, Any]], *, port_name: str, protocol: str) -> tuple[Endpoint, ...]:
     found: set[Endpoint] = set()
     for endpoint_slice in slices:
         if endpoint_slice.get("addressType") != "IPv4":
@@ -115,9 +113,11 @@ def _endpoints(slices: Iterable[JSON], *, port_name: str, protocol: str) -> tupl
     return tuple(sorted(found, key=lambda e: (e.address, e.port)))
 
 
-def service_ports(services: Iterable[JSON], slices: Iterable[JSON]) -> list[ServicePort]:
+def service_ports(
+    services: Iterable[Mapping[str, Any]], slices: Iterable[Mapping[str, Any]]
+) -> list[ServicePort]:
     """Every proxied port of every Service with a ClusterIP, with its ready endpoints."""
-    by_service: dict[tuple[str, str], list[JSON]] = {}
+    by_service: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
     for endpoint_slice in slices:
         meta = endpoint_slice.get("metadata") or {}
         service = (meta.get("labels") or {}).get(SERVICE_NAME_LABEL)
@@ -166,7 +166,13 @@ def _elements(items: list[str]) -> str:
     return f" elements = {{ {', '.join(items)} }};" if items else ""
 
 
-def ruleset(services: Iterable[JSON], slices: Iterable[JSON], *, node: str, cluster_cidr: str) -> str:
+def ruleset(
+    services: Iterable[Mapping[str, Any]],
+    slices: Iterable[Mapping[str, Any]],
+    *,
+    node: str,
+    cluster_cidr: str,
+) -> str:
     """The nftables script that replaces the table with the rules for these Services (see the module docstring)."""
     ports = service_ports(services, slices)
     chains: list[str] = []

@@ -48,6 +48,7 @@ from urllib.parse import urlsplit
 
 from playground.network.netns import Namespaces
 from runtime.api.kinds import NODES, PODS, SERVICES
+from runtime.api.objects import JSON
 from runtime.core import (
     APIError,
     Client,
@@ -59,7 +60,6 @@ from runtime.core import (
 )
 from runtime.virtualkubelet.lease import LeaseHeartbeat, LeaseSettings
 
-from .containers import JSON
 from .ipam import PodIPAllocator
 from .kubeletapi import KubeletAPI
 from .loopback import LoopbackBlock, claim_block

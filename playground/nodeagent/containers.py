@@ -16,9 +16,9 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Literal, Protocol
 
-JSON = dict[str, Any]
+from runtime.api.objects import JSON
 
 #: called by a runner with a pod's uid whenever that pod's `report` changed
 Notify = Callable[[str], None]

@@ -18,11 +18,10 @@ from __future__ import annotations
 import base64
 import binascii
 from collections.abc import Callable, Mapping
-from typing import Any
+
+from runtime.api.objects import JSON
 
 from .downward import DownwardAPIError, PodContext, field_value, resource_value
-
-JSON = dict[str, Any]
 
 SECRET = "Secret"
 CONFIGMAP = "ConfigMap"

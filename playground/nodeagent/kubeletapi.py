@@ -31,13 +31,13 @@ from typing import Any
 from aiohttp import web
 from cryptography import x509
 
+from runtime.api.objects import JSON
 from runtime.forge import certificates
 
 from .containers import LogOptions, LogUnavailableError, Runner
 
 logger = logging.getLogger(__name__)
 
-JSON = dict[str, Any]
 #: (namespace, name) -> the runner that runs the pod and the pod, or None when the pod is not on this node
 FindPod = Callable[[str, str], tuple[Runner, JSON] | None]
 

@@ -24,10 +24,10 @@ import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from runtime.api.image import package_version
 from runtime.api.kinds import NODES
+from runtime.api.objects import JSON
 from runtime.core import AlreadyExistsError, Client, Request, Result, Store
 from runtime.forge import nodestatus
 
@@ -35,7 +35,6 @@ from .options import NodeAgentOptions
 
 logger = logging.getLogger(__name__)
 
-JSON = dict[str, Any]
 
 KUBELET_VERSION = "v1.32.0-playground"
 #: where Linux publishes the ID of the current boot (the kubelet reads it for nodeInfo.bootID)

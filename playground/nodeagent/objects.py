@@ -11,12 +11,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Protocol
 
 from runtime.api.kinds import CONFIGMAPS, SECRETS, SERVICEACCOUNTS
+from runtime.api.objects import JSON
 from runtime.core import Client, NotFoundError
-
-JSON = dict[str, Any]
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-JSON = dict[str, Any]
+from runtime.api.objects import JSON
 
 
 def is_sidecar(container: Mapping[str, Any]) -> bool:

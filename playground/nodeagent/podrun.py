@@ -28,8 +28,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
-from typing import Any
 
+from runtime.api.objects import JSON
 from runtime.core import APIError
 from runtime.core.events import EventType
 
@@ -45,7 +45,6 @@ from .volumes import PodVolumes, VolumeError
 
 logger = logging.getLogger(__name__)
 
-JSON = dict[str, Any]
 
 PYTHON_NAMES = ("python", "python3")
 IMAGE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"

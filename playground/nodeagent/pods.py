@@ -32,9 +32,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from runtime.api.kinds import PODS
+from runtime.api.objects import JSON
 from runtime.core import (
     Client,
     ConflictError,
@@ -54,7 +54,6 @@ from .podstatus import TERMINAL_PHASES, pod_status, status_patch
 
 logger = logging.getLogger(__name__)
 
-JSON = dict[str, Any]
 #: how long a pod whose sandbox could not be set up (no free IP) waits before another try
 SANDBOX_RETRY = 10.0
 

@@ -16,10 +16,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from runtime.api.objects import JSON
+
 from .containers import ContainerReport, PodReport
 from .phase import initial_waiting_reason, is_sidecar
-
-JSON = dict[str, Any]
 
 READY_TO_START = "PodReadyToStartContainers"
 INITIALIZED = "Initialized"

@@ -23,7 +23,8 @@ from typing import Any, Literal
 
 import aiohttp
 
-JSON = dict[str, Any]
+from runtime.api.objects import JSON
+
 ProbeKind = Literal["Startup", "Liveness", "Readiness"]
 
 USER_AGENT = "kube-probe/1.32"

@@ -29,9 +29,9 @@ import os
 import shutil
 from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
-from typing import Any
 
 from runtime.api.image import is_runtime_image
+from runtime.api.objects import JSON
 
 from . import podrun
 from .containers import LogOptions, LogUnavailableError, Notify, PodReport, RecordEvent
@@ -41,8 +41,6 @@ from .objects import ObjectSource
 from .podrun import NodeContext, PodRun, ProcessSettings
 
 logger = logging.getLogger(__name__)
-
-JSON = dict[str, Any]
 
 
 class ProcessRunner:

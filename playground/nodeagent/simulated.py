@@ -51,8 +51,9 @@ from typing import Literal, NoReturn
 
 from playground.network.netns import Namespaces
 from runtime.api.image import image_repository, is_runtime_image
+from runtime.api.objects import JSON
 
-from .containers import JSON, ContainerReport, LogOptions, LogUnavailableError, Notify, PodReport, RecordEvent
+from .containers import ContainerReport, LogOptions, LogUnavailableError, Notify, PodReport, RecordEvent
 from .phase import initial_waiting_reason, is_sidecar, pod_phase
 from .standins import (
     FETCHER,

@@ -25,15 +25,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path, PurePosixPath
-from typing import Any
 
+from runtime.api.objects import JSON
 from runtime.core import APIError, ForbiddenError
 
 from .downward import DownwardAPIError, PodContext, field_value, find_container, resource_value
 from .env import CONFIGMAP, SECRET, secret_data
 from .objects import IssuedToken, ObjectSource
 
-JSON = dict[str, Any]
 #: relative path -> (content, mode)
 Payload = dict[str, tuple[bytes, int]]
 

@@ -14,13 +14,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from runtime.api.objects import JSON
 from runtime.api.selectors import Labels
 
 from .affinity import PodAffinityTerm, required_pod_affinity_terms
 from .resources import Resources, add, allocatable, non_zero_requests, pod_requests
 from .taints import node_taints
 
-JSON = dict[str, Any]
 ANY_IP = "0.0.0.0"
 
 

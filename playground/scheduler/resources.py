@@ -23,7 +23,6 @@ from typing import Any
 
 from runtime.api.quantity import parse_quantity
 
-JSON = dict[str, Any]
 #: resource name -> amount (millicores for cpu, whole units for the rest)
 Resources = dict[str, int]
 

@@ -25,10 +25,10 @@ import asyncio
 import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
 from playground.controlplane import ControlPlaneOptions, Credentials
 from runtime.api.kinds import NAMESPACES, NODES, PODS
+from runtime.api.objects import JSON
 from runtime.core import (
     APIError,
     Client,
@@ -47,7 +47,6 @@ from .placement import decide, priority_order
 
 logger = logging.getLogger(__name__)
 
-JSON = dict[str, Any]
 CONTROLLER = "scheduler"
 TERMINAL_PHASES = ("Succeeded", "Failed")
 #: what the API server writes into a pod's `spec.schedulerName` when it names none

@@ -9,9 +9,9 @@ take the `Resource` constants from here too, so a kind is described once.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from . import constants as c
+from .objects import JSON
 from .openapi import (
     Schema,
     array,
@@ -27,8 +27,6 @@ from .openapi import (
     string_map,
 )
 from .resource import Resource
-
-JSON = dict[str, Any]
 
 PEERING_PHASES = ("None", "Pending", "Established", "Disconnecting", "Error")
 ROLES = ("None", "Consumer", "Provider", "ConsumerAndProvider")

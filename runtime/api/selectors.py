@@ -25,6 +25,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .objects import nested
+
 Labels = Mapping[str, str]
 
 #: operators of the string form and of `Requirement.operator`
@@ -316,7 +318,7 @@ def _field_matches(expression: Mapping[str, Any], node: Mapping[str, Any]) -> bo
         raise SelectorError(
             f"unexpected number of values ({len(values)}) for node field selector operator {operator!r}"
         )
-    name = str((node.get("metadata") or {}).get("name", ""))
+    name = str(nested(node, "metadata", "name", default=""))
     return name == values[0] if operator == "In" else name != values[0]
 
 
@@ -326,7 +328,7 @@ def node_selector_term_matches(term: Mapping[str, Any], node: Mapping[str, Any])
     fields = term.get("matchFields") or []
     if not expressions and not fields:
         return False
-    labels = (node.get("metadata") or {}).get("labels") or {}
+    labels = nested(node, "metadata", "labels") or {}
     if not all(_node_requirement(expression).matches(labels) for expression in expressions):
         return False
     return all(_field_matches(expression, node) for expression in fields)
@@ -352,13 +354,13 @@ def node_selector_matches(selector: Mapping[str, Any] | None, node: Mapping[str,
 
 
 def _node_affinity(pod_spec: Mapping[str, Any]) -> Mapping[str, Any]:
-    return (pod_spec.get("affinity") or {}).get("nodeAffinity") or {}
+    return nested(pod_spec, "affinity", "nodeAffinity") or {}
 
 
 def required_node_affinity_matches(pod_spec: Mapping[str, Any], node: Mapping[str, Any]) -> bool:
     """`GetRequiredNodeAffinity(pod).Match(node)`: the pod's nodeSelector and required node affinity both
     select `node` (the scheduler's NodeAffinity filter, and where a DaemonSet's pods belong)."""
-    labels = (node.get("metadata") or {}).get("labels") or {}
+    labels = nested(node, "metadata", "labels") or {}
     if not set_selector(pod_spec.get("nodeSelector")).matches(labels):
         return False
     return node_selector_matches(

@@ -37,9 +37,11 @@ from aiohttp import web
 from aiohttp.typedefs import Middleware
 
 from runtime.api import constants as c
+from runtime.api.objects import JSON
+from runtime.api.timestamps import parse_rfc3339
 from runtime.core import APIError, jsonbody
 from runtime.forge import credential as contract
-from runtime.forge.credential import ClusterInfo, cluster_info, error_body, identity_response, parse_rfc3339
+from runtime.forge.credential import ClusterInfo, cluster_info, error_body, identity_response
 
 from .errors import AuthError, InvalidRequestError, TooManyRequestsError
 from .identities import IdentityIssuer, IdentityRequest
@@ -50,7 +52,6 @@ from .tokens import PeeringTokens
 
 logger = logging.getLogger(__name__)
 
-JSON = dict[str, Any]
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 #: cluster names become `liqo-<name>` node names and `liqo-tenant-<name>` namespaces (as install validates)

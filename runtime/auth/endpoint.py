@@ -34,10 +34,9 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from runtime.api import constants as c
+from runtime.api.objects import nested
 from runtime.forge import conditions
 from runtime.forge.nodes import node_address
-
-JSON = Mapping[str, Any]
 
 HTTPS_PORT = 443
 
@@ -67,8 +66,8 @@ def url_for(host: str, port: int) -> str:
 
 
 def auth_endpoint(
-    service: JSON | None,
-    nodes: Iterable[JSON],
+    service: Mapping[str, Any] | None,
+    nodes: Iterable[Mapping[str, Any]],
     *,
     pod_url: str,
     own_node: str = "",
@@ -117,21 +116,23 @@ def auth_endpoint(
     )
 
 
-def qualifies(node: JSON) -> bool:
+def qualifies(node: Mapping[str, Any]) -> bool:
     """Whether the node can stand for the cluster: Ready, not virtual, not being deleted."""
     meta = node.get("metadata") or {}
-    if (meta.get("labels") or {}).get(c.LABEL_TYPE) == c.TYPE_VIRTUAL_NODE or meta.get("deletionTimestamp"):
+    if nested(meta, "labels", c.LABEL_TYPE) == c.TYPE_VIRTUAL_NODE or meta.get("deletionTimestamp"):
         return False
-    return conditions.is_true((node.get("status") or {}).get("conditions"), "Ready")
+    return conditions.is_true(nested(node, "status", "conditions"), "Ready")
 
 
-def _node(nodes: Iterable[JSON], *, own_node: str, published_host: str) -> tuple[str, str, str] | None:
+def _node(
+    nodes: Iterable[Mapping[str, Any]], *, own_node: str, published_host: str
+) -> tuple[str, str, str] | None:
     """(name, address type, address) of the node to use: the published one, the own one, the first by name."""
     candidates: list[tuple[str, str, str]] = []
     for node in nodes:
         found = node_address(node) if qualifies(node) else None
         if found is not None:
-            candidates.append((str((node.get("metadata") or {}).get("name") or ""), *found))
+            candidates.append((str(nested(node, "metadata", "name") or ""), *found))
     if not candidates:
         return None
     published = published_host.lower()
@@ -141,17 +142,17 @@ def _node(nodes: Iterable[JSON], *, own_node: str, published_host: str) -> tuple
     )
 
 
-def _port(spec: JSON) -> JSON | None:
+def _port(spec: Mapping[str, Any]) -> Mapping[str, Any] | None:
     ports = [port for port in spec.get("ports") or [] if isinstance(port, Mapping)]
     return next((port for port in ports if port.get("name") == "https"), ports[0] if ports else None)
 
 
-def _ingress_host(service: JSON) -> str:
-    ingress = ((service.get("status") or {}).get("loadBalancer") or {}).get("ingress") or []
+def _ingress_host(service: Mapping[str, Any]) -> str:
+    ingress = nested(service, "status", "loadBalancer", "ingress") or []
     first = ingress[0] if ingress and isinstance(ingress[0], Mapping) else {}
     return str(first.get("hostname") or first.get("ip") or "")
 
 
-def _name(service: JSON) -> str:
+def _name(service: Mapping[str, Any]) -> str:
     meta = service.get("metadata") or {}
     return f"{meta.get('namespace') or ''}/{meta.get('name') or ''}"

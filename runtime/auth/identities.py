@@ -38,13 +38,14 @@ import base64
 import logging
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 from runtime.api import constants as c
 from runtime.api.crds import TENANTS
 from runtime.api.kinds import NAMESPACES, ROLEBINDINGS, SERVICEACCOUNTS
+from runtime.api.objects import JSON, nested
+from runtime.api.timestamps import parse_rfc3339, rfc3339
 from runtime.core import AlreadyExistsError, Client, Informer, NotFoundError, Resource
-from runtime.forge.credential import ClusterInfo, Credential, key_change_message, parse_rfc3339, rfc3339
+from runtime.forge.credential import ClusterInfo, Credential, key_change_message
 from runtime.forge.tenant import (
     CONSUMER_SERVICE_ACCOUNT,
     is_tenant_namespace_of,
@@ -67,7 +68,6 @@ from .signatures import is_signed_by
 
 logger = logging.getLogger(__name__)
 
-JSON = dict[str, Any]
 
 #: the Tenant informer's index by `spec.clusterID`
 CLUSTER_ID_INDEX = "clusterID"
@@ -79,16 +79,16 @@ TERMINATING_RETRY_AFTER = 5
 
 def cluster_id_of(obj: JSON) -> list[str]:
     """Index function: a Tenant's consumer cluster id."""
-    cluster_id = (obj.get("spec") or {}).get("clusterID")
+    cluster_id = nested(obj, "spec", "clusterID")
     return [str(cluster_id)] if cluster_id else []
 
 
 def is_deleting(obj: JSON) -> bool:
-    return bool((obj.get("metadata") or {}).get("deletionTimestamp"))
+    return bool(nested(obj, "metadata", "deletionTimestamp"))
 
 
 def is_drained(obj: JSON) -> bool:
-    return (obj.get("spec") or {}).get("tenantCondition") == "Drained"
+    return bool(nested(obj, "spec", "tenantCondition") == "Drained")
 
 
 @dataclass(frozen=True)
@@ -190,10 +190,7 @@ class IdentityIssuer:
     def _check_token(self, secret: JSON, request: IdentityRequest) -> None:
         """InvalidTokenError when the token is bound to another consumer, or is single-use and was used."""
         name = str(secret["metadata"]["name"])
-        users = {
-            str((t.get("spec") or {}).get("clusterID"))
-            for t in self._tenants.store.by_index(TOKEN_INDEX, name)
-        }
+        users = {str(nested(t, "spec", "clusterID")) for t in self._tenants.store.by_index(TOKEN_INDEX, name)}
         pending = self._bound.get(name, "")
         if pending in users:
             del self._bound[name]  # the cache caught up
@@ -226,7 +223,7 @@ class IdentityIssuer:
                 )
         existing = await self._get(TENANTS, request.cluster_name, namespace=namespace)
         if existing is not None:
-            if (existing.get("spec") or {}).get("clusterID") != request.cluster_id:
+            if nested(existing, "spec", "clusterID") != request.cluster_id:
                 raise ClusterIDConflictError(
                     f"{ref}: the cluster name {request.cluster_name!r} is taken by another cluster id on this "
                     "provider: give the consumer cluster another name, or ask the provider's administrator "
@@ -308,7 +305,7 @@ class IdentityIssuer:
 
 def _check_key_change(existing: JSON, request: IdentityRequest, ref: str) -> None:
     """KeyChangeRefusedError unless the request keeps the Tenant's key or the key on record signed the new one."""
-    on_record = str((existing.get("spec") or {}).get("publicKey") or "")
+    on_record = str(nested(existing, "spec", "publicKey") or "")
     if not on_record or on_record == request.public_key:
         return
     proof = request.key_change_signature

@@ -19,12 +19,13 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
 
 from runtime.api import constants as c
 from runtime.api.crds import TENANTS
+from runtime.api.objects import JSON, nested
+from runtime.api.timestamps import parse_rfc3339, rfc3339
 from runtime.core import Client, ConflictError, Informer, NotFoundError
-from runtime.forge.credential import SignedAction, parse_rfc3339, rfc3339, signed_message
+from runtime.forge.credential import SignedAction, signed_message
 
 from .errors import InvalidSignatureError
 from .identities import CLUSTER_ID_INDEX, is_deleting
@@ -33,7 +34,6 @@ from .tokens import utc_now
 
 logger = logging.getLogger(__name__)
 
-JSON = dict[str, Any]
 
 #: how many times a signed request is re-checked when the Tenant changed under it
 _ATTEMPTS = 3
@@ -137,7 +137,7 @@ class SignedRequests:
 
 
 def _last_accepted(tenant: JSON) -> datetime | None:
-    value = ((tenant.get("metadata") or {}).get("annotations") or {}).get(c.ANNOTATION_LAST_SIGNED_REQUEST)
+    value = nested(tenant, "metadata", "annotations", c.ANNOTATION_LAST_SIGNED_REQUEST)
     if value is None:
         return None
     try:

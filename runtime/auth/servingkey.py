@@ -12,16 +12,14 @@ from __future__ import annotations
 import base64
 import binascii
 import datetime as dt
-from typing import Any
 
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from runtime.api import constants as c
+from runtime.api.objects import JSON, nested
 from runtime.forge import certificates
 from runtime.forge.meta import metadata
-
-JSON = dict[str, Any]
 
 #: validity of the serving certificate (it is signed again at every start)
 CERTIFICATE_DAYS = 365
@@ -46,7 +44,7 @@ def serving_key_secret(*, namespace: str, key: bytes) -> JSON:
 
 def key_of(secret: JSON) -> ec.EllipticCurvePrivateKey:
     """The serving key in the Secret; ValueError saying what is wrong with it."""
-    encoded = (secret.get("data") or {}).get(c.AUTH_SERVING_KEY)
+    encoded = nested(secret, "data", c.AUTH_SERVING_KEY)
     if not encoded:
         raise ValueError(f"no key {c.AUTH_SERVING_KEY!r}")
     try:

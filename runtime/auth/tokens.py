@@ -16,8 +16,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 
 from runtime.api.kinds import SECRETS
+from runtime.api.objects import JSON
 from runtime.core import Client, Informer, NotFoundError
-from runtime.core.client import JSON
 from runtime.forge.tokens import is_token, stored_hash, token_expiry, token_hash
 
 from .errors import InvalidTokenError

@@ -35,6 +35,7 @@ from urllib.parse import urlencode, urlsplit
 
 import aiohttp
 
+from runtime.api.objects import JSON, nested
 from runtime.api.resource import Resource as Resource
 
 from .errors import APIConnectionError, APIStatusError, GoneError, NotFoundError, status_error
@@ -51,7 +52,6 @@ from .transport import Certificate
 
 logger = logging.getLogger(__name__)
 
-JSON = dict[str, Any]
 JSONList = list[JSON]
 Query = list[tuple[str, str]]
 PatchType = Literal["merge", "json", "strategic"]
@@ -793,7 +793,7 @@ def _write_query(field_manager: str | None, dry_run: bool) -> Query:
 
 
 def _name(body: JSON) -> str:
-    name = (body.get("metadata") or {}).get("name")
+    name = nested(body, "metadata", "name")
     if not name:
         raise ValueError("the object has no metadata.name")
     return str(name)
@@ -803,7 +803,7 @@ def _scope(resource: Resource, namespace: str | None, body: JSON | None = None) 
     """The namespace of one object: the argument, else the body's; required for namespaced kinds."""
     if not resource.namespaced:
         return None
-    namespace = namespace or ((body or {}).get("metadata") or {}).get("namespace")
+    namespace = namespace or nested(body, "metadata", "namespace")
     if not namespace:
         raise ValueError(f"{resource.plural} are namespaced: give a namespace")
     return str(namespace)

@@ -20,7 +20,9 @@ from collections import OrderedDict
 from datetime import UTC, datetime
 from typing import Literal
 
-from .client import JSON, Client, Resource
+from runtime.api.objects import JSON
+
+from .client import Client, Resource
 from .errors import APIError, NotFoundError
 
 logger = logging.getLogger(__name__)

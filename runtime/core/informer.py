@@ -32,7 +32,9 @@ from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry, Counter
 
-from .client import JSON, Client, JSONList, Resource, WatchEvent
+from runtime.api.objects import JSON, nested
+
+from .client import Client, JSONList, Resource, WatchEvent
 from .errors import APIConnectionError, APIError, GoneError, status_error
 from .settings import WatchingSettings
 from .store import Change, Store
@@ -210,7 +212,7 @@ def _position(item: Item) -> str | None:
 
 
 def _resource_version(event: WatchEvent) -> str | None:
-    value = (event["object"].get("metadata") or {}).get("resourceVersion")
+    value = nested(event["object"], "metadata", "resourceVersion")
     return str(value) if value else None
 
 

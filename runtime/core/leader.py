@@ -25,7 +25,9 @@ import socket
 import uuid
 from datetime import UTC, datetime
 
-from .client import JSON, Client, Resource
+from runtime.api.objects import JSON, nested
+
+from .client import Client, Resource
 from .errors import AlreadyExistsError, APIError, ConflictError, NotFoundError
 from .settings import LeaderElectionSettings
 
@@ -111,7 +113,7 @@ class LeaderElector:
         try:
             for _ in range(RELEASE_ATTEMPTS):
                 assert lease is not None
-                if (lease.get("spec") or {}).get("holderIdentity") != self.identity:
+                if nested(lease, "spec", "holderIdentity") != self.identity:
                     return
                 try:
                     self._lease = await self._client.replace(LEASES, self._released(lease))

@@ -33,7 +33,9 @@ from typing import Protocol
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from .client import JSON, Resource
+from runtime.api.objects import JSON
+
+from .client import Resource
 from .errors import APIStatusError, PermanentError, TemporaryError
 from .informer import EventHandler, Informer
 from .queue import QueueShutDown, WorkQueue, default_rate_limiter

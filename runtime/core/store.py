@@ -15,7 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Literal
 
-JSON = dict[str, Any]
+from runtime.api.objects import JSON, nested
+
 JSONList = list[JSON]
 #: ADDED, MODIFIED or DELETED, as the cache saw the change
 Change = tuple[Literal["ADDED", "MODIFIED", "DELETED"], JSON, JSON | None]
@@ -34,7 +35,7 @@ def label_index(label: str) -> IndexFunc:
     """An index of objects by the value of one label (objects without it are not indexed)."""
 
     def values(obj: JSON) -> Iterable[str]:
-        labels = (obj.get("metadata") or {}).get("labels") or {}
+        labels = nested(obj, "metadata", "labels") or {}
         return [labels[label]] if label in labels else []
 
     return values
@@ -42,7 +43,7 @@ def label_index(label: str) -> IndexFunc:
 
 def owner_uid_index(obj: JSON) -> Iterable[str]:
     """An index of objects by the uids of their owners."""
-    return [ref["uid"] for ref in (obj.get("metadata") or {}).get("ownerReferences") or [] if "uid" in ref]
+    return [ref["uid"] for ref in nested(obj, "metadata", "ownerReferences") or [] if "uid" in ref]
 
 
 class Store:
@@ -156,4 +157,4 @@ class Store:
 
 
 def _rv(obj: JSON) -> str:
-    return str((obj.get("metadata") or {}).get("resourceVersion", ""))
+    return str(nested(obj, "metadata", "resourceVersion", default=""))

@@ -20,9 +20,10 @@ import json
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Final
 
 from runtime.api import constants as c
+from runtime.api.objects import JSON, nested
 from runtime.core import Informer, Request, Result, TemporaryError
 from runtime.forge import cidrs, fabricrules, ipam
 from runtime.forge.networking import Cidrs
@@ -31,7 +32,6 @@ from .commands import CommandError, run
 
 logger = logging.getLogger(__name__)
 
-JSON = dict[str, Any]
 
 ROUTE_PROTOCOL: Final = "147"
 RESYNC = 30.0
@@ -64,7 +64,7 @@ def given_networks(networks: list[JSON]) -> dict[str, set[str]]:
     """Configuration uid -> the networks the IPAM gave it (its Networks' status: the peer cannot write those)."""
     given: dict[str, set[str]] = {}
     for network in networks:
-        cidr = str((network.get("status") or {}).get("cidr") or "")
+        cidr = str(nested(network, "status", "cidr") or "")
         for owner in network["metadata"].get("ownerReferences") or []:
             if cidr and owner.get("kind") == "Configuration" and owner.get("uid"):
                 given.setdefault(str(owner["uid"]), set()).add(cidr)
@@ -83,7 +83,7 @@ def desired_routes(
     by_peer: dict[tuple[str, str], JSON] = {}
     for pod in gateways:
         meta = pod["metadata"]
-        peer = (meta.get("labels") or {}).get(c.LABEL_REMOTE_CLUSTER_ID, "")
+        peer = nested(meta, "labels", c.LABEL_REMOTE_CLUSTER_ID, default="")
         status = pod.get("status") or {}
         if status.get("phase") == "Running" and status.get("podIP") and not meta.get("deletionTimestamp"):
             by_peer[(meta.get("namespace", ""), peer)] = pod
@@ -93,7 +93,7 @@ def desired_routes(
     for configuration in configurations:
         meta = configuration["metadata"]
         where = f"{meta.get('namespace', '')}/{meta.get('name', '')}"
-        remote = (configuration.get("status") or {}).get("remote")
+        remote = nested(configuration, "status", "remote")
         routes.refused.extend(f"{where}: {reason}" for reason in Cidrs.refused(remote))
         mapped = []
         for cidr in Cidrs.of(remote).pod:
@@ -107,11 +107,11 @@ def desired_routes(
                 continue
             mapped.append(cidr)
         gateway = by_peer.get(
-            (meta.get("namespace", ""), (configuration.get("spec") or {}).get("remoteClusterID", ""))
+            (meta.get("namespace", ""), nested(configuration, "spec", "remoteClusterID", default=""))
         )
         if gateway is None or not mapped:
             continue
-        here = (gateway.get("spec") or {}).get("nodeName") == node_name
+        here = nested(gateway, "spec", "nodeName") == node_name
         hop = gateway["status"]["podIP"] if here else (gateway["status"].get("hostIP") or "")
         if hop:
             for cidr in mapped:

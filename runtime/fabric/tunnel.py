@@ -24,9 +24,9 @@ import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from runtime.api.crds import CONNECTIONS
+from runtime.api.objects import JSON, nested
 from runtime.core import Client, Informer, NotFoundError, Request, Result, TemporaryError
 from runtime.forge import cidrs, fabricrules, ipam
 from runtime.forge import networking as forge
@@ -39,7 +39,6 @@ from .wireguard import Device, Peer
 
 logger = logging.getLogger(__name__)
 
-JSON = dict[str, Any]
 
 FIELD_MANAGER = "liqo-gateway"
 #: WireGuard rekeys every 2 minutes while traffic flows, and keepalives make traffic: older means the peer is gone
@@ -131,11 +130,11 @@ class TunnelReconciler:
         s = self._settings
         configuration = self._get("configurations") or {}
         gateway = self._get("gatewayservers" if s.mode == "server" else "gatewayclients") or {}
-        key = ((self._get("publickeys") or {}).get("spec") or {}).get("publicKey") or ""
+        key = nested(self._get("publickeys"), "spec", "publicKey") or ""
         local_pod = s.pod_cidr
-        remote_here = _first(Cidrs.of((configuration.get("status") or {}).get("remote")))
-        local_there = _first(Cidrs.of((configuration.get("status") or {}).get("local")))
-        endpoint = ((gateway.get("spec") or {}).get("endpoint") or {}) if s.mode == "client" else {}
+        remote_here = _first(Cidrs.of(nested(configuration, "status", "remote")))
+        local_there = _first(Cidrs.of(nested(configuration, "status", "local")))
+        endpoint = (nested(gateway, "spec", "endpoint") or {}) if s.mode == "client" else {}
         missing = [
             what
             for what, value in (
@@ -151,13 +150,13 @@ class TunnelReconciler:
             await self._report("Connecting", f"waiting for {', '.join(missing)}")
             raise TemporaryError(f"{request}: waiting for {', '.join(missing)}", delay=WAIT)
         given = given_networks(list(self._informers["networks"].store.items())).get(
-            str((configuration.get("metadata") or {}).get("uid") or ""), set()
+            str(nested(configuration, "metadata", "uid") or ""), set()
         )
         refused = refusals(local_pod=local_pod, remote_here=remote_here, local_there=local_there, given=given)
         if refused:
             await self._report("Error", f"refused: {'; '.join(refused)}")
             raise TemporaryError(f"{request}: refused: {'; '.join(refused)}", delay=WAIT)
-        mtu = int((gateway.get("spec") or {}).get("mtu") or forge.DEFAULT_MTU)
+        mtu = int(nested(gateway, "spec", "mtu") or forge.DEFAULT_MTU)
         here, there = forge.TUNNEL_ADDRESSES[s.mode], self._probe.remote
         peer = Peer(
             public_key=key,

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
-from typing import Any
 
-JSON = dict[str, Any]
+from runtime.api.objects import JSON
 
 _COMPARED = ("status", "reason", "message", "observedGeneration")
 

@@ -13,11 +13,11 @@ authenticate at home even with ConfigMap reflection turned off.
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Final
+
+from runtime.api.objects import JSON
 
 from .meta import metadata_differs, reflected_metadata
-
-JSON = dict[str, Any]
 
 ROOT_CA_CONFIGMAP: Final = "kube-root-ca.crt"
 #: the fields of a ConfigMap its copy carries as they are

@@ -19,10 +19,11 @@ import base64
 import binascii
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Literal
 
-JSON = dict[str, Any]
+from runtime.api.objects import JSON
+from runtime.api.timestamps import parse_rfc3339, rfc3339
 
 #: what `GET /v1/cluster` answers in `runtime`, so a consumer knows it talks to this runtime (the
 #: product's name on the wire, whichever distribution carries it)
@@ -57,23 +58,6 @@ class CredentialResponseError(ValueError):
     def __init__(self, field: str, message: str) -> None:
         super().__init__(f"{field}: {message}")
         self.field = field
-
-
-def rfc3339(moment: datetime, *, precise: bool = False) -> str:
-    """`2024-05-01T10:00:00Z` (UTC); `precise` keeps microseconds (signed request timestamps)."""
-    return (
-        moment.astimezone(UTC)
-        .isoformat(timespec="microseconds" if precise else "seconds")
-        .replace("+00:00", "Z")
-    )
-
-
-def parse_rfc3339(text: str) -> datetime:
-    """A timezone-aware datetime; ValueError when `text` is not an RFC 3339 date-time with an offset."""
-    moment = datetime.fromisoformat(text)
-    if moment.tzinfo is None or "T" not in text.upper():
-        raise ValueError(f"{text!r} is not an RFC 3339 date-time with a time zone")
-    return moment
 
 
 @dataclass(frozen=True)

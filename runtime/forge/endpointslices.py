@@ -30,15 +30,14 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Container, Sequence
-from typing import Any, Final
+from typing import Final
 
 from runtime.api import constants as c
 from runtime.api.crds import SHADOWENDPOINTSLICES
+from runtime.api.objects import JSON, nested
 
 from .cidrs import CidrError, Network, address
 from .meta import metadata_differs, reflected_metadata
-
-JSON = dict[str, Any]
 
 #: an address on the consumer -> the address the provider reaches it at (the network fabric's job)
 Translate = Callable[[str], str]
@@ -104,13 +103,13 @@ def shadow_endpoint_slice(
 def shadow_differs(current: JSON, desired: JSON) -> bool:
     return (
         metadata_differs(current, desired)
-        or (current.get("spec") or {}).get("template") != desired["spec"]["template"]
+        or nested(current, "spec", "template") != desired["spec"]["template"]
     )
 
 
 def service_of(endpoint_slice: JSON) -> str:
     """The name of the Service an EndpointSlice belongs to ("" when it names none)."""
-    return str(((endpoint_slice.get("metadata") or {}).get("labels") or {}).get(c.LABEL_SERVICE_NAME) or "")
+    return str(nested(endpoint_slice, "metadata", "labels", c.LABEL_SERVICE_NAME) or "")
 
 
 # the provider's EndpointSlice
@@ -126,7 +125,7 @@ def _admitted(value: object, allowed: Sequence[Network]) -> bool:
 
 def foreign_addresses(shadow: JSON, *, allowed: Sequence[Network]) -> list[str]:
     """The addresses of a ShadowEndpointSlice outside `allowed` (every one, unless the slice is IPv4)."""
-    template = (shadow.get("spec") or {}).get("template") or {}
+    template = nested(shadow, "spec", "template") or {}
     ipv4 = str(template.get("addressType") or "IPv4") == "IPv4"
     return [
         str(value)
@@ -155,7 +154,7 @@ def endpoint_slice(shadow: JSON, *, allowed: Sequence[Network]) -> JSON:
     """The EndpointSlice a provider keeps for a ShadowEndpointSlice: its template with only the addresses in
     `allowed` (the networks given to the consumer that wrote it), owned by it, ours to manage."""
     meta = shadow["metadata"]
-    template = (shadow.get("spec") or {}).get("template") or {}
+    template = nested(shadow, "spec", "template") or {}
     labels = {
         **(meta.get("labels") or {}),
         c.LABEL_ENDPOINTSLICE_MANAGED_BY: c.ENDPOINTSLICE_MANAGED_BY_REFLECTION,

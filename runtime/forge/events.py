@@ -12,13 +12,12 @@ expires. Liqo does the same (`reflection/event`), for the same kinds.
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Final
 
 from runtime.api import constants as c
+from runtime.api.objects import JSON, nested
 
 from .meta import reflection_labels
-
-JSON = dict[str, Any]
 
 #: (apiVersion, kind) of the provider objects whose Events are brought back -> the consumer's kind
 REFLECTED_KINDS: Final[dict[tuple[str, str], tuple[str, str]]] = {
@@ -94,7 +93,7 @@ def local_event(
             "uid": meta.get("uid", ""),
             **(
                 {"fieldPath": remote["involvedObject"]["fieldPath"]}
-                if (remote.get("involvedObject") or {}).get("fieldPath")
+                if nested(remote, "involvedObject", "fieldPath")
                 else {}
             ),
         },

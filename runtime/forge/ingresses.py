@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Final
+
+from runtime.api.objects import JSON
 
 from .meta import metadata_differs, reflected_metadata
-
-JSON = dict[str, Any]
 
 CLASS_ANNOTATION: Final = "kubernetes.io/ingress.class"
 

@@ -21,6 +21,7 @@ from typing import Any, Final, Literal, get_args
 from runtime.api import constants as c
 from runtime.api.crds import crds
 from runtime.api.image import component_command, package_version, runtime_image
+from runtime.api.objects import JSON
 
 from .meta import labels, metadata
 from .quota import ENFORCEMENTS, Enforcement
@@ -28,8 +29,6 @@ from .rbac import cluster_roles, component_bindings
 from .reflection import ReflectionOptions, ReflectionOptionsError
 from .reflection import from_values as reflection_from_values
 from .services import EXPOSURES, ServiceType
-
-JSON = dict[str, Any]
 
 WebhookMode = Literal["service", "url"]
 SERVICE_TYPES: Final[tuple[ServiceType, ...]] = EXPOSURES

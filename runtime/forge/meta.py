@@ -3,11 +3,8 @@ objects the virtual kubelet reflects to a provider (`reflection_labels`, `is_ref
 
 from __future__ import annotations
 
-from typing import Any
-
 from runtime.api import constants as c
-
-JSON = dict[str, Any]
+from runtime.api.objects import JSON, nested
 
 
 def labels(component: str, **extra: str) -> dict[str, str]:
@@ -38,7 +35,7 @@ def reflection_labels(*, origin_cluster_id: str) -> dict[str, str]:
 
 def is_reflected(obj: JSON | None, *, origin_cluster_id: str) -> bool:
     """Whether a provider's object was reflected by the consumer `origin_cluster_id` (anything else is not ours)."""
-    labels = ((obj or {}).get("metadata") or {}).get("labels") or {}
+    labels = nested(obj, "metadata", "labels") or {}
     return (
         labels.get(c.LABEL_REFLECTION_MANAGED_BY) == c.MANAGED_BY_REFLECTION
         and labels.get(c.LABEL_ORIGIN_CLUSTER_ID) == origin_cluster_id
@@ -57,7 +54,8 @@ def is_allowed(obj: JSON | None) -> bool:
 
 
 def _annotated(obj: JSON | None, key: str) -> bool:
-    value = (((obj or {}).get("metadata") or {}).get("annotations") or {}).get(key)
+    annotations = nested(obj, "metadata", "annotations") or {}
+    value = annotations.get(key)
     return value is not None and str(value).lower() != "false"
 
 

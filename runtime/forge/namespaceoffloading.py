@@ -16,11 +16,10 @@ from typing import Any
 
 from runtime.api import constants as c
 from runtime.api.crds import NAMESPACEOFFLOADINGS
+from runtime.api.objects import JSON, nested
 from runtime.api.selectors import node_selector_matches
 
 from .namespaces import current_mapping, desired_mapping
-
-JSON = dict[str, Any]
 
 READY = "Ready"
 _REQUIRED = (
@@ -76,18 +75,16 @@ def node_selector_terms(terms: Iterable[Mapping[str, Any]] | None) -> list[JSON]
 
 def selector_terms(offloading: JSON) -> list[JSON]:
     """The cluster selector's terms (none: every remote cluster)."""
-    selector = (offloading.get("spec") or {}).get("clusterSelector") or {}
+    selector = nested(offloading, "spec", "clusterSelector") or {}
     return [dict(term) for term in selector.get("nodeSelectorTerms") or []]
 
 
 def pod_offloading_strategy(offloading: JSON) -> str:
-    return str(
-        (offloading.get("spec") or {}).get("podOffloadingStrategy") or c.POD_OFFLOADING_LOCAL_AND_REMOTE
-    )
+    return str(nested(offloading, "spec", "podOffloadingStrategy") or c.POD_OFFLOADING_LOCAL_AND_REMOTE)
 
 
 def mapping_strategy(offloading: JSON) -> str:
-    return str((offloading.get("spec") or {}).get("namespaceMappingStrategy") or c.MAPPING_DEFAULT_NAME)
+    return str(nested(offloading, "spec", "namespaceMappingStrategy") or c.MAPPING_DEFAULT_NAME)
 
 
 def _condition(type: str, value: tuple[bool, str, str]) -> JSON:
@@ -212,7 +209,7 @@ class ClusterStatus:
 
 def cluster_statuses(offloading: JSON) -> list[ClusterStatus]:
     """Every remote cluster the status speaks of, by name."""
-    found = ((offloading.get("status") or {}).get("remoteNamespacesConditions")) or {}
+    found = nested(offloading, "status", "remoteNamespacesConditions") or {}
     result = []
     for cluster, conds in sorted(found.items()):
         required: JSON = next(

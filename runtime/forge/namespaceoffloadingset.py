@@ -21,11 +21,10 @@ from typing import Any
 
 from runtime.api import constants as c
 from runtime.api.crds import NAMESPACEOFFLOADINGSETS
+from runtime.api.objects import JSON, nested
 from runtime.api.selectors import label_selector
 
 from .namespaceoffloading import namespace_offloading
-
-JSON = dict[str, Any]
 
 
 def namespace_offloading_set(
@@ -54,8 +53,8 @@ def namespace_offloading_set(
 
 def offloading_of(offloading_set: Mapping[str, Any], namespace: str) -> JSON:
     """The NamespaceOffloading the set gives `namespace`: its template, labelled with the set's name."""
-    template = (offloading_set.get("spec") or {}).get("template") or {}
-    terms = ((template.get("clusterSelector") or {}).get("nodeSelectorTerms")) or []
+    template = nested(offloading_set, "spec", "template") or {}
+    terms = nested(template, "clusterSelector", "nodeSelectorTerms") or []
     body = namespace_offloading(
         namespace,
         pod_offloading_strategy=str(
@@ -70,9 +69,7 @@ def offloading_of(offloading_set: Mapping[str, Any], namespace: str) -> JSON:
 
 def owner(offloading: Mapping[str, Any]) -> str:
     """The set that made a NamespaceOffloading ("" when none did)."""
-    return str(
-        ((offloading.get("metadata") or {}).get("labels") or {}).get(c.LABEL_NAMESPACE_OFFLOADING_SET) or ""
-    )
+    return str(nested(offloading, "metadata", "labels", c.LABEL_NAMESPACE_OFFLOADING_SET) or "")
 
 
 def pickable(namespace: Mapping[str, Any], *, runtime_namespace: str) -> bool:
@@ -134,7 +131,7 @@ def select(
     meta = offloading_set["metadata"]
     name = str(meta["name"])
     deleting = bool(meta.get("deletionTimestamp"))
-    selector = label_selector((offloading_set.get("spec") or {}).get("namespaceSelector") or {})
+    selector = label_selector(nested(offloading_set, "spec", "namespaceSelector") or {})
     by_namespace = {
         str(o["metadata"]["namespace"]): o
         for o in offloadings

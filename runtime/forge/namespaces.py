@@ -23,14 +23,13 @@ from typing import Any, Final
 
 from runtime.api import constants as c
 from runtime.api.crds import NAMESPACEMAPS
+from runtime.api.objects import JSON, nested
 
 from . import podsecurity
 from .meta import labels
 from .podsecurity import Level
 from .rbac import RBAC_GROUP, REMOTE_OFFLOADING_ROLE
 from .tenant import CONSUMER_SERVICE_ACCOUNT
-
-JSON = dict[str, Any]
 
 COMPONENT = "offloading"
 MAX_NAMESPACE: Final = 63
@@ -122,14 +121,12 @@ def replica_namespace_map(local: JSON, *, remote_namespace: str, origin_cluster_
 
 
 def desired_mapping(namespace_map: JSON) -> dict[str, str]:
-    return {
-        str(k): str(v) for k, v in ((namespace_map.get("spec") or {}).get("desiredMapping") or {}).items()
-    }
+    return {str(k): str(v) for k, v in (nested(namespace_map, "spec", "desiredMapping") or {}).items()}
 
 
 def current_mapping(namespace_map: JSON | None) -> dict[str, JSON]:
     """Local namespace -> {remoteNamespace, phase, message} of a NamespaceMap's status."""
-    found = ((namespace_map or {}).get("status") or {}).get("currentMapping") or {}
+    found = nested(namespace_map, "status", "currentMapping") or {}
     return {str(k): dict(v) for k, v in found.items() if isinstance(v, Mapping)}
 
 
@@ -154,7 +151,7 @@ def map_reference(namespace_map: JSON) -> str:
 def pod_security(namespace_map: JSON | None) -> Level:
     """The Pod Security level a NamespaceMap asks for its twin namespaces: restricted when it says so,
     baseline otherwise (the floor: no consumer gets less)."""
-    asked = ((namespace_map or {}).get("spec") or {}).get("podSecurity")
+    asked = nested(namespace_map, "spec", "podSecurity")
     return "restricted" if asked == "restricted" else podsecurity.DEFAULT_LEVEL
 
 
@@ -187,7 +184,7 @@ def twin_namespace(
 
 def is_twin_of(namespace: JSON | None, namespace_map: JSON) -> bool:
     """Whether a Namespace was created for this NamespaceMap (anything else is never adopted nor deleted)."""
-    annotations = ((namespace or {}).get("metadata") or {}).get("annotations") or {}
+    annotations = nested(namespace, "metadata", "annotations") or {}
     return annotations.get(c.ANNOTATION_NAMESPACE_MAP) == map_reference(namespace_map)
 
 

@@ -24,11 +24,10 @@ from typing import Any, Final, Literal
 from runtime.api import constants as c
 from runtime.api.crds import CONFIGURATIONS, CONNECTIONS, GATEWAYCLIENTS, GATEWAYSERVERS, NETWORKS, PUBLICKEYS
 from runtime.api.image import component_command
+from runtime.api.objects import JSON, nested
 
 from . import cidrs
 from .meta import labels, metadata
-
-JSON = dict[str, Any]
 
 GatewayMode = Literal["server", "client"]
 
@@ -135,7 +134,7 @@ def network_name(configuration_name: str, cidr: str) -> str:
 def network(configuration: JSON, cidr: str) -> JSON:
     """The IPAM request for one of the remote pod CIDRs of `configuration`, owned by it."""
     meta = configuration["metadata"]
-    remote_id = (configuration.get("spec") or {}).get("remoteClusterID") or ""
+    remote_id = nested(configuration, "spec", "remoteClusterID") or ""
     body = metadata(network_name(meta["name"], cidr), namespace=meta["namespace"], component="ipam")
     body["ownerReferences"] = [owner_reference(configuration)]
     return {

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
-JSON = Mapping[str, Any]
+from runtime.api.objects import nested
 
 #: node address types, most reachable from other clusters first (Liqo's `preferOrder`)
 ADDRESS_TYPES = ("ExternalDNS", "ExternalIP", "InternalDNS", "InternalIP", "Hostname")
@@ -25,9 +25,9 @@ CONTROL_PLANE_LABELS = (
 API_SERVER_PORT = 6443
 
 
-def node_address(node: JSON) -> tuple[str, str] | None:
+def node_address(node: Mapping[str, Any]) -> tuple[str, str] | None:
     """(type, address) of the node's most reachable address, in `ADDRESS_TYPES` order; None if it has none."""
-    addresses = (node.get("status") or {}).get("addresses") or []
+    addresses = nested(node, "status", "addresses") or []
     for address_type in ADDRESS_TYPES:
         for entry in addresses:
             if entry.get("type") == address_type and entry.get("address"):
@@ -35,11 +35,11 @@ def node_address(node: JSON) -> tuple[str, str] | None:
     return None
 
 
-def control_plane_nodes(nodes: Iterable[JSON]) -> list[JSON]:
+def control_plane_nodes(nodes: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     """The nodes with the first control-plane label any node has (Liqo's `getMasterNodes`)."""
     listed = list(nodes)
     for label in CONTROL_PLANE_LABELS:
-        found = [n for n in listed if label in ((n.get("metadata") or {}).get("labels") or {})]
+        found = [n for n in listed if label in (nested(n, "metadata", "labels") or {})]
         if found:
             return found
     return []
@@ -56,7 +56,7 @@ def names_loopback(server: str) -> bool:
         return False
 
 
-def api_server_url(kubeconfig_server: str, nodes: Iterable[JSON]) -> str:
+def api_server_url(kubeconfig_server: str, nodes: Iterable[Mapping[str, Any]]) -> str:
     """The API server URL other clusters are given, when none is configured.
 
     The kubeconfig's server, unless it names a loopback address: a local cluster
@@ -66,7 +66,7 @@ def api_server_url(kubeconfig_server: str, nodes: Iterable[JSON]) -> str:
     """
     if not names_loopback(kubeconfig_server):
         return kubeconfig_server
-    for node in sorted(control_plane_nodes(nodes), key=lambda n: str((n.get("metadata") or {}).get("name"))):
+    for node in sorted(control_plane_nodes(nodes), key=lambda n: str(nested(n, "metadata", "name"))):
         address = node_address(node)
         if address is not None:
             host = f"[{address[1]}]" if ":" in address[1] else address[1]

@@ -13,9 +13,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from runtime.api.objects import JSON
+
 from .conditions import differs, find, merged
 
-JSON = dict[str, Any]
 #: a condition: (type, reason, message), or (status, reason, message) for Ready
 Condition = tuple[str, str, str]
 

@@ -16,13 +16,12 @@ from typing import Any, Final
 
 from runtime.api import constants as c
 from runtime.api.crds import FOREIGNCLUSTERS
+from runtime.api.objects import JSON, nested
 
 from . import podsecurity
 from .meta import metadata
 from .podsecurity import Level
 from .resourceslice import CPU, MEMORY, PODS
-
-JSON = dict[str, Any]
 
 #: the ForeignCluster resource keys front ends have dedicated attributes for (the rest are extended resources)
 EPHEMERAL_STORAGE = "ephemeral-storage"
@@ -91,7 +90,7 @@ def foreign_cluster(
 
 def token_of(secret: Mapping[str, Any] | None) -> str:
     """The token a token Secret holds, stripped ("" when it holds none or it does not decode)."""
-    encoded = ((secret or {}).get("data") or {}).get(c.TOKEN_SECRET_KEY)
+    encoded = nested(secret, "data", c.TOKEN_SECRET_KEY)
     if not isinstance(encoded, str):
         return ""
     try:
@@ -109,5 +108,5 @@ def split_resources(resources: Mapping[str, Any]) -> tuple[dict[str, str], dict[
 
 def trusted_key_of(foreign_cluster: Mapping[str, Any]) -> str:
     """The auth service key fingerprint a ForeignCluster says to trust ("" none: the first contact's)."""
-    annotations = (foreign_cluster.get("metadata") or {}).get("annotations") or {}
+    annotations = nested(foreign_cluster, "metadata", "annotations") or {}
     return str(annotations.get(c.ANNOTATION_TRUST_AUTH_SERVICE_KEY) or "").strip()

@@ -45,14 +45,13 @@ from urllib.parse import urlsplit
 
 from runtime.api import constants as c
 from runtime.api.crds import SHADOWPODS
+from runtime.api.objects import JSON, nested
 
 from . import podsecurity
 from .configmaps import ROOT_CA_CONFIGMAP, remote_configmap_name
 from .meta import reflection_labels
 from .podsecurity import DEFAULT_LEVEL, Level
 from .serviceaccounts import TokenProjection, token_projections, token_secret_name
-
-JSON = dict[str, Any]
 
 #: fields of a pod spec that speak of the consumer's nodes and scheduling, dropped on the way out
 SCHEDULING_FIELDS: Final = (
@@ -168,7 +167,7 @@ def _all_containers(spec: Mapping[str, Any]) -> Iterable[JSON]:
 def is_daemon_set_pod(pod: JSON) -> bool:
     return any(
         ref.get("kind") == "DaemonSet" and ref.get("controller")
-        for ref in (pod.get("metadata") or {}).get("ownerReferences") or []
+        for ref in nested(pod, "metadata", "ownerReferences") or []
     )
 
 
@@ -189,7 +188,7 @@ def _rewritten_source(
         namespace_items = [
             item
             for item in downward.get("items") or []
-            if (item.get("fieldRef") or {}).get("fieldPath") == "metadata.namespace"
+            if nested(item, "fieldRef", "fieldPath") == "metadata.namespace"
         ]
         if namespace_items and len(namespace_items) == len(downward.get("items") or []):
             return {
@@ -220,14 +219,14 @@ def _remap_root_ca(spec: JSON, name: str) -> None:
     for volume in spec.get("volumes") or []:
         sources = [
             volume.get("configMap"),
-            *(s.get("configMap") for s in (volume.get("projected") or {}).get("sources") or []),
+            *(s.get("configMap") for s in nested(volume, "projected", "sources") or []),
         ]
         for source in sources:
             if source is not None and source.get("name") == ROOT_CA_CONFIGMAP:
                 source["name"] = name
     for container in _all_containers(spec):
         for entry in container.get("env") or []:
-            ref = (entry.get("valueFrom") or {}).get("configMapKeyRef")
+            ref = nested(entry, "valueFrom", "configMapKeyRef")
             if ref is not None and ref.get("name") == ROOT_CA_CONFIGMAP:
                 ref["name"] = name
         for entry in container.get("envFrom") or []:
@@ -287,18 +286,16 @@ def shadow_pod(pod: JSON, *, remote_namespace: str, options: PodOptions) -> JSON
 
 
 def origin_uid(shadow: JSON) -> str:
-    return str(
-        ((shadow.get("metadata") or {}).get("annotations") or {}).get(c.ANNOTATION_ORIGIN_POD_UID) or ""
-    )
+    return str(nested(shadow, "metadata", "annotations", c.ANNOTATION_ORIGIN_POD_UID) or "")
 
 
 def shadow_differs(current: JSON, desired: JSON) -> bool:
     """Whether the ShadowPod on the provider says something else than `desired` (labels, annotations, spec)."""
     have, want = current.get("metadata") or {}, desired["metadata"]
     return (
-        (current.get("spec") or {}).get("pod") != desired["spec"]["pod"]
+        nested(current, "spec", "pod") != desired["spec"]["pod"]
         or (have.get("labels") or {}) != want["labels"]
-        or any((have.get("annotations") or {}).get(k) != v for k, v in want["annotations"].items())
+        or any(nested(have, "annotations", k) != v for k, v in want["annotations"].items())
     )
 
 
@@ -308,7 +305,7 @@ def shadow_differs(current: JSON, desired: JSON) -> bool:
 def provider_pod_spec(shadow: JSON) -> JSON:
     """The spec of the Pod a provider runs for a ShadowPod: the ShadowPod's, with no scheduling constraint
     (placement is the provider's) and never a token of this cluster."""
-    spec = copy.deepcopy((shadow.get("spec") or {}).get("pod") or {})
+    spec = copy.deepcopy(nested(shadow, "spec", "pod") or {})
     for field in (*SCHEDULING_FIELDS, *SERVICE_ACCOUNT_FIELDS):
         spec.pop(field, None)
     spec["automountServiceAccountToken"] = False
@@ -367,10 +364,9 @@ def is_pod_of(pod: JSON, shadow: JSON) -> bool:
 def image_updates(pod: JSON, shadow: JSON) -> list[JSON]:
     """The containers whose image the ShadowPod changed (images are a Pod's mutable part), as patch entries."""
     running = {
-        container.get("name"): container.get("image")
-        for container in (pod.get("spec") or {}).get("containers") or []
+        container.get("name"): container.get("image") for container in nested(pod, "spec", "containers") or []
     }
-    wanted = ((shadow.get("spec") or {}).get("pod") or {}).get("containers") or []
+    wanted = nested(shadow, "spec", "pod", "containers") or []
     return [
         {"name": container["name"], "image": container["image"]}
         for container in wanted
@@ -412,7 +408,7 @@ def local_pod_status(remote: JSON, *, recreations: int, host_ip: str, translate:
 
 def backoff_status(pod: JSON, *, message: str, now: str) -> JSON:
     """A pod the virtual kubelet does not offload: Pending, and not Ready, with the reason `OffloadingBackOff`."""
-    current = (pod.get("status") or {}).get("conditions") or []
+    current = nested(pod, "status", "conditions") or []
     previous = next((entry for entry in current if entry.get("type") == "Ready"), None)
     stays = previous is not None and previous.get("status") == "False" and previous.get("lastTransitionTime")
     ready = {

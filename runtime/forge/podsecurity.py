@@ -34,8 +34,6 @@ from typing import Any, Final, Literal, get_args
 
 from runtime.api import constants as c
 
-JSON = dict[str, Any]
-
 Level = Literal["baseline", "restricted"]
 #: the levels a peering may ask for, loosest first (baseline is the floor: privileged is never offered)
 LEVELS: Final[tuple[Level, ...]] = get_args(Level)

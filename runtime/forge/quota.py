@@ -21,17 +21,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from fractions import Fraction
-from typing import Any, Final, Literal, get_args
+from typing import Final, Literal, get_args
 
 from runtime.api import constants as c
 from runtime.api.crds import QUOTAS
+from runtime.api.objects import JSON, nested
 from runtime.api.quantity import Quantity
 
 from .meta import metadata
 from .pods import provider_pod_spec
 from .resourceslice import Amounts, amounts, formatted, pod_requests, total
-
-JSON = dict[str, Any]
 
 Enforcement = Literal["None", "Soft", "Hard"]
 ENFORCEMENTS: Final[tuple[Enforcement, ...]] = get_args(Enforcement)
@@ -89,7 +88,7 @@ def shadow_pod_requests(shadow: JSON) -> Amounts:
 def counts(shadow: JSON) -> bool:
     """Whether a ShadowPod counts against its consumer's Quotas: not being deleted, its pod not finished."""
     meta = shadow.get("metadata") or {}
-    return not meta.get("deletionTimestamp") and (shadow.get("status") or {}).get("phase") not in _FINISHED
+    return not meta.get("deletionTimestamp") and nested(shadow, "status", "phase") not in _FINISHED
 
 
 def takes(shadow: JSON) -> Amounts:
@@ -152,7 +151,7 @@ class Usage:
 
 def enforcement(quotas: Iterable[JSON]) -> Enforcement:
     """The strictest `limitsEnforcement` of a consumer's Quotas (Hard when one says nothing valid)."""
-    found = [str((q.get("spec") or {}).get("limitsEnforcement") or "Hard") for q in quotas]
+    found = [str(nested(q, "spec", "limitsEnforcement") or "Hard") for q in quotas]
     return max(
         (value if value in ENFORCEMENTS else "Hard" for value in found),
         key=ENFORCEMENTS.index,
@@ -162,7 +161,7 @@ def enforcement(quotas: Iterable[JSON]) -> Enforcement:
 
 def limits(quotas: Iterable[JSON]) -> Amounts:
     """The sum of a consumer's Quotas' limits (what it was granted, over all its ResourceSlices)."""
-    return total(amounts((q.get("spec") or {}).get("limits")) for q in quotas)
+    return total(amounts(nested(q, "spec", "limits")) for q in quotas)
 
 
 def enforcement_problems(shadow: JSON, *, enforced: Enforcement) -> list[str]:
@@ -229,7 +228,7 @@ def distributed(in_use: Amounts, quotas: Iterable[JSON]) -> dict[str, dict[str, 
     left = dict(in_use)
     result: dict[str, dict[str, str]] = {}
     for index, item in enumerate(ordered):
-        cap = amounts((item.get("spec") or {}).get("limits"))
+        cap = amounts(nested(item, "spec", "limits"))
         share: Amounts = {}
         last = index == len(ordered) - 1
         for name, quantity in left.items():
@@ -249,5 +248,5 @@ def distributed(in_use: Amounts, quotas: Iterable[JSON]) -> dict[str, dict[str, 
 
 def tenant_of(namespace: JSON | None) -> str:
     """The tenant namespace of the consumer a twin namespace belongs to ("" for any other namespace)."""
-    annotations = ((namespace or {}).get("metadata") or {}).get("annotations") or {}
+    annotations = nested(namespace, "metadata", "annotations") or {}
     return str(annotations.get(c.ANNOTATION_NAMESPACE_MAP) or "").partition("/")[0]

@@ -18,13 +18,10 @@ grants.
 
 from __future__ import annotations
 
-from typing import Any
-
 from runtime.api import constants as c
+from runtime.api.objects import JSON
 
 from .meta import metadata
-
-JSON = dict[str, Any]
 
 RBAC_GROUP = "rbac.authorization.k8s.io"
 ALL = ["get", "list", "watch", "create", "update", "patch", "delete"]

@@ -33,9 +33,10 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Literal, get_args
 
 from runtime.api import constants as c
+from runtime.api.objects import JSON
 from runtime.api.validation import label_key_problem
 
-from .meta import JSON, is_allowed, is_skipped
+from .meta import is_allowed, is_skipped
 
 #: the reflected kinds, in the order their flags are written (Liqo's names)
 KINDS: Final = ("pod", "configmap", "secret", "service", "endpointslice", "ingress", "event")

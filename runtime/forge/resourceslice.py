@@ -35,11 +35,12 @@ from typing import Any
 
 from runtime.api import constants as c
 from runtime.api.crds import RESOURCESLICES
+from runtime.api.objects import JSON, nested
 from runtime.api.quantity import Format, Quantity, parse_quantity
+from runtime.api.views import ResourceSliceStatus
 
 from .conditions import condition, find, is_true
 
-JSON = dict[str, Any]
 #: resource name -> amount
 Amounts = dict[str, Quantity]
 
@@ -136,11 +137,11 @@ def _round_down(name: str, quantity: Quantity) -> Quantity:
 def is_shareable_node(node: JSON) -> bool:
     """A Ready, schedulable node that is not itself a virtual node (nor being deleted)."""
     meta = node.get("metadata") or {}
-    if (meta.get("labels") or {}).get(c.LABEL_TYPE) == c.TYPE_VIRTUAL_NODE or meta.get("deletionTimestamp"):
+    if nested(meta, "labels", c.LABEL_TYPE) == c.TYPE_VIRTUAL_NODE or meta.get("deletionTimestamp"):
         return False
-    if (node.get("spec") or {}).get("unschedulable"):
+    if nested(node, "spec", "unschedulable"):
         return False
-    conditions = (node.get("status") or {}).get("conditions") or []
+    conditions = nested(node, "status", "conditions") or []
     return any(entry.get("type") == "Ready" and entry.get("status") == "True" for entry in conditions)
 
 
@@ -186,8 +187,8 @@ def node_usage(pod: JSON | None) -> tuple[str, dict[str, str]] | None:
     if pod is None:
         return None
     meta = pod.get("metadata") or {}
-    node = (pod.get("spec") or {}).get("nodeName")
-    phase = (pod.get("status") or {}).get("phase")
+    node = nested(pod, "spec", "nodeName")
+    phase = nested(pod, "status", "phase")
     if c.LABEL_ORIGIN_CLUSTER_ID in (meta.get("labels") or {}) or not node or phase in _TERMINAL_PHASES:
         return None
     try:
@@ -210,7 +211,7 @@ def free_resources(nodes: Iterable[JSON], pods: Iterable[JSON]) -> Amounts:
     shareable = [node for node in nodes if is_shareable_node(node)]
     names = {str(node["metadata"]["name"]) for node in shareable}
     allocatable = total(
-        amounts((node.get("status") or {}).get("allocatable") or (node.get("status") or {}).get("capacity"))
+        amounts(nested(node, "status", "allocatable") or nested(node, "status", "capacity"))
         for node in shareable
     )
     used = total(pod_requests(pod) for pod in pods if _counts_against_node(pod, names))
@@ -232,7 +233,7 @@ def available(free: Amounts, *, sharing_percentage: int, held_by_others: Amounts
 
 def granted(resource_slice: JSON) -> Amounts:
     """What a slice holds: its granted resources while its Resources condition is True (nothing otherwise)."""
-    status = resource_slice.get("status") or {}
+    status: ResourceSliceStatus = resource_slice.get("status") or {}
     if not is_true(status.get("conditions"), c.CONDITION_RESOURCES):
         return {}
     return amounts(status.get("resources"))
@@ -241,23 +242,23 @@ def granted(resource_slice: JSON) -> Amounts:
 def is_request_unchanged(resource_slice: JSON) -> bool:
     """Whether the grant in the status answers the current spec (the status observed this generation)."""
     meta = resource_slice.get("metadata") or {}
-    observed = (resource_slice.get("status") or {}).get("observedGeneration")
+    observed = nested(resource_slice, "status", "observedGeneration")
     return observed is not None and observed == meta.get("generation")
 
 
 def follows_free_resources(resource_slice: JSON) -> bool:
     """Whether a slice's grant moves with the provider's free resources: the default share, and a request not
     (yet) granted as asked, which grows back; a request granted as asked holds whatever happens meanwhile."""
-    requested = (resource_slice.get("spec") or {}).get("resources") or {}
+    requested = nested(resource_slice, "spec", "resources") or {}
     if not requested or not is_request_unchanged(resource_slice):
         return True
-    found = find(((resource_slice.get("status") or {}).get("conditions")), c.CONDITION_RESOURCES) or {}
+    found = find(nested(resource_slice, "status", "conditions"), c.CONDITION_RESOURCES) or {}
     return found.get("reason") != c.REASON_ACCEPTED
 
 
 def floor(resource_slice: JSON, *, in_use: Amounts) -> Amounts:
     """The amounts a new grant must not go below: what is in use, and for an unchanged explicit request, its grant."""
-    requested = (resource_slice.get("spec") or {}).get("resources") or {}
+    requested = nested(resource_slice, "spec", "resources") or {}
     if requested and is_request_unchanged(resource_slice):
         return _maximum(in_use, granted(resource_slice))
     return dict(in_use)

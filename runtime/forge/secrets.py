@@ -12,14 +12,13 @@ not this module's: a consumer Secret whose copy would take one's name is refused
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Final
 
 from runtime.api import constants as c
+from runtime.api.objects import JSON, nested
 
 from .configmaps import must_recreate, payload_differs
 from .meta import reflected_metadata
-
-JSON = dict[str, Any]
 
 SERVICE_ACCOUNT_TOKEN: Final = "kubernetes.io/service-account-token"
 SERVICE_ACCOUNT_NAME: Final = "kubernetes.io/service-account.name"
@@ -34,7 +33,7 @@ def remote_secret(local: JSON, *, namespace: str, origin_cluster_id: str) -> JSO
     labels: dict[str, str] = {}
     if secret_type == SERVICE_ACCOUNT_TOKEN:
         secret_type = "Opaque"
-        labels[SERVICE_ACCOUNT_NAME] = str((meta.get("annotations") or {}).get(SERVICE_ACCOUNT_NAME) or "")
+        labels[SERVICE_ACCOUNT_NAME] = str(nested(meta, "annotations", SERVICE_ACCOUNT_NAME) or "")
     copy: JSON = {
         "apiVersion": "v1",
         "kind": "Secret",
@@ -55,7 +54,7 @@ def remote_secret(local: JSON, *, namespace: str, origin_cluster_id: str) -> JSO
 
 def is_pod_token_secret(secret: JSON) -> bool:
     """Whether a provider's Secret is an offloaded pod's token Secret (the pod reflector's, never a copy)."""
-    return c.LABEL_REFLECTED_POD in ((secret.get("metadata") or {}).get("labels") or {})
+    return c.LABEL_REFLECTED_POD in (nested(secret, "metadata", "labels") or {})
 
 
 def secret_differs(current: JSON, desired: JSON) -> bool:

@@ -20,10 +20,9 @@ from datetime import datetime, timedelta
 from typing import Any, Final
 
 from runtime.api import constants as c
+from runtime.api.objects import JSON, nested
 
 from .meta import reflection_labels
-
-JSON = dict[str, Any]
 
 #: a projected token's lifetime when the pod names none (the API's default)
 DEFAULT_EXPIRATION: Final = 3607
@@ -56,8 +55,8 @@ class TokenProjection:
 def token_projections(pod: JSON) -> list[TokenProjection]:
     """The tokens the pod's projected volumes want, one per audience and lifetime."""
     found: dict[tuple[tuple[str, ...], int], TokenProjection] = {}
-    for volume in (pod.get("spec") or {}).get("volumes") or []:
-        for source in (volume.get("projected") or {}).get("sources") or []:
+    for volume in nested(pod, "spec", "volumes") or []:
+        for source in nested(volume, "projected", "sources") or []:
             token = source.get("serviceAccountToken")
             if token is None:
                 continue
@@ -141,14 +140,12 @@ def token_secret(
 
 def pod_of(secret: JSON) -> str:
     """The name of the pod a token Secret belongs to."""
-    return str(((secret.get("metadata") or {}).get("annotations") or {}).get(c.LABEL_REFLECTED_POD) or "")
+    return str(nested(secret, "metadata", "annotations", c.LABEL_REFLECTED_POD) or "")
 
 
 def refresh_due(secret: JSON | None) -> str:
     """When a token Secret is due for new tokens (RFC 3339; "" when it says nothing)."""
-    return str(
-        ((secret or {}).get("metadata") or {}).get("annotations", {}).get(c.ANNOTATION_TOKEN_REFRESH_AT) or ""
-    )
+    return str(nested(secret, "metadata", "annotations", default={}).get(c.ANNOTATION_TOKEN_REFRESH_AT) or "")
 
 
 def _label_value(name: str) -> str:

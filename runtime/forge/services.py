@@ -23,13 +23,12 @@ again and again.
 from __future__ import annotations
 
 import copy
-from typing import Any, Final, Literal, get_args
+from typing import Final, Literal, get_args
 
 from runtime.api import constants as c
+from runtime.api.objects import JSON, nested
 
 from .meta import metadata_differs, reflected_metadata
-
-JSON = dict[str, Any]
 
 #: the spec fields a copy takes from the consumer's Service as they are
 CARRIED: Final = (
@@ -89,7 +88,7 @@ def converted(spec: JSON, *, widest: ServiceType) -> JSON:
 
 
 def forces_node_ports(service: JSON) -> bool:
-    annotations = (service.get("metadata") or {}).get("annotations") or {}
+    annotations = nested(service, "metadata", "annotations") or {}
     return str(annotations.get(c.ANNOTATION_FORCE_REMOTE_NODE_PORT, "")).lower() == "true"
 
 

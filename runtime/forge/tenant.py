@@ -10,15 +10,13 @@ tenant namespace only, which is all it may touch on the provider.
 from __future__ import annotations
 
 import hashlib
-from typing import Any
 
 from runtime.api import constants as c
 from runtime.api.crds import TENANTS
+from runtime.api.objects import JSON, nested
 
 from .meta import metadata
 from .rbac import RBAC_GROUP, REMOTE_CONSUMER_ROLE
-
-JSON = dict[str, Any]
 
 COMPONENT = "tenant"
 #: the consumer's ServiceAccount in its tenant namespace (its credential is a token of it)
@@ -101,7 +99,7 @@ def role_binding(*, cluster_id: str, namespace: str) -> JSON:
 
 def is_tenant_namespace_of(namespace: JSON, cluster_id: str) -> bool:
     """Whether a Namespace is the tenant namespace of the consumer with this cluster id."""
-    labels = (namespace.get("metadata") or {}).get("labels") or {}
+    labels = nested(namespace, "metadata", "labels") or {}
     return (
         labels.get(c.LABEL_TENANT_NAMESPACE) == "true" and labels.get(c.LABEL_REMOTE_CLUSTER_ID) == cluster_id
     )

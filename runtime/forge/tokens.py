@@ -26,11 +26,10 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from runtime.api import constants as c
+from runtime.api.objects import JSON, nested
+from runtime.api.timestamps import parse_rfc3339, rfc3339
 
-from .credential import parse_rfc3339, rfc3339
 from .meta import metadata
-
-JSON = dict[str, Any]
 
 TOKEN_BYTES = 32
 #: how long a token is accepted when its issuer does not say (a kubeadm bootstrap token's default too): long
@@ -88,7 +87,7 @@ def token_secret(
 
 def stored_hash(secret: JSON) -> bytes | None:
     """The hex hash a token Secret holds (as bytes, for a constant-time comparison), or None if malformed."""
-    encoded = (secret.get("data") or {}).get(HASH_KEY)
+    encoded = nested(secret, "data", HASH_KEY)
     if not isinstance(encoded, str):
         return None
     try:
@@ -99,14 +98,14 @@ def stored_hash(secret: JSON) -> bytes | None:
 
 def token_expiry(secret: JSON) -> datetime | None:
     """When the Secret's token expires (None: never); ValueError if the annotation is not RFC 3339."""
-    value = ((secret.get("metadata") or {}).get("annotations") or {}).get(c.ANNOTATION_TOKEN_EXPIRES_AT)
+    value = nested(secret, "metadata", "annotations", c.ANNOTATION_TOKEN_EXPIRES_AT)
     if value is None:
         return None
     return parse_rfc3339(str(value))
 
 
 def _annotations(secret: JSON) -> dict[str, Any]:
-    return dict((secret.get("metadata") or {}).get("annotations") or {})
+    return dict(nested(secret, "metadata", "annotations") or {})
 
 
 def bound_consumer(secret: JSON) -> str:

@@ -22,12 +22,14 @@ cluster-scoped object cannot have a namespaced owner), so the controller deletes
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Final
 
 from runtime.api import constants as c
 from runtime.api import validation
 from runtime.api.crds import VIRTUALNODES
 from runtime.api.image import component_command, runtime_image
+from runtime.api.objects import JSON, nested
+from runtime.api.views import VirtualNodeSpec
 
 from . import podsecurity
 from .install import HEALTH_PORT
@@ -41,8 +43,6 @@ from .rbac import (
     virtual_kubelet_rules,
 )
 from .reflection import ReflectionOptions
-
-JSON = dict[str, Any]
 
 COMPONENT = "virtual-kubelet"
 CONTAINER = "virtual-kubelet"
@@ -145,12 +145,12 @@ def _describes_the_provider(key: str) -> bool:
 
 def provider_name(virtual_node: JSON) -> str:
     """The provider's cluster name (the VirtualNode's name when its spec does not say)."""
-    return str((virtual_node.get("spec") or {}).get("clusterName") or virtual_node["metadata"]["name"])
+    return str(nested(virtual_node, "spec", "clusterName") or virtual_node["metadata"]["name"])
 
 
 def node_name(virtual_node: JSON) -> str:
     """The Node this VirtualNode registers: `spec.nodeName`, else `liqo-<provider name>`."""
-    return str((virtual_node.get("spec") or {}).get("nodeName") or node_name_for(provider_name(virtual_node)))
+    return str(nested(virtual_node, "spec", "nodeName") or node_name_for(provider_name(virtual_node)))
 
 
 def virtual_kubelet_name(virtual_node: JSON) -> str:
@@ -161,7 +161,7 @@ def virtual_kubelet_name(virtual_node: JSON) -> str:
 def credential_secret(virtual_node: JSON) -> str:
     """The name of the Secret with the provider credential; ValueError if the spec names none, or another namespace."""
     meta = virtual_node["metadata"]
-    ref = (virtual_node.get("spec") or {}).get("credentialSecretRef") or {}
+    ref = nested(virtual_node, "spec", "credentialSecretRef") or {}
     if not ref.get("name"):
         raise ValueError(
             "spec.credentialSecretRef.name is required: the virtual kubelet needs the provider credential"
@@ -175,7 +175,7 @@ def credential_secret(virtual_node: JSON) -> str:
 
 
 def _labels(virtual_node: JSON) -> dict[str, str]:
-    spec = virtual_node.get("spec") or {}
+    spec: VirtualNodeSpec = virtual_node.get("spec") or {}
     return labels(
         COMPONENT,
         **{c.LABEL_VIRTUAL_NODE_NAME: virtual_node["metadata"]["name"]},
@@ -286,7 +286,7 @@ def is_reflection_role_binding_of(binding: JSON, virtual_node: JSON) -> bool:
     return (
         meta.get("namespace") != virtual_node["metadata"]["namespace"]
         and meta.get("name") == virtual_kubelet_name(virtual_node)
-        and (binding.get("roleRef") or {}).get("name") == VIRTUAL_KUBELET_REFLECTION_ROLE
+        and nested(binding, "roleRef", "name") == VIRTUAL_KUBELET_REFLECTION_ROLE
         and (binding.get("subjects") or [{}])[0] == _subject(virtual_node)
     )
 
@@ -305,7 +305,7 @@ def deployment(
     reach it (offloaded pods talk to it); `reflection` what it reflects (its flags; the defaults when None).
     """
     meta = virtual_node["metadata"]
-    image = (virtual_node.get("spec") or {}).get("image") or default_image or runtime_image()
+    image = nested(virtual_node, "spec", "image") or default_image or runtime_image()
     probe = {"httpGet": {"path": "/readyz", "port": "health"}, "periodSeconds": 5, "failureThreshold": 3}
     container: JSON = {
         "name": CONTAINER,

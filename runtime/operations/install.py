@@ -34,6 +34,7 @@ from typing import Any, Final
 
 from runtime.api import constants as c
 from runtime.api import crds, kinds
+from runtime.api.objects import JSON, nested
 from runtime.api.resource import Resource
 from runtime.auth.endpoint import Endpoint, auth_endpoint
 from runtime.core import APIStatusError, Client, InvalidError, NotFoundError
@@ -55,7 +56,6 @@ from .waits import NEVER, POLL_INTERVAL, POLL_MAX_INTERVAL, Stop, wait_until
 
 logger = logging.getLogger(__name__)
 
-JSON = dict[str, Any]
 
 #: InstallOptions' defaults (`runtime.forge.install`): the one place they are written
 _OPTION_DEFAULTS: Final[dict[str, str | int]] = {
@@ -192,7 +192,7 @@ async def _kubeadm_networking(client: Client) -> tuple[str | None, str | None]:
     except NotFoundError:
         return None, None
     try:
-        configuration = yaml.safe_load((configmap.get("data") or {}).get("ClusterConfiguration") or "")
+        configuration = yaml.safe_load(nested(configmap, "data", "ClusterConfiguration") or "")
     except yaml.YAMLError:
         logger.warning("kube-system/kubeadm-config: ClusterConfiguration is not YAML; ignoring it")
         return None, None
@@ -207,7 +207,7 @@ async def _controller_manager_cluster_cidr(client: Client) -> str | None:
         kinds.PODS, namespace="kube-system", label_selector="component=kube-controller-manager"
     )
     for pod in pods.items:
-        for container in (pod.get("spec") or {}).get("containers") or []:
+        for container in nested(pod, "spec", "containers") or []:
             for argument in [*(container.get("command") or []), *(container.get("args") or [])]:
                 if isinstance(argument, str) and argument.startswith(_CLUSTER_CIDR_FLAG):
                     return _cidr(argument.removeprefix(_CLUSTER_CIDR_FLAG))
@@ -218,7 +218,7 @@ async def _nodes_pod_cidr(client: Client) -> str | None:
     nodes = await client.list(kinds.NODES)
     cidrs: list[str] = []
     for node in nodes.items:
-        if ((node.get("metadata") or {}).get("labels") or {}).get(c.LABEL_TYPE) == c.TYPE_VIRTUAL_NODE:
+        if nested(node, "metadata", "labels", c.LABEL_TYPE) == c.TYPE_VIRTUAL_NODE:
             continue  # its pods run in another cluster
         spec = node.get("spec") or {}
         cidrs += spec.get("podCIDRs") or ([spec["podCIDR"]] if spec.get("podCIDR") else [])
@@ -400,7 +400,7 @@ async def _pending(client: Client, options: InstallOptions) -> list[str]:
             continue
         if not rolled_out(deployment):
             status = deployment.get("status") or {}
-            wanted = (deployment.get("spec") or {}).get("replicas", 1)
+            wanted = nested(deployment, "spec", "replicas", default=1)
             pods = await _pod_summary(client, ns, name)
             pending.append(
                 f"Deployment {ns}/{name}: {status.get('availableReplicas') or 0}/{wanted} available{pods}"
@@ -414,9 +414,7 @@ async def _pending(client: Client, options: InstallOptions) -> list[str]:
         except NotFoundError:
             pending.append(f"{resource.kind} {name} is missing")
             continue
-        if not all(
-            (hook.get("clientConfig") or {}).get("caBundle") for hook in webhook.get("webhooks") or []
-        ):
+        if not all(nested(hook, "clientConfig", "caBundle") for hook in webhook.get("webhooks") or []):
             pending.append(
                 f"{resource.kind} {name} has no CA bundle yet (the webhook sets it when it starts)"
             )
@@ -425,7 +423,7 @@ async def _pending(client: Client, options: InstallOptions) -> list[str]:
     except NotFoundError:
         pending.append(f"ConfigMap {ns}/{c.CLUSTER_IDENTITY_CONFIGMAP} is missing")
     else:
-        auth_url = (identity.get("data") or {}).get(c.IDENTITY_AUTH_URL) or ""
+        auth_url = nested(identity, "data", c.IDENTITY_AUTH_URL) or ""
         if not auth_url:
             pending.append("the auth service has not published its URL yet")
         elif options.auth_url and auth_url != options.auth_url:
@@ -441,7 +439,7 @@ async def _auth_url_moving(client: Client, namespace: str, published: str) -> li
     it published, so once it caught up with a changed Service type or nodePort the two agree. A ClusterIP
     Service publishes the pod's address, which only the service knows: nothing to compare."""
     service = await _get(client, Ref(kinds.SERVICES, c.AUTH_SERVICE, namespace))
-    if service is None or (service.get("spec") or {}).get("type") == "ClusterIP":
+    if service is None or nested(service, "spec", "type") == "ClusterIP":
         return []
     nodes = await client.list(kinds.NODES)
     derived = auth_endpoint(service, nodes.items, pod_url=published, published=published)
@@ -472,7 +470,7 @@ def image_failure(pod: Mapping[str, Any], *, cluster: str = "") -> ImagePullErro
     spec = pod.get("spec") or {}
     status = pod.get("status") or {}
     for entry in [*(status.get("initContainerStatuses") or []), *(status.get("containerStatuses") or [])]:
-        waiting = (entry.get("state") or {}).get("waiting") or {}
+        waiting = nested(entry, "state", "waiting") or {}
         if waiting.get("reason") in IMAGE_FAILURES:
             return ImagePullError(
                 image=str(entry.get("image") or _spec_image(spec, str(entry.get("name") or ""))),
@@ -495,9 +493,9 @@ def _spec_image(spec: Mapping[str, Any], container: str) -> str:
 
 def rolled_out(deployment: Mapping[str, Any]) -> bool:
     """Whether a Deployment's latest generation is fully rolled out and available (`kubectl rollout status`)."""
-    wanted = int((deployment.get("spec") or {}).get("replicas", 1))
+    wanted = int(nested(deployment, "spec", "replicas", default=1))
     status = deployment.get("status") or {}
-    generation = int((deployment.get("metadata") or {}).get("generation") or 0)
+    generation = int(nested(deployment, "metadata", "generation") or 0)
     return (
         int(status.get("observedGeneration") or 0) >= generation
         and int(status.get("updatedReplicas") or 0) == wanted
@@ -562,7 +560,7 @@ async def observe(client: Client, namespace: str) -> Observed | None:
     identity = next(
         (obj for target, obj in live.items() if target.name == c.CLUSTER_IDENTITY_CONFIGMAP and obj), None
     )
-    if namespace_object is None or (namespace_object.get("metadata") or {}).get("deletionTimestamp"):
+    if namespace_object is None or nested(namespace_object, "metadata", "deletionTimestamp"):
         return None
     if identity is None:
         return None
@@ -582,7 +580,7 @@ async def observe(client: Client, namespace: str) -> Observed | None:
         image=_container(deployments.get("liqo-controller-manager")).get("image") or "",
         webhook_mode=_flag(deployments.get("liqo-webhook"), "--mode="),
         api_server_url=_flag(deployments.get("liqo-auth"), "--api-server-url="),
-        auth_service_type=str(((auth_service or {}).get("spec") or {}).get("type") or ""),
+        auth_service_type=str(nested(auth_service, "spec", "type") or ""),
         reflection=_reflection(deployments.get("liqo-controller-manager")),
         gateway_service_type=_flag(deployments.get("liqo-controller-manager"), "--gateway-service-type="),
         gateway_mtu=_flag(deployments.get("liqo-controller-manager"), "--gateway-mtu="),
@@ -604,9 +602,7 @@ async def _get(client: Client, target: Ref) -> JSON | None:
 
 
 def _container(deployment: JSON | None) -> JSON:
-    containers = (
-        (((deployment or {}).get("spec") or {}).get("template") or {}).get("spec", {}).get("containers")
-    )
+    containers = nested(deployment, "spec", "template", "spec", default={}).get("containers")
     return dict(containers[0]) if containers else {}
 
 

@@ -23,6 +23,7 @@ from typing import Any, Final
 from runtime.api import constants as c
 from runtime.api.crds import NAMESPACEOFFLOADINGS
 from runtime.api.kinds import NAMESPACES
+from runtime.api.objects import JSON
 from runtime.core import APIConnectionError, Client, NotFoundError
 from runtime.forge.namespaceoffloading import ClusterStatus, cluster_statuses, namespace_offloading
 
@@ -38,8 +39,6 @@ from .waits import (
     WaitTimeoutError,
     wait_until,
 )
-
-JSON = dict[str, Any]
 
 #: how long every selected cluster must have failed before a wait gives up (the provider may still be
 #: creating a twin namespace whose name was just freed)

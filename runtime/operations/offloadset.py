@@ -26,6 +26,7 @@ from typing import Any, Final
 from runtime.api import constants as c
 from runtime.api.crds import NAMESPACEOFFLOADINGS, NAMESPACEOFFLOADINGSETS
 from runtime.api.kinds import NAMESPACES
+from runtime.api.objects import JSON
 from runtime.api.selectors import as_label_selector, label_selector, parse_selector
 from runtime.core import APIConnectionError, Client, NotFoundError
 from runtime.forge.namespaceoffloadingset import namespace_offloading_set, owner, pickable
@@ -41,8 +42,6 @@ from .offload import (
 )
 from .unreachable import unreachable
 from .waits import NEVER, POLL_INTERVAL, POLL_MAX_INTERVAL, Blocking, Seen, Stop, WaitTimeoutError, wait_until
-
-JSON = dict[str, Any]
 
 #: a set `liqo_offload` names is `selector-<hash of the selector>`
 SET_NAME_PREFIX: Final = "selector-"

@@ -26,6 +26,7 @@ from typing import Any, Final
 from runtime.api import constants as c
 from runtime.api.crds import FOREIGNCLUSTERS
 from runtime.api.kinds import NODES, SECRETS
+from runtime.api.objects import JSON, nested
 from runtime.core import APIConnectionError, Client, NotFoundError
 from runtime.forge import conditions, podsecurity
 from runtime.forge import credential as contract
@@ -49,7 +50,6 @@ from .waits import (
 
 logger = logging.getLogger(__name__)
 
-JSON = dict[str, Any]
 
 #: reasons of the Ready condition a wait cannot fix: the spec, the token or the provider's answer must change
 DEFINITIVE: Final = frozenset(
@@ -122,11 +122,11 @@ class Peering:
 
     @property
     def generation(self) -> int:
-        return int((self.obj.get("metadata") or {}).get("generation") or 0)
+        return int(nested(self.obj, "metadata", "generation") or 0)
 
     @property
     def terminating(self) -> bool:
-        return bool((self.obj.get("metadata") or {}).get("deletionTimestamp"))
+        return bool(nested(self.obj, "metadata", "deletionTimestamp"))
 
     @property
     def virtual_node(self) -> str:
@@ -198,7 +198,7 @@ async def find(client: Client, *, cluster_name: str | None, cluster_id: str | No
         return peering
     listed = await client.list(FOREIGNCLUSTERS)
     return next(
-        (Peering.of(obj) for obj in listed.items if (obj.get("spec") or {}).get("clusterID") == cluster_id),
+        (Peering.of(obj) for obj in listed.items if nested(obj, "spec", "clusterID") == cluster_id),
         None,
     )
 
@@ -390,7 +390,7 @@ async def wait_established(
             return None, Blocking(subject, ready.reason, ready.message)
         failing_since = None
         node = await _node(client, peering.virtual_node)
-        if node is None or not conditions.is_true((node.get("status") or {}).get("conditions"), "Ready"):
+        if node is None or not conditions.is_true(nested(node, "status", "conditions"), "Ready"):
             return None, Blocking(
                 f"node {peering.virtual_node}",
                 "NotReady" if node is not None else "NotFound",
@@ -399,7 +399,7 @@ async def wait_established(
         granted = peering.condition(c.CONDITION_RESOURCES_GRANTED, "offloading")
         if granted is not None and granted.reason == c.REASON_RESOURCES_RESIZED:
             return Established(peering, resized=granted.message), "resized"
-        capacity = (node.get("status") or {}).get("capacity") or {}
+        capacity = nested(node, "status", "capacity") or {}
         differ = [
             f"{key} {capacity.get(key, 'none')} (asked {amount})"
             for key, amount in requested.items()
@@ -409,7 +409,7 @@ async def wait_established(
             return None, Blocking(
                 f"node {peering.virtual_node}", "CapacityDiffers", f"it advertises {', '.join(differ)}"
             )
-        networking = (peering.status.get("modules") or {}).get("networking") or {}
+        networking = nested(peering.status, "modules", "networking") or {}
         if networking.get("enabled") and peering.status.get("networking") != "Established":
             tunnel = peering.condition(c.CONDITION_NETWORK_CONNECTED, "networking")
             return None, Blocking(

@@ -25,8 +25,8 @@ from typing import Final
 
 from runtime.api import constants as c
 from runtime.api.kinds import SECRETS
+from runtime.api.timestamps import rfc3339
 from runtime.core import APIConnectionError, Client, NotFoundError
-from runtime.forge.credential import rfc3339
 from runtime.forge.tokens import (
     DEFAULT_LIFETIME,
     generate_token,

@@ -37,7 +37,6 @@ import binascii
 import logging
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import yaml
 from prometheus_client import CollectorRegistry
@@ -45,6 +44,7 @@ from prometheus_client import CollectorRegistry
 from runtime.api import constants as c
 from runtime.api.crds import CONFIGURATIONS, NAMESPACEMAPS, VIRTUALNODES
 from runtime.api.kinds import NODES, PODS, SECRETS
+from runtime.api.objects import JSON, nested
 from runtime.core import (
     APIConnectionError,
     APIStatusError,
@@ -86,8 +86,6 @@ from .remote import CredentialRemote
 from .translation import AddressTranslator, RemappingTranslator
 
 logger = logging.getLogger(__name__)
-
-JSON = dict[str, Any]
 
 
 class VirtualKubeletError(Exception):
@@ -136,7 +134,7 @@ class CredentialReconciler:
                 request,
             )
             return None
-        encoded = (secret.get("data") or {}).get(c.CREDENTIAL_KUBECONFIG_KEY)
+        encoded = nested(secret, "data", c.CREDENTIAL_KUBECONFIG_KEY)
         if not encoded:
             raise PermanentError(
                 f"{request}: the credential Secret has no key {c.CREDENTIAL_KUBECONFIG_KEY!r}"
@@ -178,7 +176,7 @@ class DeletionWatcher:
 def _pod_security(virtual_node: JSON) -> Level:
     """The level the VirtualNode says the provider holds its pods to (baseline when it says nothing valid)."""
     try:
-        return podsecurity.level((virtual_node.get("spec") or {}).get("podSecurity"))
+        return podsecurity.level(nested(virtual_node, "spec", "podSecurity"))
     except podsecurity.InvalidLevelError:
         return podsecurity.DEFAULT_LEVEL
 
@@ -247,7 +245,7 @@ class VirtualKubelet:
             raise VirtualKubeletError(f"{ref}: {exc}") from None
         provider = forge.provider_name(virtual_node)
         node_name = forge.node_name(virtual_node)
-        self._creates_node = bool((virtual_node.get("spec") or {}).get("createNode", True))
+        self._creates_node = bool(nested(virtual_node, "spec", "createNode", default=True))
         manager = Manager(
             self._client,
             settings=Settings(queueing=QueueingSettings(workers=1), server=None),
@@ -272,7 +270,7 @@ class VirtualKubelet:
             manager,
             remote,
             provider=provider,
-            provider_cluster_id=str((virtual_node.get("spec") or {}).get("clusterID") or ""),
+            provider_cluster_id=str(nested(virtual_node, "spec", "clusterID") or ""),
             node_name=node_name,
             pod_security=_pod_security(virtual_node),
         )

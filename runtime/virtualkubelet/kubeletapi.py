@@ -33,11 +33,12 @@ import logging
 import ssl
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from typing import Any, Protocol
+from typing import Protocol
 
 from aiohttp import web
 
 from runtime.api.kinds import SUBJECTACCESSREVIEWS
+from runtime.api.objects import nested
 from runtime.core import APIConnectionError, APIStatusError, Client, Upgraded
 from runtime.core.failures import explain
 from runtime.core.kubeconfig.tls import load_cert_chain
@@ -45,7 +46,6 @@ from runtime.forge import certificates
 
 logger = logging.getLogger(__name__)
 
-JSON = dict[str, Any]
 
 #: the PodLogOptions the API server passes on, forwarded to the provider as they are
 LOG_OPTIONS = ("follow", "previous", "timestamps", "tailLines", "limitBytes", "sinceSeconds", "sinceTime")
@@ -113,7 +113,7 @@ class SubjectAccessAuthorizer:
             },
         }
         answer = await self._client.create(SUBJECTACCESSREVIEWS, review)
-        allowed = bool((answer.get("status") or {}).get("allowed"))
+        allowed = bool(nested(answer, "status", "allowed"))
         self._decisions[key] = (now, allowed)
         return allowed
 

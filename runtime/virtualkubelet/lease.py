@@ -21,14 +21,13 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
 from runtime.api.kinds import LEASES, NODES
+from runtime.api.objects import JSON
 from runtime.core import AlreadyExistsError, APIError, Client, ConflictError, NotFoundError
 
 logger = logging.getLogger(__name__)
 
-JSON = dict[str, Any]
 NODE_LEASE_NAMESPACE = "kube-node-lease"
 
 

@@ -35,6 +35,8 @@ from typing import Any
 from runtime.api import constants as c
 from runtime.api.image import package_version
 from runtime.api.kinds import NODES
+from runtime.api.objects import JSON, nested
+from runtime.api.views import VirtualNodeSpec
 from runtime.core import AlreadyExistsError, Client, Request, Result, Store
 from runtime.forge import nodestatus
 
@@ -42,7 +44,6 @@ from .health import Health, HealthChecker
 
 logger = logging.getLogger(__name__)
 
-JSON = dict[str, Any]
 
 OPERATING_SYSTEM = "linux"
 ARCHITECTURE = "amd64"
@@ -63,7 +64,7 @@ STATUS_FIELDS = ("capacity", "allocatable", "addresses", "nodeInfo", "daemonEndp
 
 def node_labels(virtual_node: JSON, *, node_name: str) -> dict[str, str]:
     """The VirtualNode's labels, then the ones every virtual node carries (which win)."""
-    spec = virtual_node.get("spec") or {}
+    spec: VirtualNodeSpec = virtual_node.get("spec") or {}
     return {
         **{str(k): str(v) for k, v in (spec.get("labels") or {}).items()},
         c.LABEL_TYPE: c.TYPE_VIRTUAL_NODE,
@@ -83,7 +84,7 @@ def node_taints(virtual_node: JSON) -> list[JSON]:
     """The virtual-node taint, then the VirtualNode's own taints (one per key and effect)."""
     taints: dict[str, JSON] = {}
     always = {"key": c.TAINT_VIRTUAL_NODE, "effect": c.TAINT_VIRTUAL_NODE_EFFECT}
-    for taint in [always, *((virtual_node.get("spec") or {}).get("taints") or [])]:
+    for taint in [always, *(nested(virtual_node, "spec", "taints") or [])]:
         kept = {key: taint[key] for key in ("key", "value", "effect") if taint.get(key)}
         taints.setdefault(taint_key(kept), kept)
     return list(taints.values())
@@ -92,8 +93,7 @@ def node_taints(virtual_node: JSON) -> list[JSON]:
 def capacity(virtual_node: JSON) -> dict[str, str]:
     """The Node's capacity (and allocatable): the VirtualNode's resources."""
     return {
-        str(name): str(value)
-        for name, value in ((virtual_node.get("spec") or {}).get("resources") or {}).items()
+        str(name): str(value) for name, value in (nested(virtual_node, "spec", "resources") or {}).items()
     }
 
 
@@ -130,7 +130,7 @@ def node_status(
             "systemUUID": "",
             "bootID": "",
             "kernelVersion": "",
-            "osImage": f"liqo provider {(virtual_node.get('spec') or {}).get('clusterName', '')}".strip(),
+            "osImage": f"liqo provider {nested(virtual_node, 'spec', 'clusterName', default='')}".strip(),
             "containerRuntimeVersion": f"liqo://{package_version()}",
             "kubeletVersion": version,
             "kubeProxyVersion": "",
@@ -143,7 +143,7 @@ def node_status(
 
 
 def _managed(node: JSON, annotation: str) -> set[str]:
-    value = ((node.get("metadata") or {}).get("annotations") or {}).get(annotation) or ""
+    value = nested(node, "metadata", "annotations", annotation) or ""
     return {item for item in value.split(",") if item}
 
 
@@ -178,7 +178,7 @@ def with_labels_and_taints(node: JSON, virtual_node: JSON) -> JSON | None:
     labels = {k: v for k, v in (metadata.get("labels") or {}).items() if k not in stale_labels}
     metadata["labels"] = {**labels, **wanted_labels}
     ours = _managed(node, c.ANNOTATION_MANAGED_TAINTS) | {taint_key(taint) for taint in wanted_taints}
-    current_taints = (updated.get("spec") or {}).get("taints") or []
+    current_taints = nested(updated, "spec", "taints") or []
     others = [taint for taint in current_taints if taint_key(taint) not in ours]
     # ours keep the timeAdded they have on the Node, when they are there already
     added = {taint_key(taint): taint["timeAdded"] for taint in current_taints if taint.get("timeAdded")}

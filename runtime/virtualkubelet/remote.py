@@ -23,6 +23,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any, Protocol
 
+from runtime.api.objects import JSON
 from runtime.core import APIError, Client
 from runtime.core.client import RequestObserver
 from runtime.core.failures import explain
@@ -30,7 +31,6 @@ from runtime.core.kubeconfig import load_kubeconfig_dict
 
 logger = logging.getLogger(__name__)
 
-JSON = dict[str, Any]
 VERSION_PATH = "/version"
 
 

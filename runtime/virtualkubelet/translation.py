@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from runtime.api.objects import nested
 from runtime.core import Store
 from runtime.forge.ipam import translate
 from runtime.forge.networking import Cidrs
@@ -48,8 +49,8 @@ class RemappingTranslator:
 
     def _move(self, address: str, *, side: str) -> str:
         configuration = self._configurations.get(self._name, namespace=self._namespace) or {}
-        real = Cidrs.of((configuration.get("spec") or {}).get(side)).pod
-        mapped = Cidrs.of((configuration.get("status") or {}).get(side)).pod
+        real = Cidrs.of(nested(configuration, "spec", side)).pod
+        mapped = Cidrs.of(nested(configuration, "status", side)).pod
         for source, target in zip(real, mapped, strict=False):
             moved = translate(address, source=source, target=target)
             if moved != address:

@@ -21,18 +21,17 @@ import datetime
 import ssl
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from runtime.api import constants as c
+from runtime.api.objects import JSON
 from runtime.core.kubeconfig.tls import load_cert_chain
 from runtime.forge import certificates
 from runtime.forge.meta import metadata
 
-JSON = dict[str, Any]
 COMPONENT = "webhook"
 #: how long the kept CA is valid; a webhook starting with less than `RENEW_BEFORE` of it left makes a new one
 AUTHORITY_VALIDITY = datetime.timedelta(days=3650)

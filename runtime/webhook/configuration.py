@@ -21,10 +21,9 @@ from urllib.parse import urlsplit
 
 from runtime.api.constants import FIELD_MANAGER_WEBHOOK
 from runtime.api.kinds import MUTATINGWEBHOOKS, VALIDATINGWEBHOOKS
+from runtime.api.objects import JSON, nested
 from runtime.api.resource import Resource
 from runtime.core import APIError, Client, ConflictError, NotFoundError
-
-from .review import JSON
 
 logger = logging.getLogger(__name__)
 
@@ -56,7 +55,7 @@ def _path(client_config: JSON) -> str:
     if "url" in client_config:
         parts = urlsplit(str(client_config["url"]))
         return parts.path + (f"?{parts.query}" if parts.query else "")
-    return str((client_config.get("service") or {}).get("path") or "/")
+    return str(nested(client_config, "service", "path") or "/")
 
 
 #: (kind of configuration, name)

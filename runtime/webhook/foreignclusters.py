@@ -17,7 +17,9 @@ from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
-from .review import JSON, forbidden, invalid
+from runtime.api.objects import JSON
+
+from .review import forbidden, invalid
 
 #: the virtual node is `liqo-<clusterName>`, and a node name must fit in 63 characters
 MAX_CLUSTER_NAME = 58

@@ -13,9 +13,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from runtime.api import constants as c
+from runtime.api.objects import JSON
 from runtime.forge.tenant import tenant_namespace_name
 
-from .review import JSON, forbidden
+from .review import forbidden
 
 
 def validate(request: JSON) -> Sequence[str]:

@@ -20,8 +20,9 @@ from typing import Any
 
 from runtime.api import constants as c
 from runtime.api import validation
+from runtime.api.objects import JSON, nested
 
-from .review import JSON, forbidden, invalid
+from .review import forbidden, invalid
 
 
 def _spec(obj: JSON | None) -> JSON:
@@ -34,7 +35,7 @@ def validate(request: JSON) -> Sequence[str]:
     obj = request.get("object") or {}
     spec = _spec(obj)
     problems: list[str] = []
-    name = (obj.get("metadata") or {}).get("name") or request.get("name")
+    name = nested(obj, "metadata", "name") or request.get("name")
     if request.get("operation") == "CREATE" and name != c.NAMESPACE_OFFLOADING_NAME:
         problems.append(
             invalid(

@@ -14,16 +14,17 @@ from collections.abc import Sequence
 from typing import Any
 
 from runtime.api import validation
+from runtime.api.objects import JSON, nested
 
 from .namespaceoffloadings import cluster_selector_problems
-from .review import JSON, invalid
+from .review import invalid
 
 _PATH = "spec.namespaceSelector"
 
 
 def validate(request: JSON) -> Sequence[str]:
     """Problems of a NamespaceOffloadingSet CREATE or UPDATE."""
-    spec = (request.get("object") or {}).get("spec") or {}
+    spec = nested(request, "object", "spec") or {}
     template = spec.get("template") or {}
     return [
         *_namespace_selector_problems(spec.get("namespaceSelector")),

@@ -28,9 +28,10 @@ from collections.abc import Callable
 from typing import Any
 
 from runtime.api import constants as c
+from runtime.api.objects import JSON, nested
 from runtime.forge import namespaceoffloading as forge
 
-from .review import JSON, Mutation, forbidden
+from .review import Mutation, forbidden
 
 #: namespace -> its NamespaceOffloading (None: there is none)
 Lookup = Callable[[str], JSON | None]
@@ -83,7 +84,7 @@ def merged_node_selector(own: JSON | None, imposed: JSON) -> JSON:
 def is_daemon_set_pod(pod: JSON) -> bool:
     return any(
         ref.get("kind") == "DaemonSet" and ref.get("controller")
-        for ref in (pod.get("metadata") or {}).get("ownerReferences") or []
+        for ref in nested(pod, "metadata", "ownerReferences") or []
     )
 
 
@@ -154,7 +155,7 @@ def pod_mutator(lookup: Lookup) -> Callable[[JSON], Mutation]:
         if shape:
             path, _, detail = shape.partition(": ")
             return Mutation(problems=[forbidden(path, detail)])
-        namespace = str(request.get("namespace") or (pod.get("metadata") or {}).get("namespace") or "")
+        namespace = str(request.get("namespace") or nested(pod, "metadata", "namespace") or "")
         offloading = lookup(namespace)
         if offloading is None:
             return Mutation(

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from runtime.api.objects import JSON
 from runtime.api.quantity import parse_quantity
 
-from .review import JSON, invalid
+from .review import invalid
 
 
 def _spec(obj: JSON | None) -> JSON:

@@ -16,9 +16,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from runtime.api.objects import JSON, nested
 from runtime.core import jsonbody
 
-JSON = dict[str, Any]
 API_VERSION = "admission.k8s.io/v1"
 #: how deep a review may nest: deeper is refused before any handler walks it
 MAX_DEPTH = jsonbody.MAX_DEPTH
@@ -75,7 +75,7 @@ def parse_review(text: bytes) -> JSON:
             raise ReviewError(f"request.{key} is not a JSON {'object' if kind is dict else kind.__name__}")
     for key in ("object", "oldObject"):
         for part in ("metadata", "spec"):
-            if not isinstance((request.get(key) or {}).get(part) or {}, dict):
+            if not isinstance(nested(request, key, part) or {}, dict):
                 raise ReviewError(f"request.{key}.{part} is not a JSON object")
     return request
 

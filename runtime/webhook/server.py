@@ -26,6 +26,7 @@ from prometheus_client import CollectorRegistry
 from runtime.api import constants as c
 from runtime.api.crds import NAMESPACEOFFLOADINGS, QUOTAS, SHADOWPODS
 from runtime.api.kinds import NAMESPACES
+from runtime.api.objects import JSON
 from runtime.core import Client, InformerFactory, ServerSettings, WatchingSettings
 from runtime.core.health import HealthServer
 from runtime.core.informer import InformerMetrics
@@ -35,7 +36,6 @@ from .app import ReviewMetrics, application, mutators, validators
 from .authority import kept_authority
 from .certs import ServingCertificate, server_context, service_dns_names, serving_certificate
 from .configuration import Mode, patch_configurations, targets
-from .review import JSON
 from .shadowpods import ShadowPodAdmission
 
 logger = logging.getLogger(__name__)

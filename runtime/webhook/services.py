@@ -18,9 +18,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from runtime.api.objects import JSON
 from runtime.forge.services import ServiceType, converted
 
-from .review import JSON, Mutation, forbidden
+from .review import Mutation, forbidden
 
 
 def service_mutator(widest: ServiceType) -> Callable[[JSON], Mutation]:

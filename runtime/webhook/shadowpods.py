@@ -33,6 +33,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from runtime.api.objects import JSON, nested
 from runtime.core import Store
 from runtime.forge import pods as forge_pods
 from runtime.forge import podsecurity
@@ -40,7 +41,7 @@ from runtime.forge import quota as forge
 from runtime.forge.quota import Usage
 from runtime.forge.resourceslice import Amounts, total
 
-from .review import JSON, forbidden
+from .review import forbidden
 
 #: how long an admitted ShadowPod is counted from memory while the cache does not show it
 ASSUMED_FOR = 30.0
@@ -145,7 +146,7 @@ class ShadowPodAdmission:
             ]
         creating = request.get("operation") == "CREATE"
         cordoned = sorted(
-            f"{tenant}/{q['metadata']['name']}" for q in quotas if (q.get("spec") or {}).get("cordoned")
+            f"{tenant}/{q['metadata']['name']}" for q in quotas if nested(q, "spec", "cordoned")
         )
         if creating and cordoned:
             return [
@@ -162,7 +163,7 @@ class ShadowPodAdmission:
             requested = forge.shadow_pod_requests(shadow)
         except ValueError as exc:
             return [forbidden("spec.pod", f"a resource quantity does not parse: {exc}")]
-        key = f"{namespace}/{(shadow.get('metadata') or {}).get('name') or request.get('name')}"
+        key = f"{namespace}/{nested(shadow, 'metadata', 'name') or request.get('name')}"
         if not creating and old is not None and not _asks_for_more(requested, _requests(old)):
             return []
         in_use = self._in_use(tenant, leaving_out=key)

@@ -22,7 +22,6 @@ import textwrap
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
@@ -42,10 +41,10 @@ from runtime.api.kinds import (
     SERVICEACCOUNTS,
     SERVICES,
 )
+from runtime.api.objects import JSON
 from runtime.core import Client, NotFoundError
 from tests.playground.conftest import eventually
 
-JSON = dict[str, Any]
 WORKER, WORKER2 = "kind-worker", "kind-worker2"
 
 

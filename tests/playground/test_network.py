@@ -23,7 +23,6 @@ import subprocess
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from kubernetes import client as k8s
@@ -35,10 +34,10 @@ from playground.network import names, netns
 from playground.testing import Playground, clusters
 from runtime.api.image import runtime_image
 from runtime.api.kinds import DEPLOYMENTS, NAMESPACES, NODES, PODS, SERVICEACCOUNTS, SERVICES
+from runtime.api.objects import JSON
 from runtime.core import Client, NotFoundError
 from tests.playground.conftest import eventually
 
-JSON = dict[str, Any]
 NGINX = "nginx:1.27"
 CURL = "curlimages/curl:8.11.1"
 WELCOME = "<title>Welcome to nginx!</title>"

@@ -20,7 +20,6 @@ import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -32,6 +31,7 @@ from playground.realnode import cgroups, images, mountns, tunables
 from playground.spec import REAL_NODES_MODE, node_netns_name
 from playground.testing import Playground, clusters
 from runtime.api.kinds import NODES, PODS, SERVICES
+from runtime.api.objects import JSON
 from runtime.core import Client
 from tests.playground.conftest import eventually
 from tests.playground.test_network import (
@@ -46,7 +46,6 @@ from tests.playground.test_network import (
 )
 from tests.runtime.operations.test_install_image import UNPULLABLE, failed_install
 
-JSON = dict[str, Any]
 ROOT = Path(__file__).resolve().parents[2]
 IMAGES_TOOL = ROOT / "tools" / "images" / "build.py"
 

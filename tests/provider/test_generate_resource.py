@@ -15,8 +15,8 @@ from provider.kube import Kube
 from provider.resources.generate import GenerateResource
 from runtime.api import constants as c
 from runtime.api.kinds import CONFIGMAPS, NAMESPACES, SECRETS
+from runtime.api.timestamps import parse_rfc3339
 from runtime.core import Client, NotFoundError
-from runtime.forge.credential import parse_rfc3339
 
 from . import harness
 from .harness import Provider

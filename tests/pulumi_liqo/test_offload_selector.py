@@ -16,14 +16,13 @@ from pulumi_liqo.providers.offload import OffloadingProvider
 from runtime.api import constants as c
 from runtime.api.crds import NAMESPACEOFFLOADINGS, NAMESPACEOFFLOADINGSETS, crds
 from runtime.api.kinds import CRDS, NAMESPACES
+from runtime.api.objects import JSON
 from runtime.controllers.offloading import namespaceoffloadingset
 from runtime.controllers.options import ControllerOptions
 from runtime.core import Client, Manager, Settings
 from runtime.operations.offloadset import set_name
 from tests.apiserver.conftest import start_emulator, stop_emulator
 from tests.provider.runtime_double import offloading_controller
-
-JSON = dict[str, Any]
 
 
 @pytest.fixture

@@ -30,6 +30,7 @@ from pulumi_liqo.providers.token import TokenProvider
 from runtime.api import constants as c
 from runtime.api.crds import FOREIGNCLUSTERS, NAMESPACEOFFLOADINGS
 from runtime.api.kinds import DEPLOYMENTS, NAMESPACES, NODES, PODS, SECRETS, SERVICES
+from runtime.api.objects import JSON
 from runtime.core import Client, NotFoundError
 from runtime.forge.install import InstallOptions
 from runtime.forge.nodes import names_loopback
@@ -39,7 +40,6 @@ from .mocks import engine_state
 
 pytestmark = [pytest.mark.slow]
 
-JSON = dict[str, Any]
 #: how long the offloaded pods may take to run on the virtual node (a bound, not a measure)
 POD_SECONDS = 180.0
 #: a Deployment whose pods must run on a virtual node (as the quick start's)

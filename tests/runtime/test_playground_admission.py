@@ -25,6 +25,7 @@ from playground import liqo
 from playground.testing import Playground
 from runtime.api.crds import GATEWAYSERVERS, NAMESPACEOFFLOADINGS, QUOTAS, SHADOWPODS
 from runtime.api.kinds import DEPLOYMENTS, PODS, SECRETS
+from runtime.api.objects import JSON
 from runtime.controllers.core.objects import kubeconfig_of
 from runtime.core import APIError, Client, InvalidError
 from runtime.forge.namespaceoffloading import namespace_offloading
@@ -33,7 +34,6 @@ from .test_playground_offloading import offload, until, virtual_node_ready
 
 pytestmark = [pytest.mark.slow]
 
-JSON = dict[str, Any]
 TWIN = "shop-rome"
 TENANT = "liqo-tenant-rome"
 WEBHOOK = "liqo-webhook"

@@ -23,7 +23,6 @@ import ipaddress
 import re
 import subprocess
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -42,6 +41,7 @@ from runtime.api.crds import (
     PUBLICKEYS,
 )
 from runtime.api.kinds import ENDPOINTSLICES, NAMESPACES, PODS, SECRETS, SERVICES
+from runtime.api.objects import JSON
 from runtime.core import Client
 from runtime.fabric.routes import ROUTE_PROTOCOL
 from runtime.forge.fabricrules import NODE_TABLE
@@ -54,7 +54,6 @@ from tests.runtime.test_playground_offloading import get, kubectl, region, three
 
 pytestmark = [pytest.mark.slow, pytest.mark.kubectl]
 
-JSON = dict[str, Any]
 POD_CIDR = "10.244.0.0/16"
 GATEWAYS = f"{c.LABEL_COMPONENT}=gateway"
 #: curl pods run for one fetch before it counts as failed

@@ -40,6 +40,7 @@ from playground.testing import Playground
 from runtime.api import constants as c
 from runtime.api.crds import CONFIGURATIONS, FOREIGNCLUSTERS, NETWORKS, SHADOWENDPOINTSLICES
 from runtime.api.kinds import DEPLOYMENTS, ENDPOINTSLICES, EVENTS, NAMESPACES, NODES, PODS, SECRETS, SERVICES
+from runtime.api.objects import JSON
 from runtime.controllers.core.objects import kubeconfig_of
 from runtime.core import Client, InvalidError
 from runtime.fabric.routes import ROUTE_PROTOCOL
@@ -50,7 +51,6 @@ from tests.runtime.test_playground_offloading import get, offload, until
 
 pytestmark = [pytest.mark.slow, pytest.mark.kubectl]
 
-JSON = dict[str, Any]
 TENANT = "liqo-tenant-rome"
 TWIN = "shop-rome"
 #: how long each hostile value is watched for a route or rule made from it (sampled every SAMPLE seconds)

@@ -14,7 +14,6 @@ name on the selected cluster only, with each cluster's conditions in its status.
 from __future__ import annotations
 
 import functools
-from typing import Any
 
 import pytest
 
@@ -23,6 +22,7 @@ from playground.testing import Playground
 from runtime.api import constants as c
 from runtime.api.crds import NAMESPACEOFFLOADINGS, NAMESPACEOFFLOADINGSETS
 from runtime.api.kinds import NAMESPACES
+from runtime.api.objects import JSON
 from runtime.core import Client
 from runtime.forge.namespaceoffloading import ClusterStatus, cluster_statuses, namespace_offloading
 from runtime.forge.namespaceoffloadingset import namespace_offloading_set
@@ -37,7 +37,6 @@ from tests.runtime.test_playground_offloading import (
 
 pytestmark = [pytest.mark.slow, pytest.mark.kubectl]
 
-JSON = dict[str, Any]
 TEAM = ("shop", "cart")
 
 

@@ -38,6 +38,7 @@ from runtime.api import constants as c
 from runtime.api.crds import FOREIGNCLUSTERS, NAMESPACEOFFLOADINGS, SHADOWPODS, TENANTS
 from runtime.api.image import runtime_image
 from runtime.api.kinds import DEPLOYMENTS, NAMESPACES, NODES, PODS
+from runtime.api.objects import JSON
 from runtime.core import Client, NotFoundError
 from runtime.forge import virtualnode as forge_vn
 from runtime.forge.namespaceoffloading import namespace_offloading
@@ -45,7 +46,6 @@ from tests.playground.conftest import eventually
 
 pytestmark = [pytest.mark.slow, pytest.mark.kubectl]
 
-JSON = dict[str, Any]
 #: generous bounds: the machine is shared, and three clusters run their runtime as processes
 WITHIN = 180.0
 NORTH = {"topology.liqo.io/region": "north"}

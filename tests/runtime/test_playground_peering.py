@@ -38,6 +38,7 @@ from playground.testing import Playground
 from runtime.api import constants as c
 from runtime.api.crds import FOREIGNCLUSTERS, IDENTITIES, RESOURCESLICES, TENANTS, VIRTUALNODES
 from runtime.api.kinds import CONFIGMAPS, DEPLOYMENTS, NAMESPACES, NODES, PODS, SECRETS
+from runtime.api.objects import JSON
 from runtime.api.quantity import parse_quantity
 from runtime.controllers.core.objects import kubeconfig_of
 from runtime.core import Client, ForbiddenError, NotFoundError
@@ -48,7 +49,6 @@ from tests.runtime.liqo_docs import FOREIGNCLUSTERS_HEADER, MILAN_NETWORKED
 
 pytestmark = [pytest.mark.slow, pytest.mark.kubectl]
 
-JSON = dict[str, Any]
 NAMESPACE = liqo.NAMESPACE
 NODE = "liqo-milan"
 #: milan's cluster labels, which its virtual node on rome carries

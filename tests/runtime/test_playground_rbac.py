@@ -12,13 +12,13 @@ hostile peer, or whoever takes over one component, would try first.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import pytest
 
 from playground.testing import Playground
 from runtime.api import constants as c
 from runtime.api.kinds import NAMESPACES, SUBJECTACCESSREVIEWS
+from runtime.api.objects import JSON
 from runtime.core import Client
 from runtime.forge import networking, tenant
 from runtime.forge import virtualnode as vn
@@ -27,7 +27,6 @@ from runtime.forge.namespaces import twin_role_binding
 
 pytestmark = [pytest.mark.slow]
 
-JSON = dict[str, Any]
 
 RUNTIME = "liqo"
 OPTIONS = InstallOptions(

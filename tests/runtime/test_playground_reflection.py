@@ -28,7 +28,6 @@ import asyncio
 import base64
 import os
 import signal
-from typing import Any
 
 import aiohttp
 import pytest
@@ -40,6 +39,7 @@ from runtime.api import constants as c
 from runtime.api.crds import CONFIGURATIONS, SHADOWENDPOINTSLICES
 from runtime.api.image import runtime_image
 from runtime.api.kinds import CONFIGMAPS, DEPLOYMENTS, ENDPOINTSLICES, NODES, PODS, SECRETS, SERVICES
+from runtime.api.objects import JSON
 from runtime.core import Client
 from runtime.forge import virtualnode as forge_vn
 from runtime.forge.configmaps import remote_configmap_name
@@ -50,7 +50,6 @@ from .test_playground_offloading import get, kubectl, offload, pods_of, until, v
 
 pytestmark = [pytest.mark.slow, pytest.mark.kubectl]
 
-JSON = dict[str, Any]
 NAMESPACE, TWIN = "shop", "shop-rome"
 LOCAL_NODE = "rome-control-plane"
 REFLECTED_SLICES = f"{c.LABEL_REFLECTION_MANAGED_BY}={c.MANAGED_BY_SHADOWENDPOINTSLICE}"

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-from typing import Any
 
 import pytest
 
@@ -27,7 +26,6 @@ from .test_playground_offloading import get, offload, until, virtual_node_ready
 
 pytestmark = [pytest.mark.slow]
 
-JSON = dict[str, Any]
 NAMESPACE, TWIN = "policy", "policy-rome"
 POLICY = ReflectionOptions(
     secret_type="AllowList",

@@ -22,7 +22,6 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -33,6 +32,7 @@ from playground.realbinary import Assets, find_assets
 from playground.realnode import mountns, tunables
 from runtime.api import constants as c
 from runtime.api.kinds import NAMESPACES, NODES, PODS, SERVICES
+from runtime.api.objects import JSON
 from runtime.core import Client
 from tests.playground.conftest import eventually
 from tests.playground.test_realnodes import host_rules, node_leftovers
@@ -46,7 +46,6 @@ ROOT = Path(__file__).resolve().parents[2]
 #: the bound of the whole demo (about two minutes here once the images and the provider are cached)
 DEMO_TIMEOUT = 900
 WELCOME = "<title>Welcome to nginx!</title>"
-JSON = dict[str, Any]
 
 
 @pytest.fixture

@@ -36,6 +36,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Protocol, cast
 
+from runtime.api.objects import JSON
+
 MEDIA_INDEX = "application/vnd.oci.image.index.v1+json"
 MEDIA_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
 MEDIA_CONFIG = "application/vnd.oci.image.config.v1+json"
@@ -49,8 +51,6 @@ ANNOTATION_REF_NAME = "org.opencontainers.image.ref.name"
 FIXED_MTIME = 315532800
 CREATED = "1980-01-01T00:00:00Z"
 _ARCHITECTURES = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64"}
-
-JSON = dict[str, Any]
 
 
 class ImageError(Exception):

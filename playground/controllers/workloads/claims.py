@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable
-from typing import Any
 
+from runtime.api.objects import JSON
 from runtime.api.resource import Resource
 from runtime.api.selectors import Selector
 from runtime.core import APIError, Client, NotFoundError
@@ -24,8 +24,6 @@ from .names import FIELD_MANAGER
 from .ownership import controller_of, controller_ref, is_deleting, labels, name, namespace, reference, uid
 
 logger = logging.getLogger(__name__)
-
-JSON = dict[str, Any]
 
 
 async def claim(

@@ -8,11 +8,10 @@ the same status keeps the original `lastTransitionTime`.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+
+from runtime.api.objects import JSON
 
 from .timestamps import format_time
-
-JSON = dict[str, Any]
 
 
 def new_condition(

@@ -14,15 +14,13 @@
 from __future__ import annotations
 
 import copy
-from typing import Any
 
 from playground.scheduler.taints import NO_EXECUTE, NO_SCHEDULE, untolerated_taint
+from runtime.api.objects import JSON
 from runtime.api.selectors import required_node_affinity_matches
 
 from . import names
 from .scheduling import add_toleration, node_taints
-
-JSON = dict[str, Any]
 
 #: the annotation kube-apiserver keeps a DaemonSet's template generation in, and the pods' label for it
 TEMPLATE_GENERATION_ANNOTATION = "deprecated.daemonset.template.generation"

@@ -22,12 +22,12 @@ import copy
 import ipaddress
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+
+from runtime.api.objects import JSON
 
 from . import names, pods
 from .ownership import controller_ref, name, namespace, uid
 
-JSON = dict[str, Any]
 IPV4, IPV6 = "IPv4", "IPv6"
 #: (address type, ports as a sorted tuple): endpoints with the same key share slices
 GroupKey = tuple[str, tuple[tuple[str, int, str, str], ...]]

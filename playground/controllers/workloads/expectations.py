@@ -23,11 +23,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
+from runtime.api.objects import JSON
 from runtime.core import Informer, Store, object_key
-
-JSON = dict[str, Any]
 
 #: kube's ExpectationsTimeout
 DEFAULT_TIMEOUT = 300.0

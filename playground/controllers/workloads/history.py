@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterable
-from typing import Any
+
+from runtime.api.objects import JSON
 
 from .ordering import created
 from .ownership import controller_ref, name
-
-JSON = dict[str, Any]
 
 #: kube truncates the owner's name so `<name>-<hash>` stays a valid name
 _MAX_PREFIX = 223

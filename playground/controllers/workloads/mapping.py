@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from typing import Any
 
+from runtime.api.objects import JSON
 from runtime.api.resource import Resource
 from runtime.api.selectors import SelectorError, label_selector_matches
 from runtime.core import MapFunc, Request, Store, owner_mapper
@@ -18,8 +18,6 @@ from runtime.core import MapFunc, Request, Store, owner_mapper
 from .ownership import controller_of, labels, namespace, reference
 
 logger = logging.getLogger(__name__)
-
-JSON = dict[str, Any]
 
 
 def matching_workloads(store: Store, child: JSON) -> list[JSON]:

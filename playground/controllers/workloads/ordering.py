@@ -16,12 +16,11 @@ import functools
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from datetime import datetime
-from typing import Any
+
+from runtime.api.objects import JSON
 
 from . import names, pods
 from .timestamps import parse_time
-
-JSON = dict[str, Any]
 
 #: podPhaseToOrdinal; phases missing from kube's map count as 0
 _PHASE_ORDINAL = {"Pending": 0, "Unknown": 1, "Running": 2}

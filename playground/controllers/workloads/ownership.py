@@ -7,9 +7,7 @@ lets foreground deletion of the owner wait for it.
 
 from __future__ import annotations
 
-from typing import Any
-
-JSON = dict[str, Any]
+from runtime.api.objects import JSON
 
 
 def controller_ref(owner: JSON) -> JSON:

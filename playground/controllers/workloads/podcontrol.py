@@ -15,9 +15,9 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
-from typing import Any
 
 from runtime.api.kinds import PODS
+from runtime.api.objects import JSON
 from runtime.core import APIStatusError, Client, ConflictError, EventRecorder, NotFoundError
 
 from .batches import slow_start
@@ -27,7 +27,6 @@ from .ownership import name, namespace, reference, uid
 
 logger = logging.getLogger(__name__)
 
-JSON = dict[str, Any]
 
 #: the Status cause kube-apiserver gives when a namespace being deleted refuses new objects
 NAMESPACE_TERMINATING_CAUSE = "NamespaceTerminating"

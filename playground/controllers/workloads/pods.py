@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import copy
 from datetime import datetime, timedelta
-from typing import Any
+
+from runtime.api.objects import JSON
 
 from .ownership import controller_ref
 from .timestamps import parse_time
-
-JSON = dict[str, Any]
 
 TERMINAL_PHASES = ("Succeeded", "Failed")
 

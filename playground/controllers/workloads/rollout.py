@@ -10,7 +10,8 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
-from typing import Any
+
+from runtime.api.objects import JSON
 
 from . import names
 from .conditions import get_condition, new_condition, set_condition
@@ -18,8 +19,6 @@ from .intstr import scaled_value
 from .ordering import by_creation, replicas, revision
 from .ownership import uid
 from .timestamps import parse_time
-
-JSON = dict[str, Any]
 
 ROLLING_UPDATE = "RollingUpdate"
 RECREATE = "Recreate"

@@ -7,9 +7,7 @@ pods belong, before any scheduler sees them.
 
 from __future__ import annotations
 
-from typing import Any
-
-JSON = dict[str, Any]
+from runtime.api.objects import JSON
 
 
 def node_taints(node: JSON) -> list[JSON]:

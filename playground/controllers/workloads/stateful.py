@@ -13,12 +13,11 @@ from __future__ import annotations
 import copy
 import re
 from datetime import datetime
-from typing import Any
+
+from runtime.api.objects import JSON
 
 from . import history, names, pods
 from .ownership import name, namespace, uid
-
-JSON = dict[str, Any]
 
 _ORDINAL = re.compile(r"^(.*)-([0-9]+)$")
 RETAIN = "Retain"

@@ -10,15 +10,15 @@ write of a sync, makes the key sync again (`retry_on_conflict`).
 from __future__ import annotations
 
 from collections.abc import Awaitable
-from typing import Any, TypeVar
+from typing import TypeVar
 
+from runtime.api.objects import JSON
 from runtime.api.resource import Resource
 from runtime.core import Client, ConflictError, TemporaryError
 
 from .names import FIELD_MANAGER
 from .ownership import name, namespace, uid
 
-JSON = dict[str, Any]
 T = TypeVar("T")
 
 

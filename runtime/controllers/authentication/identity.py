@@ -25,11 +25,12 @@ from __future__ import annotations
 import contextlib
 import logging
 from datetime import UTC, datetime
-from typing import Any
 
 from runtime.api import constants as c
 from runtime.api.crds import FOREIGNCLUSTERS, IDENTITIES
 from runtime.api.kinds import CONFIGMAPS, SECRETS
+from runtime.api.objects import JSON, nested
+from runtime.api.views import IdentitySpec
 from runtime.core import Client, Informer, Manager, MapFunc, Request, Result, TemporaryError
 from runtime.forge import conditions
 
@@ -42,7 +43,6 @@ from ..options import ControllerOptions
 
 logger = logging.getLogger(__name__)
 
-JSON = dict[str, Any]
 
 NAME = "identity"
 #: bounds of the delay between failed renewals
@@ -72,7 +72,7 @@ class IdentityReconciler:
 
     async def reconcile(self, request: Request) -> Result | None:
         identity = self._identities.store.get(request.name, namespace=request.namespace)
-        if identity is None or (identity.get("metadata") or {}).get("deletionTimestamp"):
+        if identity is None or nested(identity, "metadata", "deletionTimestamp"):
             return None
         renew_at = objects.renew_at(identity)
         if renew_at is None:
@@ -80,12 +80,12 @@ class IdentityReconciler:
         wait = (renew_at - datetime.now(UTC)).total_seconds()
         if wait > 0:
             return Result(requeue_after=wait)
-        spec = identity.get("spec") or {}
+        spec: IdentitySpec = identity.get("spec") or {}
         provider = str(spec.get("clusterName") or request.name)
         foreign_cluster = self._foreign_clusters.store.get(request.name)
-        if foreign_cluster is None or (foreign_cluster.get("metadata") or {}).get("deletionTimestamp"):
+        if foreign_cluster is None or nested(foreign_cluster, "metadata", "deletionTimestamp"):
             return None
-        auth_url = str((foreign_cluster.get("spec") or {}).get("authURL") or "")
+        auth_url = str(nested(foreign_cluster, "spec", "authURL") or "")
         local = LocalCluster.of(next(iter(self._cluster_identity.store), None))
         key = keys.private_key(
             self._peering_secrets.store.get(keys.keys_secret_name(request.name), namespace=request.namespace)
@@ -138,9 +138,7 @@ class IdentityReconciler:
         now = datetime.now(UTC)
         expires = objects.expires_at(identity)
         left = (expires - now).total_seconds() if expires is not None else 0.0
-        renewal = conditions.find(
-            (identity.get("status") or {}).get("conditions"), c.CONDITION_CREDENTIAL_RENEWED
-        )
+        renewal = conditions.find(nested(identity, "status", "conditions"), c.CONDITION_CREDENTIAL_RENEWED)
         failing_for = 0.0
         if renewal is not None and renewal.get("status") == "False":
             with contextlib.suppress(TypeError, ValueError):
@@ -151,7 +149,7 @@ class IdentityReconciler:
 
     async def _failed(self, identity: JSON, message: str, *, reason: str = REASON_RENEWAL_FAILED) -> None:
         meta = identity["metadata"]
-        current = (identity.get("status") or {}).get("conditions")
+        current = nested(identity, "status", "conditions")
         wanted = conditions.condition(c.CONDITION_CREDENTIAL_RENEWED, False, reason=reason, message=message)
         if not conditions.differs(current, [wanted]):
             return
@@ -174,14 +172,11 @@ def _identity_of(identities: Informer) -> MapFunc:
         name = str(meta.get("name") or "")
         if obj.get("kind") == "Secret":
             name = name.removeprefix(c.KEYS_SECRET_PREFIX)
-        cluster_id = ((meta.get("labels") or {}).get(c.LABEL_REMOTE_CLUSTER_ID)) or (
-            obj.get("spec") or {}
-        ).get("clusterID")
+        cluster_id = nested(meta, "labels", c.LABEL_REMOTE_CLUSTER_ID) or nested(obj, "spec", "clusterID")
         return [
             Request(str(identity["metadata"]["namespace"]), str(identity["metadata"]["name"]))
             for identity in identities.store
-            if identity["metadata"]["name"] == name
-            and (identity.get("spec") or {}).get("clusterID") == cluster_id
+            if identity["metadata"]["name"] == name and nested(identity, "spec", "clusterID") == cluster_id
         ]
 
     return map_to_identity

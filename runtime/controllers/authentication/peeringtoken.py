@@ -27,9 +27,9 @@ from datetime import datetime
 from runtime.api import constants as c
 from runtime.api.crds import TENANTS
 from runtime.api.kinds import SECRETS
+from runtime.api.objects import JSON, nested
 from runtime.auth.tokens import utc_now
 from runtime.core import Client, Informer, Manager, NotFoundError, Request, Result
-from runtime.core.client import JSON
 from runtime.forge.tokens import bound_consumer, tenant_token, token_expiry
 
 from ..options import ControllerOptions
@@ -89,7 +89,7 @@ class PeeringTokenReconciler:
         if bound_consumer(secret):
             return
         users = sorted(
-            str((tenant.get("spec") or {}).get("clusterID") or "")
+            str(nested(tenant, "spec", "clusterID") or "")
             for tenant in self._tenants.store.by_index(TOKEN_INDEX, request.name)
         )
         if not users or not users[0]:

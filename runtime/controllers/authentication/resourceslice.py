@@ -23,11 +23,12 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Iterable
-from typing import Any
 
 from runtime.api import constants as c
 from runtime.api.crds import QUOTAS, RESOURCESLICES, TENANTS
 from runtime.api.kinds import CONFIGMAPS, NODES, PODS
+from runtime.api.objects import JSON, nested
+from runtime.api.views import ResourceSliceStatus, TenantSpec
 from runtime.core import (
     Client,
     Informer,
@@ -48,7 +49,6 @@ from ..options import ControllerOptions
 
 logger = logging.getLogger(__name__)
 
-JSON = dict[str, Any]
 
 NAME = "resourceslice"
 #: how soon a slice is looked at again while the cluster identity ConfigMap is missing
@@ -106,8 +106,8 @@ class ResourceSliceReconciler:
             self._tenants.store.items(namespace=resource_slice["metadata"]["namespace"]),
             key=lambda tenant: str(tenant["metadata"]["name"]),
         )
-        consumer = (resource_slice.get("spec") or {}).get("consumerClusterID")
-        return next((t for t in found if (t.get("spec") or {}).get("clusterID") == consumer), None) or next(
+        consumer = nested(resource_slice, "spec", "consumerClusterID")
+        return next((t for t in found if nested(t, "spec", "clusterID") == consumer), None) or next(
             iter(found), None
         )
 
@@ -119,7 +119,7 @@ class ResourceSliceReconciler:
                 f"{where} not found: install the runtime (it says how much of this cluster to share)",
                 delay=IDENTITY_RETRY,
             )
-        value = (identity.get("data") or {}).get(c.IDENTITY_SHARING_PERCENTAGE, "90")
+        value = nested(identity, "data", c.IDENTITY_SHARING_PERCENTAGE, default="90")
         try:
             percentage = int(value)
         except ValueError:
@@ -141,7 +141,7 @@ class ResourceSliceReconciler:
         available = forge.available(free, sharing_percentage=percentage, held_by_others=held)
         in_use = self._in_use(resource_slice)
         return forge.grant(
-            (resource_slice.get("spec") or {}).get("resources") or {},
+            nested(resource_slice, "spec", "resources") or {},
             available=available,
             sharing_percentage=percentage,
             keep=forge.floor(resource_slice, in_use=in_use),
@@ -154,7 +154,7 @@ class ResourceSliceReconciler:
     def _in_use(self, resource_slice: JSON) -> forge.Amounts:
         meta = resource_slice["metadata"]
         found = self._quotas.store.get(meta["name"], namespace=meta["namespace"])
-        return forge.amounts(((found or {}).get("status") or {}).get("used"))
+        return forge.amounts(nested(found, "status", "used"))
 
     async def _write_status(
         self, resource_slice: JSON, *, authenticated: bool, why: str, answer: forge.Grant
@@ -196,7 +196,7 @@ class ResourceSliceReconciler:
                     await self._client.delete(QUOTAS, meta["name"], namespace=meta["namespace"])
                 logger.info("%s/%s: nothing granted; Quota deleted", meta["namespace"], meta["name"])
             return
-        tenant_spec = tenant.get("spec") or {}
+        tenant_spec: TenantSpec = tenant.get("spec") or {}
         wanted = quota(
             resource_slice,
             user=service_account_user(meta["namespace"], str(tenant_spec["serviceAccountName"])),
@@ -212,13 +212,13 @@ class ResourceSliceReconciler:
 def _authentication(resource_slice: JSON, tenant: JSON | None) -> tuple[bool, str]:
     """Whether the slice comes from an Active tenant of this provider, and a sentence saying so or why not."""
     namespace = resource_slice["metadata"]["namespace"]
-    consumer = (resource_slice.get("spec") or {}).get("consumerClusterID", "")
+    consumer = nested(resource_slice, "spec", "consumerClusterID", default="")
     if tenant is None:
         return (
             False,
             f"no Tenant in namespace {namespace}: create ResourceSlices in the consumer's tenant namespace",
         )
-    spec = tenant.get("spec") or {}
+    spec: TenantSpec = tenant.get("spec") or {}
     where = f"tenant {namespace}/{tenant['metadata']['name']}"
     if spec.get("clusterID") != consumer:
         return (
@@ -241,7 +241,7 @@ def _authentication(resource_slice: JSON, tenant: JSON | None) -> tuple[bool, st
 def _may_keep(resource_slice: JSON, tenant: JSON | None) -> bool:
     """A cordoned or drained tenant keeps what it was granted (its Quota turns cordoned)."""
     spec = (tenant or {}).get("spec") or {}
-    consumer = (resource_slice.get("spec") or {}).get("consumerClusterID")
+    consumer = nested(resource_slice, "spec", "consumerClusterID")
     return (
         tenant is not None
         and not tenant["metadata"].get("deletionTimestamp")
@@ -252,7 +252,7 @@ def _may_keep(resource_slice: JSON, tenant: JSON | None) -> bool:
 
 
 def _kept(resource_slice: JSON) -> forge.Grant:
-    status = resource_slice.get("status") or {}
+    status: ResourceSliceStatus = resource_slice.get("status") or {}
     current = conditions.find(status.get("conditions"), c.CONDITION_RESOURCES) or {}
     return forge.Grant(
         str(current.get("reason") or c.REASON_ACCEPTED),

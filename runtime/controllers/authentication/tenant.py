@@ -41,6 +41,9 @@ from typing import Any
 from runtime.api import constants as c
 from runtime.api.crds import IDENTITIES, QUOTAS, RESOURCESLICES, TENANTS
 from runtime.api.kinds import NAMESPACES, ROLEBINDINGS, SERVICEACCOUNTS
+from runtime.api.objects import JSON, nested
+from runtime.api.timestamps import parse_rfc3339, rfc3339
+from runtime.api.views import TenantSpec
 from runtime.core import (
     APIError,
     Client,
@@ -56,7 +59,6 @@ from runtime.core import (
 )
 from runtime.core.failures import explain
 from runtime.forge import conditions
-from runtime.forge.credential import parse_rfc3339, rfc3339
 from runtime.forge.tenant import (
     COMPONENT,
     CONSUMER_ROLE_BINDING,
@@ -72,7 +74,6 @@ from ..options import ControllerOptions
 
 logger = logging.getLogger(__name__)
 
-JSON = dict[str, Any]
 
 NAME = "tenant"
 
@@ -135,7 +136,7 @@ class TenantReconciler:
             return None
         if c.FINALIZER_TENANT not in (_meta(tenant).get("finalizers") or []):
             tenant = await self._add_finalizer(request, tenant)
-        spec = tenant.get("spec") or {}
+        spec: TenantSpec = tenant.get("spec") or {}
         cluster_id, cluster_name = (
             str(spec.get("clusterID", "")),
             str(spec.get("clusterName") or request.name),
@@ -226,7 +227,7 @@ class TenantReconciler:
                 await self._delete(RESOURCESLICES, name, namespace=request.namespace)
                 logger.info("%s: drained: deleted ResourceSlice %s", request, name)
                 continue
-            cordoned = (_meta(item).get("annotations") or {}).get(c.ANNOTATION_CORDON_TENANT) == "true"
+            cordoned = nested(_meta(item), "annotations", c.ANNOTATION_CORDON_TENANT) == "true"
             if cordoned == (mode == CORDONED):
                 continue
             value = "true" if mode == CORDONED else None
@@ -243,7 +244,7 @@ class TenantReconciler:
 
     async def _collect_orphan(self, request: Request, tenant: JSON) -> Result | None:
         grace = self._options.tenant_orphan_grace
-        expires = (tenant.get("status") or {}).get("credentialExpiresAt")
+        expires = nested(tenant, "status", "credentialExpiresAt")
         if grace is None or not expires:
             return None
         try:
@@ -322,7 +323,7 @@ class TenantReconciler:
             namespace = await self._client.get(NAMESPACES, ns)
         except NotFoundError:
             return
-        cluster_id = str((tenant.get("spec") or {}).get("clusterID", ""))
+        cluster_id = str(nested(tenant, "spec", "clusterID", default=""))
         if _is_deleting(namespace) or not is_tenant_namespace_of(namespace, cluster_id):
             return
         if (await self._client.list(IDENTITIES, namespace=ns)).items:

@@ -48,6 +48,7 @@ import aiohttp
 from cryptography import x509
 
 from runtime.api import constants as c
+from runtime.api.objects import JSON, nested
 from runtime.core import jsonbody
 from runtime.core.failures import UNREACHABLE, address_of, transport_failure
 from runtime.forge import certificates
@@ -56,7 +57,6 @@ from runtime.forge.peering import trusted_key_of
 
 logger = logging.getLogger(__name__)
 
-JSON = dict[str, Any]
 Signer = Callable[[bytes], bytes]
 
 #: how much of the answer's text goes into a message when it is not the contract's JSON
@@ -187,10 +187,8 @@ def trusted_key(foreign_cluster: Mapping[str, Any], identity: Mapping[str, Any] 
     explicit = trusted_key_of(foreign_cluster)
     if explicit:
         return explicit
-    pinned = str(((identity or {}).get("spec") or {}).get(c.AUTH_KEY_FINGERPRINT_FIELD) or "")
-    return (
-        pinned or str((foreign_cluster.get("status") or {}).get(c.AUTH_KEY_FINGERPRINT_FIELD) or "") or None
-    )
+    pinned = str(nested(identity, "spec", c.AUTH_KEY_FINGERPRINT_FIELD) or "")
+    return pinned or str(nested(foreign_cluster, "status", c.AUTH_KEY_FINGERPRINT_FIELD) or "") or None
 
 
 def key_fingerprint(certificate: bytes) -> str:

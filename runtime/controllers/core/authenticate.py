@@ -34,12 +34,13 @@ import hashlib
 import logging
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from runtime.api import constants as c
 from runtime.api.kinds import NAMESPACES, SECRETS
+from runtime.api.objects import JSON, nested
+from runtime.api.views import IdentitySpec
 from runtime.controllers.options import ControllerOptions
 from runtime.core import AlreadyExistsError, Client, EventRecorder, NotFoundError
 from runtime.forge import conditions
@@ -54,7 +55,6 @@ from .status import Step, done, failed, waiting
 
 logger = logging.getLogger(__name__)
 
-JSON = dict[str, Any]
 
 #: a credential closer to its expiry than this is not used: authenticate again
 EXPIRY_MARGIN = timedelta(seconds=10)
@@ -188,11 +188,11 @@ class Authentication:
         expiry = objects.expires_at(identity)
         if identity is None or kubeconfig is None or expiry is None:
             return None
-        if (identity.get("spec") or {}).get("clusterID") != spec.cluster_id:
+        if nested(identity, "spec", "clusterID") != spec.cluster_id:
             return None
         if expiry - EXPIRY_MARGIN <= datetime.now(UTC):
             return None
-        identity_spec = identity.get("spec") or {}
+        identity_spec: IdentitySpec = identity.get("spec") or {}
         return Session(
             kubeconfig=kubeconfig,
             expires_at=expiry,
@@ -296,7 +296,7 @@ class Authentication:
     async def _ensure_namespace(self, spec: PeeringSpec) -> None:
         namespace = self._caches.namespaces.get(spec.tenant_namespace)
         if namespace is not None:
-            if (namespace.get("metadata") or {}).get("deletionTimestamp"):
+            if nested(namespace, "metadata", "deletionTimestamp"):
                 raise Blocked(
                     waiting(
                         c.REASON_AUTHENTICATION_PENDING,
@@ -366,7 +366,7 @@ class Authentication:
 
 def _renewal_refused(identity: JSON) -> Step | None:
     """A held credential whose renewal met another auth service key: the step says so (and how to trust it)."""
-    found = conditions.find((identity.get("status") or {}).get("conditions"), c.CONDITION_CREDENTIAL_RENEWED)
+    found = conditions.find(nested(identity, "status", "conditions"), c.CONDITION_CREDENTIAL_RENEWED)
     if (
         found is None
         or found.get("status") != "False"

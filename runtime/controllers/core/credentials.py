@@ -9,18 +9,17 @@ Secret is written first: an Identity never points at a credential older than its
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
 from runtime.api import constants as c
 from runtime.api.crds import IDENTITIES
 from runtime.api.kinds import SECRETS
+from runtime.api.objects import JSON, nested
+from runtime.api.timestamps import rfc3339
 from runtime.core import Client
 from runtime.forge import conditions
 from runtime.forge import credential as contract
 
 from . import objects
-
-JSON = dict[str, Any]
 
 
 async def store_credential(
@@ -56,10 +55,10 @@ async def store_credential(
         force=True,
     )
     renew = objects.renew_after(credential, issued_at=issued_at, fraction=renew_fraction)
-    current = (identity.get("status") or {}).get("conditions")
+    current = nested(identity, "status", "conditions")
     status = {
-        "expiresAt": contract.rfc3339(credential.expires_at),
-        "renewAfter": contract.rfc3339(renew),
+        "expiresAt": rfc3339(credential.expires_at),
+        "renewAfter": rfc3339(renew),
         "conditions": conditions.merged(current, [condition], at=conditions.now()),
     }
     await client.patch_status(

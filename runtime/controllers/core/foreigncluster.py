@@ -24,11 +24,11 @@ import contextlib
 import logging
 from collections.abc import Iterable
 from datetime import UTC, datetime
-from typing import Any
 
 from runtime.api import constants as c
 from runtime.api.crds import FOREIGNCLUSTERS, IDENTITIES, TENANTS, VIRTUALNODES
 from runtime.api.kinds import CONFIGMAPS, NAMESPACES, SECRETS
+from runtime.api.objects import JSON, nested
 from runtime.controllers.options import ControllerOptions
 from runtime.core import (
     APIError,
@@ -54,7 +54,6 @@ from .unpeer import Unpeering
 
 logger = logging.getLogger(__name__)
 
-JSON = dict[str, Any]
 
 NAME = "foreigncluster"
 EVENT_COMPONENT = "liqo-controller-manager"
@@ -251,9 +250,7 @@ class ForeignClusterReconciler:
         name = str(foreign_cluster["metadata"]["name"])
         node = forge_vn.node_name_for(name)
         cluster_id = (
-            spec.cluster_id
-            if spec is not None
-            else str((foreign_cluster.get("spec") or {}).get("clusterID") or "")
+            spec.cluster_id if spec is not None else str(nested(foreign_cluster, "spec", "clusterID") or "")
         )
         namespace = spec.tenant_namespace if spec is not None else ""
         if auth is None and session is not None:
@@ -274,8 +271,7 @@ class ForeignClusterReconciler:
             local_tenant_namespace=namespace
             if self._caches.namespaces.get(namespace) is not None or session
             else "",
-            remote_tenant_namespace=remote_ns
-            or str((current.get("tenantNamespace") or {}).get("remote") or ""),
+            remote_tenant_namespace=remote_ns or str(nested(current, "tenantNamespace", "remote") or ""),
             remote_version=(session.remote_version if session else "")
             or str(current.get("remoteVersion") or ""),
             api_server_url=(session.api_server_url if session else "")
@@ -321,7 +317,7 @@ class ForeignClusterReconciler:
 def virtual_node_step(virtual_node: JSON, *, node: str) -> Step:
     """The VirtualNode's readiness as a step: an Error only once its Node was registered and is not Ready
     (the provider fails its health checks); while the virtual kubelet starts, it is in progress."""
-    found = (virtual_node.get("status") or {}).get("conditions")
+    found = nested(virtual_node, "status", "conditions")
     ready = conditions.find(found, c.CONDITION_READY)
     if ready is not None and ready.get("status") == "True":
         return done(c.REASON_VIRTUAL_NODE_READY, f"the node {node} is Ready")
@@ -344,7 +340,7 @@ def _disconnecting(foreign_cluster: JSON) -> JSON:
 
 def _covers(current: JSON, desired: JSON) -> bool:
     spec = current.get("spec") or {}
-    labels = (current.get("metadata") or {}).get("labels") or {}
+    labels = nested(current, "metadata", "labels") or {}
     return all(spec.get(k) == v for k, v in desired["spec"].items()) and all(
         labels.get(k) == v for k, v in desired["metadata"]["labels"].items()
     )
@@ -364,7 +360,7 @@ def _by_cluster_id(foreign_clusters: Store, cluster_ids: Iterable[str]) -> list[
 
 def _tenant_mapper(foreign_clusters: Store) -> MapFunc:
     def map_tenant(tenant: JSON) -> list[Request]:
-        return _by_cluster_id(foreign_clusters, [str((tenant.get("spec") or {}).get("clusterID") or "")])
+        return _by_cluster_id(foreign_clusters, [str(nested(tenant, "spec", "clusterID") or "")])
 
     return map_tenant
 
@@ -373,7 +369,7 @@ def _label_mapper(foreign_clusters: Store) -> MapFunc:
     """Objects labelled with a remote cluster id (peering Secrets, Identities, VirtualNodes, tenant namespaces)."""
 
     def map_labelled(obj: JSON) -> list[Request]:
-        labels = (obj.get("metadata") or {}).get("labels") or {}
+        labels = nested(obj, "metadata", "labels") or {}
         return _by_cluster_id(foreign_clusters, [str(labels.get(c.LABEL_REMOTE_CLUSTER_ID) or "")])
 
     return map_labelled
@@ -384,7 +380,7 @@ def _token_mapper(foreign_clusters: Store, *, default_namespace: str) -> MapFunc
         meta = secret.get("metadata") or {}
         requests = []
         for fc in foreign_clusters:
-            ref = (fc.get("spec") or {}).get("tokenSecretRef") or {}
+            ref = nested(fc, "spec", "tokenSecretRef") or {}
             if ref.get("name") == meta.get("name") and (
                 ref.get("namespace") or default_namespace
             ) == meta.get("namespace"):
@@ -402,7 +398,7 @@ def _every(foreign_clusters: Store) -> MapFunc:
 
 
 def _cluster_ids(foreign_cluster: JSON) -> list[str]:
-    cluster_id = (foreign_cluster.get("spec") or {}).get("clusterID")
+    cluster_id = nested(foreign_cluster, "spec", "clusterID")
     return [str(cluster_id)] if cluster_id else []
 
 

@@ -11,16 +11,14 @@ from __future__ import annotations
 
 import base64
 import binascii
-from typing import Any
 
 from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from runtime.api import constants as c
+from runtime.api.objects import JSON, nested
 from runtime.forge.meta import metadata
-
-JSON = dict[str, Any]
 
 #: data keys of the Secret: the PKCS#8 PEM private key, and the raw public key (base64 in the Secret)
 PRIVATE_KEY = "privateKey"
@@ -64,7 +62,7 @@ def keys_secret(provider: str, *, namespace: str, cluster_id: str, key: Ed25519P
 
 def private_key(secret: JSON | None) -> Ed25519PrivateKey | None:
     """The private key a keys Secret holds; None when the Secret is missing or does not hold an Ed25519 key."""
-    encoded = ((secret or {}).get("data") or {}).get(PRIVATE_KEY)
+    encoded = nested(secret, "data", PRIVATE_KEY)
     if not isinstance(encoded, str):
         return None
     try:

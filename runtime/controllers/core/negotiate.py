@@ -19,10 +19,11 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any
 
 from runtime.api import constants as c
 from runtime.api.crds import RESOURCESLICES
+from runtime.api.objects import JSON, nested
+from runtime.api.views import ResourceSliceStatus
 from runtime.core import APIConnectionError, Client, ForbiddenError, NotFoundError, UnauthorizedError
 from runtime.core.failures import explain
 from runtime.core.kubeconfig import KubeconfigError, load_kubeconfig_dict
@@ -34,7 +35,6 @@ from .status import Step, done, failed, waiting
 
 logger = logging.getLogger(__name__)
 
-JSON = dict[str, Any]
 
 #: how soon a provider that failed to answer is tried again
 UNREACHABLE_RETRY = 2.0
@@ -80,7 +80,7 @@ def desired_slice(spec: PeeringSpec, local: LocalCluster, *, namespace: str) -> 
 
 def _up_to_date(current: JSON, desired: JSON) -> bool:
     spec = current.get("spec") or {}
-    labels = (current.get("metadata") or {}).get("labels") or {}
+    labels = nested(current, "metadata", "labels") or {}
     wanted_labels = desired["metadata"]["labels"]
     return all(spec.get(k) == v for k, v in desired["spec"].items()) and all(
         labels.get(k) == v for k, v in wanted_labels.items()
@@ -91,7 +91,7 @@ def answer(resource_slice: JSON, *, provider: str) -> Grant:
     """What the provider answered, as the peering's `ResourcesGranted` step."""
     meta = resource_slice.get("metadata") or {}
     ref = f"{meta.get('namespace')}/{meta.get('name')}"
-    status = resource_slice.get("status") or {}
+    status: ResourceSliceStatus = resource_slice.get("status") or {}
     found = conditions.find(status.get("conditions"), c.CONDITION_RESOURCES)
     current = status.get("observedGeneration") == meta.get("generation")
     if found is None or not current:

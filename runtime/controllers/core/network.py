@@ -17,6 +17,7 @@ import logging
 from typing import Any
 
 from runtime.api.crds import CONFIGURATIONS, CONNECTIONS, GATEWAYCLIENTS, GATEWAYSERVERS, PUBLICKEYS
+from runtime.api.objects import JSON, nested
 from runtime.core import APIConnectionError, APIError, Client, NotFoundError
 from runtime.forge import ipam
 from runtime.forge import networking as forge
@@ -28,7 +29,6 @@ from .status import Step, done, failed, waiting
 
 logger = logging.getLogger(__name__)
 
-JSON = dict[str, Any]
 
 FIELD_MANAGER = "liqo-network-exchange"
 REASON_PENDING = "NetworkPending"
@@ -112,10 +112,10 @@ async def _exchange(
     )
     remote_configuration = await _get(remote, CONFIGURATIONS, local.cluster_name, there) or {}
     server = await _get(remote, GATEWAYSERVERS, local.cluster_name, there) or {}
-    theirs = Cidrs.of((remote_configuration.get("spec") or {}).get("local"))
-    mine_there = Cidrs.of((remote_configuration.get("status") or {}).get("remote"))
-    endpoint = (server.get("status") or {}).get("endpoint") or {}
-    server_key = str((server.get("status") or {}).get("publicKey") or "")
+    theirs = Cidrs.of(nested(remote_configuration, "spec", "local"))
+    mine_there = Cidrs.of(nested(remote_configuration, "status", "remote"))
+    endpoint = nested(server, "status", "endpoint") or {}
+    server_key = str(nested(server, "status", "publicKey") or "")
     # here: the provider as we know it, and our gateway client
     await client.apply(
         CONFIGURATIONS,
@@ -152,10 +152,10 @@ async def _exchange(
         )
     local_configuration = await _get(client, CONFIGURATIONS, spec.name, here) or {}
     gateway_client = await _get(client, GATEWAYCLIENTS, spec.name, here) or {}
-    theirs_here = Cidrs.of((local_configuration.get("status") or {}).get("remote"))
-    client_key = str((gateway_client.get("status") or {}).get("publicKey") or "")
+    theirs_here = Cidrs.of(nested(local_configuration, "status", "remote"))
+    client_key = str(nested(gateway_client, "status", "publicKey") or "")
     # there: what only we know
-    if theirs_here.pod and Cidrs.of((remote_configuration.get("status") or {}).get("local")) != theirs_here:
+    if theirs_here.pod and Cidrs.of(nested(remote_configuration, "status", "local")) != theirs_here:
         await _status(
             remote, CONFIGURATIONS, local.cluster_name, there, {"local": {"cidr": theirs_here.json()}}
         )
@@ -185,7 +185,7 @@ async def _exchange(
     state = status.get("value") or "Connecting"
     message = status.get("message") or "the gateway client has not reported yet"
     if state == "Connected":
-        latency = (status.get("latency") or {}).get("value")
+        latency = nested(status, "latency", "value")
         return done(
             REASON_CONNECTED,
             f"tunnel to {spec.name} up"

@@ -12,16 +12,15 @@ from __future__ import annotations
 import base64
 import json
 from datetime import datetime, timedelta
-from typing import Any
 
 import yaml
 
 from runtime.api import constants as c
 from runtime.api.crds import IDENTITIES
+from runtime.api.objects import JSON, nested
+from runtime.api.timestamps import parse_rfc3339
 from runtime.forge import credential as contract
 from runtime.forge.meta import metadata
-
-JSON = dict[str, Any]
 
 
 def credential_secret_name(provider: str) -> str:
@@ -47,7 +46,7 @@ def credential_secret(provider: str, *, namespace: str, credential: contract.Cre
 
 def kubeconfig_of(secret: JSON | None) -> JSON | None:
     """The kubeconfig a credential Secret holds; None when missing or unreadable."""
-    encoded = ((secret or {}).get("data") or {}).get(c.CREDENTIAL_KUBECONFIG_KEY)
+    encoded = nested(secret, "data", c.CREDENTIAL_KUBECONFIG_KEY)
     if not isinstance(encoded, str):
         return None
     try:
@@ -98,7 +97,7 @@ def identity(
 
 def cluster_labels_of(identity: JSON | None) -> dict[str, str]:
     """The provider's cluster labels an Identity keeps ({} when none or unreadable)."""
-    annotations = ((identity or {}).get("metadata") or {}).get("annotations") or {}
+    annotations = nested(identity, "metadata", "annotations") or {}
     try:
         labels = json.loads(annotations.get(c.ANNOTATION_REMOTE_CLUSTER_LABELS) or "{}")
     except ValueError:
@@ -116,18 +115,18 @@ def renew_after(credential: contract.Credential, *, issued_at: datetime, fractio
 
 def expires_at(identity: JSON | None) -> datetime | None:
     """When an Identity's credential expires (None: unknown)."""
-    return _moment(((identity or {}).get("status") or {}).get("expiresAt"))
+    return _moment(nested(identity, "status", "expiresAt"))
 
 
 def renew_at(identity: JSON | None) -> datetime | None:
     """When an Identity's credential is due for renewal (None: unknown)."""
-    return _moment(((identity or {}).get("status") or {}).get("renewAfter"))
+    return _moment(nested(identity, "status", "renewAfter"))
 
 
 def _moment(value: object) -> datetime | None:
     if not isinstance(value, str):
         return None
     try:
-        return contract.parse_rfc3339(value)
+        return parse_rfc3339(value)
     except ValueError:
         return None

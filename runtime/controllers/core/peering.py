@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
 
 from runtime.api import constants as c
+from runtime.api.objects import JSON, nested
+from runtime.api.views import ForeignClusterSpec
 from runtime.core import Store
 from runtime.forge import podsecurity
 from runtime.forge.certificates import is_key_fingerprint
@@ -23,8 +24,6 @@ from runtime.forge.tenant import tenant_namespace_name
 
 from .authclient import InvalidAuthURLError, check_url
 from .status import Step
-
-JSON = dict[str, Any]
 
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
@@ -69,7 +68,7 @@ class PeeringSpec:
     @classmethod
     def parse(cls, foreign_cluster: JSON, *, default_namespace: str) -> PeeringSpec:
         name = str(foreign_cluster["metadata"]["name"])
-        spec = foreign_cluster.get("spec") or {}
+        spec: ForeignClusterSpec = foreign_cluster.get("spec") or {}
         if not _DNS_LABEL.match(name) or len(name) > 58:
             raise SpecError(
                 f"the ForeignCluster's name {name!r} must be the provider's cluster name: a DNS label of at most"
@@ -174,7 +173,7 @@ class Caches:
 def has_incoming(tenants: Store, cluster_id: str) -> bool:
     """Whether the cluster with this id consumes from us (a Tenant of it exists and is not being deleted)."""
     return any(
-        (tenant.get("spec") or {}).get("clusterID") == cluster_id
-        and not (tenant.get("metadata") or {}).get("deletionTimestamp")
+        nested(tenant, "spec", "clusterID") == cluster_id
+        and not nested(tenant, "metadata", "deletionTimestamp")
         for tenant in tenants
     )

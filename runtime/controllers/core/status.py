@@ -26,12 +26,10 @@ writes nothing.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from runtime.api import constants as c
+from runtime.api.objects import JSON, nested
 from runtime.forge import conditions
-
-JSON = dict[str, Any]
 
 NONE = "None"
 PENDING = "Pending"
@@ -135,19 +133,19 @@ def foreign_cluster_status(current: JSON | None, observed: Observed, *, at: str)
             "authentication": {
                 "enabled": True,
                 "conditions": conditions.merged(
-                    (modules.get("authentication") or {}).get("conditions"), [auth], at=at
+                    nested(modules, "authentication", "conditions"), [auth], at=at
                 ),
             },
             "offloading": {
                 "enabled": observed.outgoing_enabled,
                 "conditions": conditions.merged(
-                    (modules.get("offloading") or {}).get("conditions"), offloading, at=at
+                    nested(modules, "offloading", "conditions"), offloading, at=at
                 ),
             },
             "networking": {
                 "enabled": observed.networking is not None,
                 "conditions": conditions.merged(
-                    (modules.get("networking") or {}).get("conditions"),
+                    nested(modules, "networking", "conditions"),
                     [observed.networking.condition(c.CONDITION_NETWORK_CONNECTED, generation=gen)]
                     if observed.networking is not None
                     else [],

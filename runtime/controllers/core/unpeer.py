@@ -29,15 +29,15 @@ import contextlib
 import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
 from runtime.api import constants as c
 from runtime.api.crds import FOREIGNCLUSTERS, IDENTITIES, VIRTUALNODES
 from runtime.api.kinds import NAMESPACES, SECRETS
+from runtime.api.objects import JSON, nested
+from runtime.api.timestamps import parse_rfc3339
 from runtime.controllers.options import ControllerOptions
 from runtime.core import APIError, Client, EventRecorder, NotFoundError, Result, TemporaryError
 from runtime.core.failures import explain
-from runtime.forge.credential import parse_rfc3339
 from runtime.forge.tenant import tenant_namespace_name
 
 from . import authclient, keys, negotiate, objects
@@ -45,7 +45,6 @@ from .peering import Caches, LocalCluster, PeeringSpec
 
 logger = logging.getLogger(__name__)
 
-JSON = dict[str, Any]
 
 #: how soon the VirtualNode's deletion is checked again (its informer event usually comes first)
 VIRTUAL_NODE_RECHECK = 0.5
@@ -103,7 +102,7 @@ class Unpeering:
         if not progress.remote_done:
             await self._remote(foreign_cluster, local, left=left)
             progress.remote_done = True
-        await self._local(name, str((foreign_cluster.get("spec") or {}).get("clusterID") or ""))
+        await self._local(name, str(nested(foreign_cluster, "spec", "clusterID") or ""))
         removed = await self._remove_finalizer(foreign_cluster)
         progress.finished_version = version
         if removed:
@@ -208,7 +207,7 @@ class Unpeering:
         for resource, object_name in deletions:
             with contextlib.suppress(NotFoundError):
                 await self._client.delete(resource, object_name, namespace=namespace)
-        if any((t.get("metadata") or {}).get("namespace") == namespace for t in self._caches.tenants):
+        if any(nested(t, "metadata", "namespace") == namespace for t in self._caches.tenants):
             logger.info(
                 "%s: keeping the namespace %s: the Tenant of %s's own peering lives there",
                 name,
@@ -217,9 +216,9 @@ class Unpeering:
             )
             return
         found = self._caches.namespaces.get(namespace)
-        if found is None or (found.get("metadata") or {}).get("deletionTimestamp"):
+        if found is None or nested(found, "metadata", "deletionTimestamp"):
             return
-        labels = (found.get("metadata") or {}).get("labels") or {}
+        labels = nested(found, "metadata", "labels") or {}
         if cluster_id and labels.get(c.LABEL_REMOTE_CLUSTER_ID) != cluster_id:
             return
         with contextlib.suppress(NotFoundError):

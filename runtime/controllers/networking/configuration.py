@@ -27,11 +27,11 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
-from typing import Any
 
 from runtime.api import constants as c
 from runtime.api.crds import CONFIGURATIONS, NETWORKS
 from runtime.api.kinds import CONFIGMAPS, NODES
+from runtime.api.objects import JSON, nested
 from runtime.core import (
     AlreadyExistsError,
     Client,
@@ -50,7 +50,6 @@ from ..options import ControllerOptions
 
 logger = logging.getLogger(__name__)
 
-JSON = dict[str, Any]
 
 NAME = "configuration"
 FIELD_MANAGER = "liqo-ipam"
@@ -71,9 +70,9 @@ def node_networks(nodes: list[JSON]) -> tuple[str, ...]:
     prefix; a /16 covers the usual node subnets, and a peer asking inside it is only remapped)."""
     found: set[str] = set()
     for node in nodes:
-        if (node["metadata"].get("labels") or {}).get(c.LABEL_TYPE) == c.TYPE_VIRTUAL_NODE:
+        if nested(node["metadata"], "labels", c.LABEL_TYPE) == c.TYPE_VIRTUAL_NODE:
             continue
-        for entry in (node.get("status") or {}).get("addresses") or []:
+        for entry in nested(node, "status", "addresses") or []:
             try:
                 address = cidrs.address(entry.get("address"))
             except cidrs.CidrError:
@@ -191,12 +190,12 @@ class ConfigurationReconciler:
                 network = await self._client.get(NETWORKS, name, namespace=meta["namespace"])
         uid = network["metadata"]["uid"]
         others = {
-            str(other["metadata"]["uid"]): str((other.get("status") or {}).get("cidr") or "")
+            str(other["metadata"]["uid"]): str(nested(other, "status", "cidr") or "")
             for other in self._networks.store
         }
         others.update(self.given())
         others.pop(uid, None)
-        recorded = str((network.get("status") or {}).get("cidr") or "")
+        recorded = str(nested(network, "status", "cidr") or "")
         current = self._given[uid].cidr if uid in self._given else recorded
         given = ipam.allocate(
             cidr, reserved=reserved, allocated=[other for other in others.values() if other], current=current

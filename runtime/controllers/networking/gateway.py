@@ -17,7 +17,6 @@ import asyncio
 import base64
 import contextlib
 import logging
-from typing import Any
 
 from runtime.api import constants as c
 from runtime.api.crds import GATEWAYCLIENTS, GATEWAYSERVERS
@@ -31,6 +30,7 @@ from runtime.api.kinds import (
     SERVICEACCOUNTS,
     SERVICES,
 )
+from runtime.api.objects import JSON, nested
 from runtime.api.resource import Resource
 from runtime.core import AlreadyExistsError, Client, Informer, Manager, Request, Result
 from runtime.forge import networking as forge
@@ -42,19 +42,18 @@ from ..options import ControllerOptions
 
 logger = logging.getLogger(__name__)
 
-JSON = dict[str, Any]
 
 FIELD_MANAGER = "liqo-gateway-controller"
 ENDPOINT_WAIT = 1.0
 
 
 def _ready_real_node(node: JSON) -> bool:
-    labels = (node.get("metadata") or {}).get("labels") or {}
+    labels = nested(node, "metadata", "labels") or {}
     if labels.get(c.LABEL_TYPE) == c.TYPE_VIRTUAL_NODE:
         return False
     return any(
         cond.get("type") == "Ready" and cond.get("status") == "True"
-        for cond in (node.get("status") or {}).get("conditions") or []
+        for cond in nested(node, "status", "conditions") or []
     )
 
 
@@ -64,7 +63,7 @@ def server_endpoint(service: JSON | None, nodes: list[JSON], *, port: int) -> JS
         return None
     spec = service.get("spec") or {}
     if spec.get("type") == "LoadBalancer":
-        ingress = ((service.get("status") or {}).get("loadBalancer") or {}).get("ingress") or []
+        ingress = nested(service, "status", "loadBalancer", "ingress") or []
         addresses = [
             str(entry.get("ip") or entry.get("hostname"))
             for entry in ingress
@@ -205,7 +204,7 @@ class GatewayReconciler:
                 logger.info("%s/%s: made the gateway's WireGuard key", ns, name)
             if secret is None:
                 secret = await self._client.get(SECRETS, name, namespace=ns)
-        encoded = (secret.get("data") or {}).get(forge.PRIVATE_KEY) or ""
+        encoded = nested(secret, "data", forge.PRIVATE_KEY) or ""
         return wireguard.public_key(base64.b64decode(encoded).decode())
 
 

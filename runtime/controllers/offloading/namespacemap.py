@@ -16,11 +16,11 @@ unreachable provider leaves the local status as it was last seen.
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from runtime.api import constants as c
 from runtime.api.crds import NAMESPACEMAPS, VIRTUALNODES
 from runtime.api.kinds import CONFIGMAPS, SECRETS
+from runtime.api.objects import JSON, nested
 from runtime.core import (
     APIConnectionError,
     APIError,
@@ -45,7 +45,6 @@ from ..options import ControllerOptions
 
 logger = logging.getLogger(__name__)
 
-JSON = dict[str, Any]
 
 NAME = "namespacemap"
 #: how soon a map whose credential or identity is missing is looked at again
@@ -156,7 +155,7 @@ class NamespaceMapReconciler:
         have = forge.desired_mapping(current)
         want = forge.desired_mapping(replica)
         level = replica["spec"]["podSecurity"]
-        if have != want or (current.get("spec") or {}).get("podSecurity") != level:
+        if have != want or nested(current, "spec", "podSecurity") != level:
             patch = {
                 "spec": {"desiredMapping": {**{key: None for key in have}, **want}, "podSecurity": level}
             }

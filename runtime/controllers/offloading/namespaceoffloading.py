@@ -35,11 +35,13 @@ from __future__ import annotations
 import contextlib
 import logging
 from datetime import UTC, datetime
-from typing import Any
 
 from runtime.api import constants as c
 from runtime.api.crds import NAMESPACEMAPS, NAMESPACEOFFLOADINGS
 from runtime.api.kinds import CONFIGMAPS, NAMESPACES, NODES, PODS
+from runtime.api.objects import JSON, nested
+from runtime.api.timestamps import parse_rfc3339
+from runtime.api.views import NamespaceOffloadingSpec
 from runtime.core import (
     Client,
     EventRecorder,
@@ -54,7 +56,6 @@ from runtime.core import (
 )
 from runtime.forge import conditions
 from runtime.forge import namespaceoffloading as forge
-from runtime.forge.credential import parse_rfc3339
 from runtime.forge.namespaces import current_mapping, desired_mapping, twin_namespace_name
 
 from ..core.peering import LocalCluster
@@ -63,7 +64,6 @@ from .namespacemap import is_consumer_map, namespace_map_selector
 
 logger = logging.getLogger(__name__)
 
-JSON = dict[str, Any]
 
 NAME = "namespaceoffloading"
 EVENT_COMPONENT = "liqo-controller-manager"
@@ -120,7 +120,7 @@ class NamespaceOffloadingReconciler:
         if not deleting and c.FINALIZER_NAMESPACEOFFLOADING not in finalizers:
             await self._set_finalizers(offloading, [*finalizers, c.FINALIZER_NAMESPACEOFFLOADING])
             return None
-        spec = offloading.get("spec") or {}
+        spec: NamespaceOffloadingSpec = offloading.get("spec") or {}
         try:
             remote_name = twin_namespace_name(
                 request.namespace,
@@ -147,9 +147,9 @@ class NamespaceOffloadingReconciler:
     def _reachable(self) -> set[str]:
         """The cluster ids whose virtual node is Ready (their providers answer)."""
         return {
-            str((node["metadata"].get("labels") or {}).get(c.LABEL_REMOTE_CLUSTER_ID))
+            str(nested(node["metadata"], "labels", c.LABEL_REMOTE_CLUSTER_ID))
             for node in self._nodes.store
-            if conditions.is_true((node.get("status") or {}).get("conditions"), "Ready")
+            if conditions.is_true(nested(node, "status", "conditions"), "Ready")
         }
 
     def _picked(self, offloading: JSON) -> set[str]:
@@ -157,7 +157,7 @@ class NamespaceOffloadingReconciler:
         return {
             str(node["metadata"]["labels"][c.LABEL_REMOTE_CLUSTER_ID])
             for node in self._nodes.store
-            if (node["metadata"].get("labels") or {}).get(c.LABEL_REMOTE_CLUSTER_ID)
+            if nested(node["metadata"], "labels", c.LABEL_REMOTE_CLUSTER_ID)
             and forge.selects(offloading, node)
         }
 
@@ -195,7 +195,7 @@ class NamespaceOffloadingReconciler:
     async def _send_back(self, namespace: str, picked: set[str]) -> None:
         """Delete the namespace's pods on virtual nodes of clusters not picked (any more)."""
         for node in self._nodes.store:
-            cluster_id = (node["metadata"].get("labels") or {}).get(c.LABEL_REMOTE_CLUSTER_ID)
+            cluster_id = nested(node["metadata"], "labels", c.LABEL_REMOTE_CLUSTER_ID)
             if cluster_id in picked:
                 continue
             name = str(node["metadata"]["name"])
@@ -311,7 +311,7 @@ class NamespaceOffloadingReconciler:
 
 
 def _cluster_id(namespace_map: JSON) -> str:
-    return str((namespace_map["metadata"].get("labels") or {}).get(c.LABEL_REMOTE_CLUSTER_ID) or "")
+    return str(nested(namespace_map["metadata"], "labels", c.LABEL_REMOTE_CLUSTER_ID) or "")
 
 
 def _seconds_since(timestamp: str) -> float:

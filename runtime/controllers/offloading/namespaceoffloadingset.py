@@ -26,11 +26,11 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from typing import Any
 
 from runtime.api import constants as c
 from runtime.api.crds import NAMESPACEOFFLOADINGS, NAMESPACEOFFLOADINGSETS
 from runtime.api.kinds import NAMESPACES
+from runtime.api.objects import JSON
 from runtime.core import (
     AlreadyExistsError,
     Client,
@@ -47,7 +47,6 @@ from ..options import ControllerOptions
 
 logger = logging.getLogger(__name__)
 
-JSON = dict[str, Any]
 
 NAME = "namespaceoffloadingset"
 #: how soon a deletion waiting for its NamespaceOffloadings to go looks again

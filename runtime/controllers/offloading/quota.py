@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from typing import Any
 
 from runtime.api import constants as c
 from runtime.api.crds import QUOTAS, SHADOWPODS
 from runtime.api.kinds import NAMESPACES
+from runtime.api.objects import nested
 from runtime.core import Client, Informer, Manager, NotFoundError, Request, Result
 from runtime.forge import quota as forge
 
@@ -26,7 +26,6 @@ from ..options import ControllerOptions
 
 logger = logging.getLogger(__name__)
 
-JSON = dict[str, Any]
 
 NAME = "quota"
 
@@ -50,7 +49,7 @@ class QuotaReconciler:
         ]
         in_use = self._usage.taken(twins)
         wanted = forge.distributed(in_use, self._quotas.store.items(namespace=tenant))[request.name]
-        have = (found.get("status") or {}).get("used") or {}
+        have = nested(found, "status", "used") or {}
         if have == wanted:
             return None
         with contextlib.suppress(NotFoundError):

@@ -24,11 +24,11 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
-from typing import Any
 
 from runtime.api import constants as c
 from runtime.api.crds import NETWORKS, SHADOWENDPOINTSLICES
 from runtime.api.kinds import ENDPOINTSLICES, NAMESPACES
+from runtime.api.objects import JSON, nested
 from runtime.core import (
     AlreadyExistsError,
     Client,
@@ -47,7 +47,6 @@ from ..options import ControllerOptions
 
 logger = logging.getLogger(__name__)
 
-JSON = dict[str, Any]
 
 NAME = "shadowendpointslice"
 EVENT_COMPONENT = "liqo-controller-manager"
@@ -57,7 +56,7 @@ _OURS = f"{c.LABEL_REFLECTION_MANAGED_BY}={c.MANAGED_BY_SHADOWENDPOINTSLICE}"
 
 def tenant_of(twin: JSON) -> str:
     """The tenant namespace a twin namespace was made for (its NamespaceMap's namespace; "" when none)."""
-    reference = str((twin["metadata"].get("annotations") or {}).get(c.ANNOTATION_NAMESPACE_MAP) or "")
+    reference = str(nested(twin["metadata"], "annotations", c.ANNOTATION_NAMESPACE_MAP) or "")
     return reference.split("/", 1)[0] if "/" in reference else ""
 
 
@@ -66,7 +65,7 @@ def given_networks(networks: list[JSON]) -> list[cidrs.Network]:
     given = []
     for network in networks:
         try:
-            given.append(cidrs.network((network.get("status") or {}).get("cidr")))
+            given.append(cidrs.network(nested(network, "status", "cidr")))
         except cidrs.CidrError:
             continue
     return given

@@ -31,11 +31,12 @@ import contextlib
 import dataclasses
 import logging
 from datetime import UTC, datetime
-from typing import Any
 
 from runtime.api import constants as c
 from runtime.api.crds import SHADOWPODS, TENANTS
 from runtime.api.kinds import NAMESPACES, PODS
+from runtime.api.objects import JSON, nested
+from runtime.api.timestamps import parse_rfc3339
 from runtime.core import (
     AlreadyExistsError,
     Client,
@@ -47,13 +48,11 @@ from runtime.core import (
 )
 from runtime.forge import conditions, podsecurity
 from runtime.forge import pods as forge
-from runtime.forge.credential import parse_rfc3339
 
 from ..options import ControllerOptions
 
 logger = logging.getLogger(__name__)
 
-JSON = dict[str, Any]
 
 NAME = "shadowpod"
 CONDITION_ACCEPTED = "Accepted"
@@ -131,16 +130,14 @@ class ShadowPodReconciler:
     def _tenant_mode(self, namespace: str) -> tuple[str, str]:
         """The tenantCondition of the consumer the namespace is a twin for; a refusal when it is none's."""
         twin = self._twins.store.get(namespace)
-        reference = ((twin or {}).get("metadata", {}).get("annotations") or {}).get(
-            c.ANNOTATION_NAMESPACE_MAP
-        )
+        reference = nested(twin, "metadata", "annotations", c.ANNOTATION_NAMESPACE_MAP)
         if not reference:
             return "", f"namespace {namespace} is not a twin namespace of any consumer"
         tenant_namespace = str(reference).partition("/")[0]
         tenant = next(iter(self._tenants.store.items(namespace=tenant_namespace)), None)
         if tenant is None:
             return "", f"the consumer of namespace {namespace} has no Tenant here any more"
-        return str((tenant.get("spec") or {}).get("tenantCondition") or "Active"), ""
+        return str(nested(tenant, "spec", "tenantCondition") or "Active"), ""
 
     async def _create(self, shadow: JSON, *, origin_cluster_id: str) -> Result | None:
         meta = shadow["metadata"]
@@ -196,7 +193,7 @@ class ShadowPodReconciler:
             observed_generation=generation,
         )
         wanted: JSON = {
-            "phase": ((pod or {}).get("status") or {}).get("phase") or ("Refused" if refusal else "Pending"),
+            "phase": nested(pod, "status", "phase") or ("Refused" if refusal else "Pending"),
             "podUID": str(pod["metadata"]["uid"]) if pod is not None else current.get("podUID"),
             "recreations": recreations if recreations is not None else int(current.get("recreations") or 0),
         }
@@ -229,9 +226,7 @@ class ShadowPodReconciler:
 
 def _origin(twin: JSON | None) -> str:
     """The consumer's cluster id, as its twin namespace (written by this cluster) says."""
-    return str(
-        (((twin or {}).get("metadata") or {}).get("labels") or {}).get(c.LABEL_ORIGIN_CLUSTER_ID) or ""
-    )
+    return str(nested(twin, "metadata", "labels", c.LABEL_ORIGIN_CLUSTER_ID) or "")
 
 
 def _grace(shadow: JSON) -> int:
@@ -239,7 +234,7 @@ def _grace(shadow: JSON) -> int:
     value = annotations.get(c.ANNOTATION_DELETION_GRACE)
     if value is not None and str(value).isdigit():
         return int(value)
-    spec = (shadow.get("spec") or {}).get("pod") or {}
+    spec = nested(shadow, "spec", "pod") or {}
     return int(spec.get("terminationGracePeriodSeconds") or DEFAULT_GRACE)
 
 
@@ -275,7 +270,7 @@ def setup(manager: Manager, options: ControllerOptions) -> None:
             Request.of(shadow)
             for twin in twins.store
             if str(
-                (twin["metadata"].get("annotations") or {}).get(c.ANNOTATION_NAMESPACE_MAP, "")
+                nested(twin["metadata"], "annotations", c.ANNOTATION_NAMESPACE_MAP, default="")
             ).startswith(reference)
             for shadow in shadow_pods.store.items(namespace=str(twin["metadata"]["name"]))
         ]

@@ -34,11 +34,12 @@ import asyncio
 import contextlib
 import logging
 from datetime import UTC, datetime
-from typing import Any
 
 from runtime.api import constants as c
 from runtime.api.crds import NAMESPACEMAPS, TENANTS
 from runtime.api.kinds import NAMESPACES, ROLEBINDINGS
+from runtime.api.objects import JSON, nested
+from runtime.api.timestamps import parse_rfc3339
 from runtime.core import (
     AlreadyExistsError,
     Client,
@@ -53,13 +54,11 @@ from runtime.core import (
 )
 from runtime.forge import namespaces as forge
 from runtime.forge import podsecurity
-from runtime.forge.credential import parse_rfc3339
 
 from ..options import ControllerOptions
 
 logger = logging.getLogger(__name__)
 
-JSON = dict[str, Any]
 
 NAME = "twinnamespace"
 EVENT_COMPONENT = "liqo-controller-manager"
@@ -104,11 +103,11 @@ class TwinNamespaceReconciler:
         if tenant is None or tenant["metadata"].get("deletionTimestamp"):
             logger.info("%s: no Tenant in %s: the NamespaceMap asks for nothing", request, request.namespace)
             return None
-        origin = str((tenant.get("spec") or {}).get("clusterID") or "")
+        origin = str(nested(tenant, "spec", "clusterID") or "")
         if c.FINALIZER_NAMESPACEMAP not in finalizers:
             await self._set_finalizers(namespace_map, [*finalizers, c.FINALIZER_NAMESPACEMAP])
             return None
-        mode = str((tenant.get("spec") or {}).get("tenantCondition") or _ACTIVE)
+        mode = str(nested(tenant, "spec", "tenantCondition") or _ACTIVE)
         desired = forge.desired_mapping(namespace_map)
         current = forge.current_mapping(namespace_map)
         status: dict[str, JSON] = {}
@@ -214,10 +213,9 @@ class TwinNamespaceReconciler:
         return sum(
             1
             for namespace in found.items
-            if str(
-                ((namespace.get("metadata") or {}).get("annotations") or {}).get(c.ANNOTATION_NAMESPACE_MAP)
-                or ""
-            ).startswith(prefix)
+            if str(nested(namespace, "metadata", "annotations", c.ANNOTATION_NAMESPACE_MAP) or "").startswith(
+                prefix
+            )
         )
 
     async def _keep_pod_security(self, twin: JSON, level: podsecurity.Level) -> None:
@@ -331,7 +329,7 @@ def _seconds_since(timestamp: str) -> float:
 
 def _by_annotation(obj: JSON) -> list[Request]:
     """A twin namespace -> the NamespaceMap it belongs to."""
-    reference = ((obj.get("metadata") or {}).get("annotations") or {}).get(c.ANNOTATION_NAMESPACE_MAP) or ""
+    reference = nested(obj, "metadata", "annotations", c.ANNOTATION_NAMESPACE_MAP) or ""
     namespace, _, name = str(reference).partition("/")
     return [Request(namespace, name)] if namespace and name else []
 

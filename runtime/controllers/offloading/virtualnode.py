@@ -41,6 +41,7 @@ from runtime.api.kinds import (
     ROLES,
     SERVICEACCOUNTS,
 )
+from runtime.api.objects import JSON, nested
 from runtime.core import (
     AlreadyExistsError,
     APIError,
@@ -65,7 +66,6 @@ from .namespacemap import namespace_map_selector
 
 logger = logging.getLogger(__name__)
 
-JSON = dict[str, Any]
 
 NAME = "virtualnode"
 #: how often a deletion waiting for the virtual kubelet's Deployment looks again (its removal also wakes it)
@@ -181,10 +181,10 @@ class VirtualNodeReconciler:
         """Create the provider's NamespaceMap when missing (its mapping is the NamespaceOffloading controller's),
         and keep the Pod Security level it asks for the VirtualNode's."""
         meta = virtual_node["metadata"]
-        level = podsecurity.level((virtual_node.get("spec") or {}).get("podSecurity"))
+        level = podsecurity.level(nested(virtual_node, "spec", "podSecurity"))
         existing = self._maps.store.get(meta["name"], namespace=meta["namespace"])
         if existing is not None:
-            if (existing.get("spec") or {}).get("podSecurity") != level:
+            if nested(existing, "spec", "podSecurity") != level:
                 await self._client.patch(
                     NAMESPACEMAPS,
                     str(meta["name"]),
@@ -199,7 +199,7 @@ class VirtualNodeReconciler:
         body = namespace_map(
             str(meta["name"]),
             namespace=str(meta["namespace"]),
-            cluster_id=str((virtual_node.get("spec") or {}).get("clusterID") or ""),
+            cluster_id=str(nested(virtual_node, "spec", "clusterID") or ""),
             owner=virtual_node,
             desired={},
             pod_security=level,
@@ -238,7 +238,7 @@ class VirtualNodeReconciler:
         name = forge.virtual_kubelet_name(virtual_node)
         where = f"{meta['namespace']}/{name}"
         deployment = self._cached("Deployment", name, meta["namespace"])
-        available = conditions.find(((deployment or {}).get("status") or {}).get("conditions"), "Available")
+        available = conditions.find(nested(deployment, "status", "conditions"), "Available")
         if deployment is None:
             kubelet = conditions.condition(
                 c.CONDITION_VIRTUAL_KUBELET,
@@ -265,7 +265,7 @@ class VirtualNodeReconciler:
                 observed_generation=generation,
             )
         result = [kubelet]
-        if (virtual_node.get("spec") or {}).get("createNode", True):
+        if nested(virtual_node, "spec", "createNode", default=True):
             result.append(self._node_condition(virtual_node))
         failing = [entry["message"] for entry in result if entry["status"] != "True"]
         result.append(
@@ -283,7 +283,7 @@ class VirtualNodeReconciler:
         generation = virtual_node["metadata"].get("generation")
         node_name = forge.node_name(virtual_node)
         node = self._nodes.store.get(node_name)
-        ready = conditions.find(((node or {}).get("status") or {}).get("conditions"), "Ready")
+        ready = conditions.find(nested(node, "status", "conditions"), "Ready")
         if node is None:
             return conditions.condition(
                 c.CONDITION_NODE,
@@ -447,7 +447,7 @@ def _contains(actual: Any, wanted: Any) -> bool:
 def _is_node_of(node: JSON, virtual_node: JSON) -> bool:
     """A virtual node standing for this VirtualNode's provider (any other Node is left alone)."""
     labels = node["metadata"].get("labels") or {}
-    cluster_id = (virtual_node.get("spec") or {}).get("clusterID")
+    cluster_id = nested(virtual_node, "spec", "clusterID")
     return labels.get(c.LABEL_TYPE) == c.TYPE_VIRTUAL_NODE and labels.get(c.LABEL_REMOTE_CLUSTER_ID) in (
         None,
         cluster_id,
@@ -480,7 +480,7 @@ def _by_name(virtual_nodes: Informer) -> MapFunc:
 def _by_subject(binding: JSON) -> Iterable[Request]:
     """A virtual kubelet's ClusterRoleBinding (or reflection RoleBinding) -> its VirtualNode (named in a label, in
     its subject's namespace)."""
-    name = (binding["metadata"].get("labels") or {}).get(c.LABEL_VIRTUAL_NODE_NAME)
+    name = nested(binding["metadata"], "labels", c.LABEL_VIRTUAL_NODE_NAME)
     subjects = binding.get("subjects") or []
     if not name or not subjects:
         return []

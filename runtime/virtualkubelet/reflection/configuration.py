@@ -16,15 +16,13 @@ are reflected with their pods, bound to each pod, by the pod reflector.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
 from runtime.api.kinds import CONFIGMAPS, SECRETS
+from runtime.api.objects import JSON
 from runtime.forge import configmaps, secrets
 
 from .generic import NamespacePair
 from .outgoing import OutgoingReflector
-
-JSON = dict[str, Any]
 
 
 class ConfigMapReflector(OutgoingReflector):

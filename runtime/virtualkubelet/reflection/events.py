@@ -23,10 +23,10 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Sequence
-from typing import Any
 
 from runtime.api import constants as c
 from runtime.api.kinds import CONFIGMAPS, ENDPOINTSLICES, EVENTS, INGRESSES, SECRETS, SERVICES
+from runtime.api.objects import JSON, nested
 from runtime.core import AlreadyExistsError, Manager, NotFoundError, Request, Resource, Result, Store
 from runtime.forge import configmaps
 from runtime.forge import events as forge
@@ -37,7 +37,6 @@ from .outgoing import ReflectionContext
 
 logger = logging.getLogger(__name__)
 
-JSON = dict[str, Any]
 
 #: the consumer's kinds an Event may speak of, and where their objects are cached (pods: cluster-wide)
 _NAMESPACED: dict[tuple[str, str], Resource] = {
@@ -128,7 +127,7 @@ class EventReflector(Reflector):
         kind = forge.local_kind(remote)
         if kind is None:
             return None
-        name = str((remote.get("involvedObject") or {}).get("name") or "")
+        name = str(nested(remote, "involvedObject", "name") or "")
         if kind == ("v1", "Pod"):
             return self._pods.get(name, namespace=pair.local)
         if kind == ("v1", "ConfigMap"):

@@ -20,19 +20,17 @@ follows its Service's (reflected when its Service is) unless it carries
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
 
 from runtime.api import constants as c
 from runtime.api.crds import SHADOWENDPOINTSLICES
 from runtime.api.kinds import ENDPOINTSLICES, INGRESSES, SERVICES
+from runtime.api.objects import JSON
 from runtime.core import Manager, Store
 from runtime.forge import endpointslices, ingresses, services
 from runtime.forge.reflection import annotated
 
 from .generic import NamespacePair, Watched
 from .outgoing import OutgoingReflector, ReflectionContext
-
-JSON = dict[str, Any]
 
 #: the API server's own Service, never reflected
 KUBERNETES_SERVICE = ("default", "kubernetes")

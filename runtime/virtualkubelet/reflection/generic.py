@@ -32,8 +32,9 @@ import contextlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import ClassVar
 
+from runtime.api.objects import JSON
 from runtime.core import (
     Controller,
     Informer,
@@ -49,7 +50,6 @@ from runtime.core import (
 
 from .metrics import ReflectionMetrics
 
-JSON = dict[str, Any]
 #: which informer of a pair: its resource and label selector
 InformerKey = tuple[Resource, str | None]
 

@@ -19,13 +19,13 @@ read from the pod cache at each scrape. Queue depths are the core's
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any, Final
+from typing import Final
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-JSON = dict[str, Any]
+from runtime.api.objects import JSON, nested
 
 LABELS: Final = ("namespace", "reflector_resource", "cluster_id", "node_name")
 #: from a local change applied in a few milliseconds to a burst of thousands taking seconds
@@ -73,7 +73,7 @@ class OffloadedPods(Collector):
     def collect(self) -> Iterator[GaugeMetricFamily]:
         counts = dict.fromkeys(POD_PHASES, 0)
         for pod in self._pods():
-            phase = str((pod.get("status") or {}).get("phase") or "Pending")
+            phase = str(nested(pod, "status", "phase") or "Pending")
             counts[phase] = counts.get(phase, 0) + 1
         family = GaugeMetricFamily(
             "liqo_virtual_kubelet_offloaded_pods",

@@ -34,9 +34,10 @@ import logging
 from abc import abstractmethod
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal
+from typing import ClassVar, Literal
 
 from runtime.api import constants as c
+from runtime.api.objects import JSON
 from runtime.core import (
     AlreadyExistsError,
     APIStatusError,
@@ -60,7 +61,6 @@ from .metrics import ReflectionMetrics
 
 logger = logging.getLogger(__name__)
 
-JSON = dict[str, Any]
 #: what a handle wrote to the provider: its copy created, updated, or nothing
 Written = Literal["created", "updated", ""]
 

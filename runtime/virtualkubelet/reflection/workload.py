@@ -32,11 +32,12 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
 
 from runtime.api import constants as c
 from runtime.api.crds import SHADOWPODS
 from runtime.api.kinds import PODS, SECRETS, SERVICEACCOUNTS
+from runtime.api.objects import JSON, nested
+from runtime.api.timestamps import parse_rfc3339, rfc3339
 from runtime.core import (
     AlreadyExistsError,
     APIStatusError,
@@ -52,7 +53,6 @@ from runtime.core import (
 from runtime.forge import pods as forge
 from runtime.forge import podsecurity
 from runtime.forge import serviceaccounts as tokens
-from runtime.forge.credential import parse_rfc3339, rfc3339
 from runtime.forge.meta import is_reflected
 from runtime.forge.podsecurity import Level
 from runtime.forge.reflection import ReflectionOptions
@@ -64,7 +64,6 @@ from .metrics import ReflectionMetrics
 
 logger = logging.getLogger(__name__)
 
-JSON = dict[str, Any]
 
 _REMOTE_PODS = f"{c.LABEL_REFLECTION_MANAGED_BY}={c.MANAGED_BY_SHADOWPOD}"
 
@@ -170,7 +169,7 @@ class PodReflector(Reflector):
             raise
         self.reflected(request, True)
         if remote_pod is not None:
-            recreations = int(((shadow or {}).get("status") or {}).get("recreations") or 0)
+            recreations = int(nested(shadow, "status", "recreations") or 0)
             status = forge.local_pod_status(
                 remote_pod,
                 recreations=recreations,
@@ -187,7 +186,7 @@ class PodReflector(Reflector):
         if pod["metadata"].get("deletionTimestamp"):
             await self._delete_local(pod)
             return None
-        if (pod.get("status") or {}).get("phase") in (None, "", "Pending"):
+        if nested(pod, "status", "phase") in (None, "", "Pending"):
             await self._back_off(
                 pod,
                 f"namespace {request.namespace} is not offloaded to {self._options.provider}: no NamespaceOffloading"
@@ -298,7 +297,7 @@ class PodReflector(Reflector):
         uid = str(pod["metadata"]["uid"])
         current = (
             secret is not None
-            and (secret["metadata"].get("annotations") or {}).get(c.ANNOTATION_ORIGIN_POD_UID) == uid
+            and nested(secret["metadata"], "annotations", c.ANNOTATION_ORIGIN_POD_UID) == uid
         )
         if current and due:
             left = (parse_rfc3339(due) - now).total_seconds()
@@ -313,7 +312,7 @@ class PodReflector(Reflector):
                 name=tokens.service_account_name(pod),
                 subresource="token",
             )
-            issued[projection.key] = str((answer.get("status") or {}).get("token") or "")
+            issued[projection.key] = str(nested(answer, "status", "token") or "")
         refresh = tokens.refresh_at(now, projections)
         body = tokens.token_secret(
             pod,

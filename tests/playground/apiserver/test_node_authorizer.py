@@ -14,8 +14,8 @@ from playground.apiserver.node_authorizer import (
     pod_secret_names,
 )
 from playground.apiserver.rbac import node_rules
+from runtime.api.objects import JSON
 
-JSON = dict[str, Any]
 NODE = UserInfo("system:node:n1", ("system:nodes", "system:authenticated"))
 
 

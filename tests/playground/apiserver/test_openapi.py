@@ -15,7 +15,7 @@ import pytest
 from aiohttp import web
 
 from playground.apiserver.openapi import (
-    JSON,
+    APPLICATION_JSON,
     V2_PROTOBUF,
     V2_PROTOBUF_DOTTED,
     OpenAPI,
@@ -258,7 +258,7 @@ def test_v3_root_lists_each_group_version_with_the_hash_of_its_document(
     url = paths["apis/apps/v1"]["serverRelativeURL"]
     path, _, query = url.partition("?hash=")
     assert path == "/openapi/v3/apis/apps/v1"
-    reply = serve(api, types, path, query={"hash": query}, accept=JSON)
+    reply = serve(api, types, path, query={"hash": query}, accept=APPLICATION_JSON)
     assert reply.status == 200
     assert document_hash(reply.body) == query
     assert reply.headers["Etag"] == f'"{query}"'
@@ -379,7 +379,7 @@ def _varint(data: bytes, pos: int) -> tuple[int, int]:
 
 def test_v2_json_is_the_swagger_document(api: OpenAPI, types: list[ResourceType]) -> None:
     reply = serve(api, types, "/openapi/v2", accept="application/json")
-    assert reply.headers["Content-Type"] == JSON
+    assert reply.headers["Content-Type"] == APPLICATION_JSON
     assert json.loads(reply.body) == api.v2(types)
 
 
@@ -419,7 +419,7 @@ def test_matching_etag_answers_not_modified(api: OpenAPI, types: list[ResourceTy
 
 def test_v3_index_is_json(api: OpenAPI, types: list[ResourceType]) -> None:
     reply = serve(api, types, "/openapi/v3/", accept="application/json, */*")
-    assert reply.headers["Content-Type"] == JSON
+    assert reply.headers["Content-Type"] == APPLICATION_JSON
     assert json.loads(reply.body) == api.v3_root(types)
 
 

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import random
-from typing import Any
 
 import pytest
 
 from playground.apiserver.service_resolver import Endpoint, ResolveError, resolve_endpoint
-
-JSON = dict[str, Any]
+from runtime.api.objects import JSON
 
 
 def service(*ports: tuple[str, int], families: tuple[str, ...] = ()) -> JSON:

@@ -6,16 +6,15 @@ from __future__ import annotations
 import uuid
 from collections.abc import Awaitable
 from pathlib import Path
-from typing import Any
 
 from playground.controllers import daemonset
 from runtime.api.kinds import CONTROLLERREVISIONS, DAEMONSETS, NAMESPACES, NODES
+from runtime.api.objects import JSON
 from runtime.core import Client
 from tests.playground.conftest import eventually, running
 
 from .workload_support import Kubelet, is_ready, live_pods, node, set_ready, with_default_account, workload
 
-JSON = dict[str, Any]
 SELECTOR = {"matchLabels": {"app": "agent"}}
 DEDICATED = {"key": "dedicated", "value": "infra", "effect": "NoSchedule"}
 

@@ -16,12 +16,12 @@ import pytest
 from playground.controllers import deployment, replicaset
 from playground.controllers.workloads.hashing import pod_template_hash
 from runtime.api.kinds import DEPLOYMENTS, REPLICASETS
+from runtime.api.objects import JSON
 from runtime.core import Client
 from tests.playground.conftest import eventually, running
 
 from .workload_support import Kubelet, is_ready, live_pods, with_default_account, workload
 
-JSON = dict[str, Any]
 SELECTOR = {"matchLabels": {"app": "web"}}
 
 

@@ -11,12 +11,11 @@ from typing import Any
 from playground.controllers import endpointslice
 from playground.controlplane import ControlPlaneOptions
 from runtime.api.kinds import ENDPOINTS, ENDPOINTSLICES, PODS, SERVICES
+from runtime.api.objects import JSON
 from runtime.core import Client, NotFoundError
 from tests.playground.conftest import eventually, running
 
 from .workload_support import bind, node, set_ready, template, with_default_account
-
-JSON = dict[str, Any]
 
 
 async def _service(

@@ -9,12 +9,11 @@ from typing import Any
 from playground.controllers import gc
 from playground.controllers.gc import blocks, invalid_owner_message, is_deleting_dependents
 from runtime.api.kinds import CLUSTERROLES, CONFIGMAPS, EVENTS, NAMESPACES
+from runtime.api.objects import JSON
 from runtime.api.resource import Resource
 from runtime.core import Client, NotFoundError
 from tests.playground.conftest import eventually, running
 from tests.playground.controllers.test_namespace import gadget_crd
-
-JSON = dict[str, Any]
 
 
 def _owner_ref(owner: JSON, *, block: bool = False) -> JSON:

@@ -8,7 +8,6 @@ import uuid
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -17,10 +16,10 @@ from playground.controllers.nodelifecycle import condition, desired_taints, evic
 from playground.controlplane import ControlPlaneOptions
 from playground.scheduler.taints import tolerates
 from runtime.api.kinds import EVENTS, LEASES, NAMESPACES, NODES, PODS, SERVICEACCOUNTS
+from runtime.api.objects import JSON
 from runtime.core import Client, NotFoundError
 from tests.playground.conftest import eventually, running
 
-JSON = dict[str, Any]
 FAST = ControlPlaneOptions(
     node_monitor_grace_period=1.5, node_monitor_period=0.2, node_startup_grace_period=1.0
 )

@@ -11,12 +11,12 @@ from typing import Any
 from playground.controllers import replicaset
 from playground.controllers.replicaset import next_availability, replica_set_status
 from runtime.api.kinds import PODS, REPLICASETS
+from runtime.api.objects import JSON
 from runtime.core import Client, InvalidError
 from tests.playground.conftest import eventually, running
 
 from .workload_support import events_of, live_pods, set_ready, template, with_default_account, workload
 
-JSON = dict[str, Any]
 SELECTOR = {"matchLabels": {"app": "web"}}
 
 

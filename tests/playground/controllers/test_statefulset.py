@@ -11,12 +11,12 @@ from playground.controllers import statefulset
 from playground.controllers.workloads.hashing import controller_revision_hash
 from playground.controllers.workloads.history import revision_data
 from runtime.api.kinds import CONTROLLERREVISIONS, EVENTS, PERSISTENTVOLUMECLAIMS, PODS, STATEFULSETS
+from runtime.api.objects import JSON
 from runtime.core import Client, NotFoundError
 from tests.playground.conftest import eventually, running
 
 from .workload_support import Kubelet, live_pods, set_ready, with_default_account, workload
 
-JSON = dict[str, Any]
 SELECTOR = {"matchLabels": {"app": "db"}}
 CLAIM_TEMPLATE = {
     "metadata": {"name": "data"},

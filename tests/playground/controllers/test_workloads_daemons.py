@@ -16,8 +16,8 @@ from playground.controllers.workloads.daemons import (
     updated_and_old,
 )
 from playground.scheduler.taints import tolerates
+from runtime.api.objects import JSON
 
-JSON = dict[str, Any]
 NOW = datetime(2024, 5, 1, tzinfo=UTC)
 
 

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from playground.controllers.workloads import endpoints
-
-JSON = dict[str, Any]
+from runtime.api.objects import JSON
 
 SERVICE: JSON = {
     "apiVersion": "v1",

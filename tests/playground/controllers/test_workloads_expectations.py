@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from playground.controllers.workloads.expectations import Expectations
+from runtime.api.objects import JSON
 from runtime.core import Store
-
-JSON = dict[str, Any]
 
 
 def obj(name: str, rv: str = "1", *, deleting: bool = False) -> JSON:

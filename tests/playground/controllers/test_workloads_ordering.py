@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from playground.controllers.workloads.ordering import (
@@ -13,8 +11,7 @@ from playground.controllers.workloads.ordering import (
     by_size_older,
     pods_to_delete,
 )
-
-JSON = dict[str, Any]
+from runtime.api.objects import JSON
 
 
 def pod(

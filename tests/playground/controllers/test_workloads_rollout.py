@@ -10,8 +10,8 @@ import pytest
 from playground.controllers.workloads import rollout
 from playground.controllers.workloads.conditions import get_condition, new_condition, set_condition
 from playground.controllers.workloads.intstr import scaled_value
+from runtime.api.objects import JSON
 
-JSON = dict[str, Any]
 NOW = datetime(2024, 5, 1, 12, 0, 0, tzinfo=UTC)
 
 

@@ -8,8 +8,7 @@ import pytest
 
 from playground.controllers.workloads import stateful
 from playground.controllers.workloads.history import revision_data, template_of
-
-JSON = dict[str, Any]
+from runtime.api.objects import JSON
 
 
 def sts(replicas: int = 3, **spec: Any) -> JSON:

@@ -13,10 +13,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from runtime.api.kinds import EVENTS, NODES, PODS, SERVICEACCOUNTS
+from runtime.api.objects import JSON
 from runtime.api.selectors import label_selector, selector_string
 from runtime.core import AlreadyExistsError, Client
-
-JSON = dict[str, Any]
 
 
 async def with_default_account(client: Client, namespace: str) -> str:

@@ -5,8 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from playground.kubeproxy.rules import ruleset, service_ports, udp_endpoints
-
-JSON = dict[str, Any]
+from runtime.api.objects import JSON
 
 
 def service(

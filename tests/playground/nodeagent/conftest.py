@@ -20,10 +20,10 @@ import pytest
 
 from playground.nodeagent import NodeAgent, NodeAgentOptions
 from runtime.api.kinds import NAMESPACES, PODS, SERVICEACCOUNTS
+from runtime.api.objects import JSON
 from runtime.core import Client, NotFoundError
 from tests.playground.conftest import identity_kubeconfig
 
-JSON = dict[str, Any]
 #: restart and pull back-off for tests: short enough to see several restarts in a second or two
 TEST_BACKOFF = 0.2
 NODES_GROUP = "system:nodes"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import base64
-from typing import Any
 
 import pytest
 
@@ -22,8 +21,8 @@ from playground.nodeagent.env import (
     references,
     service_env,
 )
+from runtime.api.objects import JSON
 
-JSON = dict[str, Any]
 CONTEXT = PodContext(pod_ip="10.0.0.7", host_ip="192.168.1.2", allocatable={"cpu": "4", "memory": "8Gi"})
 POD: JSON = {
     "metadata": {

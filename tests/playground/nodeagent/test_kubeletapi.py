@@ -13,7 +13,6 @@ import sys
 import tempfile
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
-from typing import Any
 
 import aiohttp
 import pytest
@@ -34,11 +33,11 @@ from playground.nodeagent.podrun import ProcessSettings
 from playground.nodeagent.processes import ProcessRunner
 from runtime.api.image import runtime_image
 from runtime.api.kinds import CONFIGMAPS, NODES, PODS
+from runtime.api.objects import JSON
 from runtime.core import Client
 from tests.playground.conftest import eventually
 from tests.playground.nodeagent.conftest import agent, options
 
-JSON = dict[str, Any]
 POD: JSON = {
     "metadata": {"name": "web", "namespace": "shop", "uid": "u-1"},
     "spec": {"initContainers": [{"name": "setup"}], "containers": [{"name": "app"}, {"name": "sidecar"}]},

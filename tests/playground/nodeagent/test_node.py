@@ -5,18 +5,16 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 from pathlib import Path
-from typing import Any
 
 from playground.nodeagent import Taint
 from playground.nodeagent.node import KUBELET_VERSION
 from runtime.api.kinds import LEASES, NODES
+from runtime.api.objects import JSON
 from runtime.core import Client, NotFoundError
 from runtime.virtualkubelet.lease import NODE_LEASE_NAMESPACE
 from tests.playground.conftest import eventually
 
 from .conftest import agent, condition, options
-
-JSON = dict[str, Any]
 
 
 async def test_node_registers_ready_with_capacity_labels_and_addresses(

@@ -6,20 +6,18 @@ import asyncio
 import functools
 import ipaddress
 from pathlib import Path
-from typing import Any
 
 from kubernetes.client import CoreV1Api
 
 from playground.nodeagent.simulated import CRASH_IMAGE, EXIT0_IMAGE, FAIL_PULL_IMAGE
 from runtime.api.image import runtime_image
 from runtime.api.kinds import CLUSTERROLEBINDINGS, CLUSTERROLES, EVENTS, NODES, PODS
+from runtime.api.objects import JSON
 from runtime.core import Client
 from tests.apiserver.conftest import api_client
 from tests.playground.conftest import eventually
 
 from .conftest import agent, condition, container_status, get_pod, options, pod
-
-JSON = dict[str, Any]
 
 
 def phase(obj: JSON | None) -> str:

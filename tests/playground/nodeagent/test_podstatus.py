@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from playground.nodeagent.containers import ContainerReport, PodReport
 from playground.nodeagent.phase import pod_phase
 from playground.nodeagent.podstatus import pod_status, status_patch
+from runtime.api.objects import JSON
 
-JSON = dict[str, Any]
 NOW = "2025-01-01T00:00:10Z"
 EARLIER = "2025-01-01T00:00:00Z"
 

@@ -14,8 +14,6 @@ from aiohttp import web
 from playground.nodeagent.probes import ProbeTarget, ProbeWorker, port_number, probe_once
 from tests.playground.conftest import eventually
 
-JSON = dict[str, Any]
-
 
 async def _no_exec(argv: list[str], seconds: float) -> tuple[int, bytes]:
     raise AssertionError("no exec expected")

@@ -31,10 +31,10 @@ from playground.nodeagent.podrun import NodeContext, PodRun, ProcessSettings
 from playground.nodeagent.processes import ProcessRunner
 from runtime.api.image import runtime_image
 from runtime.api.kinds import CONFIGMAPS, PODS, ROLEBINDINGS, ROLES, SECRETS
+from runtime.api.objects import JSON
 from runtime.core import Client
 from tests.playground.conftest import eventually
 
-JSON = dict[str, Any]
 IMAGE = runtime_image()
 FAST = ProcessSettings(backoff_base=0.2, backoff_cap=0.4, config_retry=0.1, mount_retry_base=0.1)
 

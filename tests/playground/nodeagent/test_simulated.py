@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Any, Literal
+from typing import Literal
 
 import pytest
 
 from playground.nodeagent.containers import LogOptions, LogUnavailableError, PodReport
 from playground.nodeagent.simulated import CRASH_IMAGE, EXIT0_IMAGE, FAIL_PULL_IMAGE, SimulatedRunner
 from runtime.api.image import runtime_image
+from runtime.api.objects import JSON
 from tests.playground.conftest import eventually
 
-JSON = dict[str, Any]
 BACKOFF = 0.05
 
 

@@ -7,16 +7,15 @@ import os
 import stat
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from playground.nodeagent.downward import PodContext
 from playground.nodeagent.objects import IssuedToken
 from playground.nodeagent.volumes import PodVolumes, VolumeError, write_atomically
+from runtime.api.objects import JSON
 from runtime.core import ForbiddenError
 
-JSON = dict[str, Any]
 START = datetime(2025, 1, 1, tzinfo=UTC)
 
 

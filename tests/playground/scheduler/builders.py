@@ -12,9 +12,9 @@ import itertools
 from typing import Any
 
 from runtime.api.kinds import NAMESPACES, NODES, SERVICEACCOUNTS
+from runtime.api.objects import JSON
 from runtime.core import Client
 
-JSON = dict[str, Any]
 _uids = itertools.count(1)
 
 

@@ -11,13 +11,14 @@ from typing import Any
 import pytest
 
 from playground.scheduler.affinity import PodAffinityTerm, required_pod_affinity_terms
+from runtime.api.objects import JSON
 from runtime.api.selectors import (
     label_selector,
     preferred_node_affinity_weight,
     required_node_affinity_matches,
 )
 
-from .builders import JSON, node, pod
+from .builders import node, pod
 
 LABELS = {"app": "web", "tier": "front"}
 

@@ -15,8 +15,9 @@ from playground.scheduler.filters import (
 )
 from playground.scheduler.interpod import InterPodAffinity
 from playground.scheduler.nodeinfo import NodeInfo, PodInfo, Snapshot
+from runtime.api.objects import JSON
 
-from .builders import JSON, container, node, pod
+from .builders import container, node, pod
 
 
 def node_with(body: JSON, *pods: JSON) -> NodeInfo:

@@ -9,8 +9,9 @@ from playground.scheduler.interpod import (
     InterPodAffinity,
 )
 from playground.scheduler.nodeinfo import PodInfo, Snapshot
+from runtime.api.objects import JSON
 
-from .builders import JSON, node, pod
+from .builders import node, pod
 
 HOST = "kubernetes.io/hostname"
 ZONE = "topology.kubernetes.io/zone"

@@ -7,8 +7,9 @@ from collections import Counter
 from playground.scheduler.nodeinfo import PodInfo, Snapshot
 from playground.scheduler.placement import Decision, decide, priority_order
 from playground.scheduler.scheduler import is_pending, unschedulable_condition
+from runtime.api.objects import JSON
 
-from .builders import JSON, node, pod
+from .builders import node, pod
 
 
 def snapshot(*nodes: JSON, placed: list[tuple[JSON, str]] | None = None) -> Snapshot:

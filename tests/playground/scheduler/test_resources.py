@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from playground.scheduler.resources import allocatable, non_zero_requests, pod_requests
+from runtime.api.objects import JSON
 
-from .builders import JSON, container, node, pod
+from .builders import container, node, pod
 
 MI = 2**20
 

@@ -5,17 +5,16 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 from pathlib import Path
-from typing import Any
 
 from playground.controlplane import ControlPlaneOptions
 from playground.scheduler import setup
 from runtime.api.kinds import EVENTS, NODES, PODS, PRIORITYCLASSES
+from runtime.api.objects import JSON
 from runtime.core import Client
 from tests.playground.conftest import eventually, running
 
 from .builders import add_namespace, add_node, api_pod, container, node, pod
 
-JSON = dict[str, Any]
 NS = "apps"
 
 

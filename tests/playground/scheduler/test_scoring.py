@@ -6,8 +6,9 @@ import pytest
 
 from playground.scheduler.nodeinfo import NodeInfo, PodInfo
 from playground.scheduler.scoring import best_node, least_allocated, normalized, scores
+from runtime.api.objects import JSON
 
-from .builders import JSON, node, pod
+from .builders import node, pod
 
 
 def node_with(body: JSON, *pods: JSON) -> NodeInfo:

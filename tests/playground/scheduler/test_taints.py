@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from playground.scheduler.taints import intolerable_preferences, node_taints, tolerates, untolerated_taint
+from runtime.api.objects import JSON
 
-from .builders import JSON, node
+from .builders import node
 
 TAINT = {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}
 

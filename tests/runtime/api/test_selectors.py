@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
+from runtime.api.objects import JSON
 from runtime.api.selectors import (
     NOTHING,
     SelectorError,
@@ -18,8 +17,6 @@ from runtime.api.selectors import (
     selector_string,
     set_selector,
 )
-
-JSON = dict[str, Any]
 
 
 @pytest.mark.parametrize(

@@ -26,6 +26,7 @@ from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
 from runtime.api import constants as c
 from runtime.api.kinds import SECRETS
+from runtime.api.objects import JSON
 from runtime.auth.options import AuthOptions
 from runtime.auth.server import AuthServer
 from runtime.auth.servingkey import generate_key, serving_key_secret
@@ -35,8 +36,6 @@ from runtime.forge import credential as contract
 from runtime.forge.install import InstallOptions, install_manifests
 from runtime.forge.tokens import generate_token, token_secret
 from tests.runtime import serviceaccounts
-
-JSON = dict[str, Any]
 
 OPTIONS = InstallOptions(
     cluster_id="5a3e1c2b-7d4f-4e0a-9b61-2c8d7e6f5a41",

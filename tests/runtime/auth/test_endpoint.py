@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from runtime.api import constants as c
+from runtime.api.objects import JSON
 from runtime.auth.endpoint import Endpoint, Unresolved, auth_endpoint, url_for
 from runtime.forge.nodes import node_address
 
-JSON = dict[str, Any]
 POD_URL = "https://10.244.1.7:8443"
 
 

@@ -26,6 +26,8 @@ from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from runtime.api.objects import JSON
+from runtime.api.timestamps import rfc3339
 from runtime.auth.app import Handlers, auth_app
 from runtime.auth.identities import (
     CLUSTER_ID_INDEX,
@@ -41,8 +43,6 @@ from runtime.core import Client, Informer, NotFoundError, Store
 from runtime.forge import credential as contract
 from runtime.forge.tenant import tenant
 from runtime.forge.tokens import generate_token, tenant_token, token_secret
-
-JSON = dict[str, Any]
 
 NAMESPACE = "liqo"
 TOKEN = generate_token()
@@ -139,7 +139,7 @@ keys = (
     | values
 )
 stamps = (
-    st.datetimes(timezones=st.just(UTC)).map(lambda moment: contract.rfc3339(moment, precise=True))
+    st.datetimes(timezones=st.just(UTC)).map(lambda moment: rfc3339(moment, precise=True))
     | st.sampled_from(["2024-01-01T00:00:00", "yesterday"])
     | values
 )

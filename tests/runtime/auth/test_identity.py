@@ -15,6 +15,7 @@ from runtime.api import constants as c
 from runtime.api.crds import RESOURCESLICES, TENANTS
 from runtime.api.image import package_version
 from runtime.api.kinds import CONFIGMAPS, NAMESPACES, NODES, SECRETS
+from runtime.api.timestamps import rfc3339
 from runtime.auth.servingkey import key_of
 from runtime.controllers.authentication import peeringtoken
 from runtime.controllers.options import ControllerOptions
@@ -90,7 +91,7 @@ async def test_credential_reaches_the_tenant_namespace_and_nothing_else(
     assert credential.api_server_url == admin.host
     tenant = await admin.get(TENANTS, consumer.name, namespace=namespace)
     assert tenant["spec"]["clusterID"] == consumer.cluster_id
-    assert tenant["status"]["credentialExpiresAt"] == contract.rfc3339(credential.expires_at)
+    assert tenant["status"]["credentialExpiresAt"] == rfc3339(credential.expires_at)
     ns = await admin.get(NAMESPACES, namespace)
     assert ns["metadata"]["labels"][c.LABEL_REMOTE_CLUSTER_ID] == consumer.cluster_id
 

@@ -8,19 +8,18 @@ puts everything back when it ends.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Any
 
 import aiohttp
 import pytest
 
 from runtime.api import constants as c
 from runtime.api.kinds import CONFIGMAPS, NODES, SERVICES
+from runtime.api.objects import JSON
 from runtime.core import Client, ServerSettings
 from tests.playground.conftest import eventually
 
 from .cluster import NAMESPACE, serving
 
-JSON = dict[str, Any]
 WORKERS = {"rome-w1": "172.18.0.2", "rome-w2": "172.18.0.3"}
 
 

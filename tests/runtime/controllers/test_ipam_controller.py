@@ -26,8 +26,6 @@ from tests.playground.conftest import eventually
 
 from .installed import OPTIONS, running
 
-JSON = dict[str, Any]
-
 CONTROLLER_OPTIONS = ControllerOptions(namespace=OPTIONS.namespace)
 TENANT = "liqo-tenant-rome"
 #: what the IPAM gives rome's 10.244.0.0/16 (the provider's own pod CIDR too): the first free /16 of the pool

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from runtime.api import constants as c
+from runtime.api.objects import JSON
 from runtime.controllers.networking.gateway import server_endpoint
-
-JSON = dict[str, Any]
 
 
 def node(name: str, address: str, *, ready: bool = True, virtual: bool = False) -> JSON:

@@ -5,13 +5,13 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from runtime.api import constants as c
 from runtime.api.crds import QUOTAS, RESOURCESLICES, TENANTS
 from runtime.api.kinds import NAMESPACES, NODES, PODS, SERVICEACCOUNTS
+from runtime.api.objects import JSON
 from runtime.controllers.authentication import resourceslice
 from runtime.controllers.options import ControllerOptions
 from runtime.core import Client, Manager, NotFoundError
@@ -20,8 +20,6 @@ from runtime.forge.resourceslice import resource_slice
 from tests.playground.conftest import eventually
 
 from .installed import OPTIONS, running
-
-JSON = dict[str, Any]
 
 CONTROLLER_OPTIONS = ControllerOptions(namespace=OPTIONS.namespace)
 

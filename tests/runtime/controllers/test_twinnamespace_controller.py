@@ -18,6 +18,7 @@ from typing import Any, cast
 from runtime.api import constants as c
 from runtime.api.crds import NAMESPACEMAPS, TENANTS
 from runtime.api.kinds import EVENTS, NAMESPACES, ROLEBINDINGS
+from runtime.api.objects import JSON
 from runtime.controllers.offloading import twinnamespace
 from runtime.controllers.options import ControllerOptions
 from runtime.core import Client, EventRecorder, Manager, NotFoundError, Request, Resource, Settings
@@ -27,8 +28,6 @@ from runtime.forge.tenant import tenant, tenant_namespace_name
 from tests.playground.conftest import eventually
 
 from .installed import OPTIONS, controller_manager_client, running
-
-JSON = dict[str, Any]
 
 CONTROLLER_OPTIONS = ControllerOptions(namespace=OPTIONS.namespace)
 

@@ -7,7 +7,6 @@ import contextlib
 import dataclasses
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
@@ -26,6 +25,7 @@ from runtime.api.kinds import (
     SECRETS,
     SERVICEACCOUNTS,
 )
+from runtime.api.objects import JSON
 from runtime.controllers.offloading import virtualnode
 from runtime.controllers.options import ControllerOptions
 from runtime.core import Client, ForbiddenError, NotFoundError, Resource
@@ -34,8 +34,6 @@ from tests.playground.conftest import eventually
 from tests.playground.conftest import running as run_components
 
 from .installed import OPTIONS, install, running
-
-JSON = dict[str, Any]
 
 NAMESPACE = f"{c.TENANT_NAMESPACE_PREFIX}rome"
 VK = "liqo-vk-rome"

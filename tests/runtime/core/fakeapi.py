@@ -14,13 +14,12 @@ import asyncio
 import json
 from collections import deque
 from dataclasses import dataclass
-from typing import Any
 
 from aiohttp import web
 
+from runtime.api.objects import JSON
 from runtime.core.client import Resource
 
-JSON = dict[str, Any]
 #: an event line to send, or a pause in seconds
 Step = JSON | float
 

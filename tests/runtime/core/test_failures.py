@@ -12,12 +12,12 @@ from __future__ import annotations
 import asyncio
 import base64
 import re
-from typing import Any
 
 import pytest
 import yaml
 
 from runtime.api.kinds import NAMESPACES, PODS, SERVICEACCOUNTS
+from runtime.api.objects import JSON
 from runtime.core import APIConnectionError, APIError, Client, ForbiddenError, UnauthorizedError
 from runtime.core.failures import explain
 from runtime.core.kubeconfig import load_kubeconfig_dict
@@ -26,8 +26,6 @@ from tests import broken_servers
 from tests.runtime.serviceaccounts import service_account_kubeconfig
 
 from .conftest import Emulator
-
-JSON = dict[str, Any]
 
 
 def _kubeconfig(server: str, *, ca: bytes | None = None, token: str = "not-checked") -> JSON:

@@ -28,6 +28,7 @@ import yaml
 
 from playground.apiserver.pki import CertificateAuthority
 from runtime.api.kinds import CONFIGMAPS, NAMESPACES, ROLEBINDINGS, ROLES, SERVICEACCOUNTS
+from runtime.api.objects import JSON
 from runtime.core.client import Client
 from runtime.core.errors import APIConnectionError, ForbiddenError, UnauthorizedError
 from runtime.core.kubeconfig import (
@@ -51,7 +52,6 @@ def b64(data: bytes) -> str:
     return base64.b64encode(data).decode()
 
 
-JSON = dict[str, Any]
 V1 = "client.authentication.k8s.io/v1"
 #: well-formed PEM armor (the loader checks structure; OpenSSL parses contents when connecting)
 FAKE_CERT = b64(b"-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n")

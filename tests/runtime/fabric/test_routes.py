@@ -8,10 +8,9 @@ from typing import Any
 import pytest
 
 from runtime.api import constants as c
+from runtime.api.objects import JSON
 from runtime.fabric.routes import desired_routes, host_reservations
 from runtime.forge.cidrs import Network, Reservation
-
-JSON = dict[str, Any]
 
 
 def configuration(namespace: str, remote_id: str, mapped: list[Any] | str | None) -> JSON:

@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 
 from runtime.api import constants as c
+from runtime.api.objects import JSON
 from runtime.forge import configmaps, secrets
 from runtime.forge.meta import is_skipped
 
-JSON = dict[str, Any]
 ORIGIN = "3f2a9c1e-0000-4000-8000-000000000001"
 REFLECTION = {c.LABEL_REFLECTION_MANAGED_BY: "reflection", c.LABEL_ORIGIN_CLUSTER_ID: ORIGIN}
 

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from runtime.api import constants as c
+from runtime.api.objects import JSON
 from runtime.forge import events
-
-JSON = dict[str, Any]
 
 
 def remote_event(kind: str = "Pod", api_version: str = "v1") -> JSON:

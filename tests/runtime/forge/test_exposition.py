@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import copy
-from typing import Any
 
 import pytest
 
 from runtime.api import constants as c
+from runtime.api.objects import JSON
 from runtime.forge import endpointslices, ingresses, services
 from runtime.forge.cidrs import Network
 
-JSON = dict[str, Any]
 ORIGIN = "rome-id"
 
 

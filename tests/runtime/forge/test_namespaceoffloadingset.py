@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from runtime.api import constants as c
+from runtime.api.objects import JSON
 from runtime.forge.namespaceoffloadingset import (
     namespace_offloading_set,
     offloading_of,
@@ -12,8 +13,6 @@ from runtime.forge.namespaceoffloadingset import (
     select,
     set_status,
 )
-
-JSON = dict[str, Any]
 
 NORTH = [{"matchExpressions": [{"key": "topology.liqo.io/region", "operator": "In", "values": ["north"]}]}]
 

@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from runtime.api import constants as c
+from runtime.api.objects import JSON
 from runtime.forge import namespaceoffloading as nso
 from runtime.forge import namespaces as ns
 from runtime.forge import podsecurity
-
-JSON = dict[str, Any]
 
 
 @pytest.mark.parametrize(

@@ -8,11 +8,11 @@ from typing import Any
 import pytest
 
 from runtime.api import constants as c
+from runtime.api.objects import JSON
 from runtime.forge import pods, podsecurity
 from runtime.forge import serviceaccounts as tokens
 from runtime.forge.meta import reflection_labels
 
-JSON = dict[str, Any]
 OPTIONS = pods.PodOptions(origin_cluster_id="rome-id", home_api_server="https://rome.example:6443")
 
 

@@ -7,9 +7,8 @@ from typing import Any
 import pytest
 
 from runtime.api import constants as c
+from runtime.api.objects import JSON
 from runtime.forge import podsecurity
-
-JSON = dict[str, Any]
 
 
 def spec(*, container: JSON | None = None, **pod: Any) -> JSON:

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from runtime.api import constants as c
+from runtime.api.objects import JSON
 from runtime.forge import quota as forge
 from runtime.forge.resourceslice import amounts, formatted
-
-JSON = dict[str, Any]
 
 
 def shadow(name: str = "web", *, phase: str = "Running", deleting: bool = False, **resources: JSON) -> JSON:

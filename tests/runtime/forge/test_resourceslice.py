@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from runtime.api import constants as c
+from runtime.api.objects import JSON
 from runtime.forge import resourceslice as rs
 from runtime.forge.quota import quota, service_account_user
-
-JSON = dict[str, Any]
 
 
 def node(

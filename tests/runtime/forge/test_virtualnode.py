@@ -8,10 +8,10 @@ import pytest
 
 from runtime.api import constants as c
 from runtime.api.image import runtime_image
+from runtime.api.objects import JSON
 from runtime.forge import virtualnode as vn
 from runtime.forge.reflection import ReflectionOptions
 
-JSON = dict[str, Any]
 HOME = "c-id"
 
 

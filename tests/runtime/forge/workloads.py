@@ -6,13 +6,11 @@ gateway's: what the container tests (here and in tests/tools/images) hold to the
 
 from __future__ import annotations
 
-from typing import Any
-
+from runtime.api.objects import JSON
 from runtime.forge import networking
 from runtime.forge import virtualnode as vn
 from runtime.forge.install import InstallOptions, install_manifests
 
-JSON = dict[str, Any]
 WORKLOAD_KINDS = ("Deployment", "DaemonSet")
 
 

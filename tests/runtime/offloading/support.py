@@ -7,12 +7,11 @@ from typing import Any
 from runtime.api import constants as c
 from runtime.api.crds import NAMESPACEOFFLOADINGS
 from runtime.api.kinds import NAMESPACES, NODES
+from runtime.api.objects import JSON
 from runtime.core import Client, NotFoundError
 from runtime.forge import conditions
 from runtime.forge.namespaceoffloading import namespace_offloading
 from tests.runtime.peering.harness import Cluster, Clusters
-
-JSON = dict[str, Any]
 
 
 async def get(client: Client, resource: Any, name: str, *, namespace: str | None = None) -> JSON | None:

@@ -15,13 +15,13 @@ from typing import Any
 import pytest
 
 from runtime.api.crds import GATEWAYSERVERS, QUOTAS, SHADOWPODS
+from runtime.api.objects import JSON
 from runtime.core import Client, InvalidError
 from tests.runtime.peering.harness import Clusters
 
 from .test_namespaces import consumer_client
 from .test_pods import TWIN, setup
 
-JSON = dict[str, Any]
 TENANT = "liqo-tenant-rome"
 
 #: what a hostile consumer's pod asks of the provider's nodes, each refused (`tests/runtime/webhook` has one

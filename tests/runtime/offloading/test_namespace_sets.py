@@ -15,12 +15,11 @@ import pytest
 from runtime.api import constants as c
 from runtime.api.crds import NAMESPACEOFFLOADINGS, NAMESPACEOFFLOADINGSETS
 from runtime.api.kinds import NAMESPACES
+from runtime.api.objects import JSON
 from runtime.forge.namespaceoffloadingset import namespace_offloading_set
 from tests.runtime.peering.harness import Clusters
 
 from .support import get, offload, offloading, peered, phase
-
-JSON = dict[str, Any]
 
 
 def region(name: str) -> list[JSON]:

@@ -17,13 +17,13 @@ import pytest
 from runtime.api import constants as c
 from runtime.api.crds import CONFIGURATIONS, NAMESPACEOFFLOADINGS, SHADOWPODS
 from runtime.api.kinds import NAMESPACES, PODS, SECRETS, SERVICEACCOUNTS
+from runtime.api.objects import JSON
 from runtime.forge.ipam import translate
 from runtime.forge.serviceaccounts import token_secret_name
 from tests.runtime.peering.harness import Cluster, Clusters
 
 from .support import get, offload, peered, phase
 
-JSON = dict[str, Any]
 TWIN = "work-rome"
 NODE = "liqo-naples"
 

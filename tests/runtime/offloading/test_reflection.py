@@ -30,6 +30,7 @@ from runtime.api.kinds import (
     SECRETS,
     SERVICES,
 )
+from runtime.api.objects import JSON
 from runtime.core import Client
 from runtime.forge.configmaps import remote_configmap_name
 from runtime.forge.ipam import translate
@@ -39,7 +40,6 @@ from tests.runtime.peering.harness import CONTROLLER_OPTIONS, Cluster, Clusters
 from .support import get
 from .test_pods import TWIN, local_status, pod, running, setup
 
-JSON = dict[str, Any]
 VK = "liqo-tenant-naples/liqo-vk-naples"
 
 

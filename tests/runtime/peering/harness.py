@@ -49,6 +49,7 @@ from playground.controlplane.credentials import ServiceAccountCredentials
 from runtime.api import constants as c
 from runtime.api.crds import FOREIGNCLUSTERS, VIRTUALNODES
 from runtime.api.kinds import DEPLOYMENTS, NODES, SECRETS
+from runtime.api.objects import JSON
 from runtime.auth.options import AuthOptions
 from runtime.auth.server import AuthServer
 from runtime.controllers.main import setup_all
@@ -63,7 +64,6 @@ from tests.runtime.serviceaccounts import service_account_kubeconfig
 
 logger = logging.getLogger(__name__)
 
-JSON = dict[str, Any]
 
 WORKER_CAPACITY = {"cpu": "4", "memory": "8Gi", "pods": "110"}
 #: what the controllers are given in these tests: short waits, so failures show quickly

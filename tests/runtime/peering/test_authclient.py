@@ -9,7 +9,6 @@ import ssl
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 import pytest
 from aiohttp import web
@@ -18,6 +17,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from runtime.api import constants as c
+from runtime.api.objects import JSON
 from runtime.auth.servingkey import serving_certificate
 from runtime.controllers.core import authclient, keys, objects
 from runtime.controllers.core.authenticate import messages
@@ -26,7 +26,6 @@ from runtime.core.kubeconfig.tls import load_cert_chain
 from runtime.forge import credential as contract
 from tests import broken_servers
 
-JSON = dict[str, Any]
 PROVIDER_ID = "0b7c3b5e-2f0a-4c1e-9a51-3c0d6f0f5a10"
 INFO = contract.ClusterInfo(cluster_id=PROVIDER_ID, cluster_name="milan", version="0.1.0")
 CREDENTIAL = contract.Credential(

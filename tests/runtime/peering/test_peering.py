@@ -35,6 +35,7 @@ from runtime.api.kinds import (
     SECRETS,
     SERVICEACCOUNTS,
 )
+from runtime.api.objects import JSON
 from runtime.api.quantity import parse_quantity
 from runtime.controllers.core import unpeer
 from runtime.controllers.core.objects import kubeconfig_of
@@ -44,8 +45,6 @@ from tests import broken_servers
 from tests.runtime.liqo_docs import FOREIGNCLUSTERS_HEADER, MILAN_ESTABLISHED
 
 from .harness import CONTROLLER_OPTIONS, Cluster, Clusters, free_port
-
-JSON = dict[str, Any]
 
 
 async def _get(client: Client, resource: Any, name: str, *, namespace: str | None = None) -> JSON | None:

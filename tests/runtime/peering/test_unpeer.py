@@ -5,21 +5,20 @@ from __future__ import annotations
 
 import logging
 from datetime import UTC, datetime
-from typing import Any, cast
+from typing import cast
 
 import pytest
 
 from runtime.api import constants as c
 from runtime.api.crds import FOREIGNCLUSTERS, IDENTITIES, VIRTUALNODES
 from runtime.api.kinds import SECRETS
+from runtime.api.objects import JSON
 from runtime.controllers.core import unpeer
 from runtime.controllers.core.peering import Caches
 from runtime.controllers.core.unpeer import Unpeering
 from runtime.core import Client, EventRecorder, NotFoundError, Resource, Result, Store
 
 from .harness import CONTROLLER_OPTIONS
-
-JSON = dict[str, Any]
 
 TENANT = "liqo-tenant-milan"
 

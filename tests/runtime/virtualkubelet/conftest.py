@@ -15,7 +15,6 @@ import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
@@ -23,14 +22,13 @@ import yaml
 from runtime.api import constants as c
 from runtime.api.crds import VIRTUALNODES, crds
 from runtime.api.kinds import CRDS, NAMESPACES, SECRETS
+from runtime.api.objects import JSON
 from runtime.core import Client, Request, ServerSettings
 from runtime.forge.virtualnode import virtual_node
 from runtime.virtualkubelet.health import HealthSettings
 from runtime.virtualkubelet.kubelet import VirtualKubelet, VirtualKubeletSettings
 from runtime.virtualkubelet.lease import LeaseSettings
 from tests.apiserver.conftest import start_emulator, stop_emulator
-
-JSON = dict[str, Any]
 
 #: fast enough for tests: NotReady after 3 failed pings 0.2 s apart
 SETTINGS = VirtualKubeletSettings(

@@ -15,14 +15,13 @@ import aiohttp
 from runtime.api import constants as c
 from runtime.api.crds import VIRTUALNODES
 from runtime.api.kinds import LEASES, NODES, SECRETS, SERVICEACCOUNTS
+from runtime.api.objects import JSON
 from runtime.core import Client, NotFoundError
 from runtime.forge.virtualnode import virtual_kubelet, virtual_kubelet_name
 from runtime.virtualkubelet.main import main
 from tests.playground.conftest import eventually
 
 from .conftest import RESOURCES, Peering, Provider, running, secret_body
-
-JSON = dict[str, Any]
 
 
 async def node_of(client: Client, peering: Peering) -> JSON | None:

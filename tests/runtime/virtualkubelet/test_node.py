@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from runtime.api import constants as c
+from runtime.api.objects import JSON
 from runtime.forge.nodestatus import heartbeat_age, report_delay, status_differs
 from runtime.forge.virtualnode import virtual_node
 from runtime.virtualkubelet.health import Health
@@ -18,7 +19,6 @@ from runtime.virtualkubelet.node import (
     with_labels_and_taints,
 )
 
-JSON = dict[str, Any]
 NOW = "2025-01-01T10:00:00Z"
 LATER = "2025-01-01T10:05:00Z"
 READY = Health("True", "ProviderReady", "the API server of provider milan answers health checks")

@@ -21,12 +21,11 @@ from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry
 
 from runtime.api import constants as c
+from runtime.api.objects import JSON
 from runtime.core import Store
 from runtime.forge import podsecurity
 from runtime.webhook.app import ReviewMetrics, application, mutators, validators
 from runtime.webhook.shadowpods import ShadowPodAdmission
-
-JSON = dict[str, Any]
 
 TWIN = "shop-rome"
 

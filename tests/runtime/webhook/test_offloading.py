@@ -10,12 +10,11 @@ from typing import Any
 import pytest
 
 from runtime.api import constants as c
+from runtime.api.objects import JSON
 from runtime.forge.namespaceoffloading import namespace_offloading
 from runtime.webhook import namespaceoffloadings, namespaceoffloadingsets
 from runtime.webhook.pods import VIRTUAL_NODE_TOLERATION, merged_node_selector, offloadable_spec, pod_mutator
 from runtime.webhook.review import response
-
-JSON = dict[str, Any]
 
 
 def nso_review(spec: JSON, old: JSON | None = None, *, name: str = "offloading") -> JSON:

@@ -10,11 +10,10 @@ from typing import Any
 
 import pytest
 
+from runtime.api.objects import JSON
 from runtime.forge.services import ServiceType, converted
 from runtime.webhook.review import response
 from runtime.webhook.services import service_mutator
-
-JSON = dict[str, Any]
 
 
 def service(**spec: Any) -> JSON:

@@ -8,11 +8,11 @@ from typing import Any
 import pytest
 
 from runtime.api import constants as c
+from runtime.api.objects import JSON
 from runtime.core import Store
 from runtime.forge import podsecurity
 from runtime.webhook.shadowpods import ASSUMED_FOR, Assumed, ShadowPodAdmission
 
-JSON = dict[str, Any]
 TENANT = "liqo-tenant-rome"
 TWIN = "shop-rome"
 

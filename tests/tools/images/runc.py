@@ -22,9 +22,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-JSON = dict[str, Any]
+from runtime.api.objects import JSON
 
 #: containerd 1.6's default capabilities of a container (pkg/oci defaultUnixCaps)
 CRI_CAPABILITIES = (

@@ -19,10 +19,11 @@ from runtime.api.kinds import (
     ROLEBINDINGS,
     SERVICEACCOUNTS,
 )
+from runtime.api.objects import JSON
+from runtime.api.timestamps import rfc3339
 from runtime.controllers.authentication.tenant import setup
 from runtime.controllers.options import ControllerOptions
 from runtime.core import Client, NotFoundError
-from runtime.forge.credential import rfc3339
 from runtime.forge.rbac import cluster_roles
 from runtime.forge.tenant import (
     CONSUMER_ROLE_BINDING,
@@ -32,8 +33,6 @@ from runtime.forge.tenant import (
 )
 from tests.playground.conftest import eventually
 from tests.runtime.auth.cluster import NAMESPACE, controllers, hours_ago, service_account_client
-
-JSON = dict[str, Any]
 
 OPTIONS = ControllerOptions(namespace=NAMESPACE)
 
