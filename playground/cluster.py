@@ -964,6 +964,17 @@ def clusters(state_dir: Path) -> list[Cluster]:
     return found
 
 
+def _real_nodes_by_default(assets: Assets | None, environ: Mapping[str, str]) -> bool:
+    return assets is not None and assets.runs_real_nodes and not environ.get(AGENT_NODES_ENV)
+
+
+def real_nodes_by_default(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether a new cluster gets real nodes unless told otherwise: `KUBEBUILDER_ASSETS` names a folder with
+    what they need and `PLAYGROUND_AGENT_NODES` is not set (AssetsError when the folder is incomplete)."""
+    environ = os.environ if environ is None else environ
+    return _real_nodes_by_default(find_assets(environ), environ)
+
+
 def resolve(
     names: Sequence[str],
     *,
@@ -985,13 +996,12 @@ def resolve(
         assets = find_assets(environ)
     except AssetsError as exc:
         raise ClusterError(str(exc)) from None
-    can_run_real_nodes = assets is not None and assets.runs_real_nodes
-    if given.get("real_nodes") and not can_run_real_nodes:
+    if given.get("real_nodes") and not (assets is not None and assets.runs_real_nodes):
         raise ClusterError(
             "real nodes need kubelet, kube-proxy and the sandbox and CoreDNS images: build them with "
             f"`make real-k8s` and set {ASSETS_ENV} to its folder"
         )
-    defaults = {"real_nodes": can_run_real_nodes and not environ.get(AGENT_NODES_ENV)}
+    defaults = {"real_nodes": _real_nodes_by_default(assets, environ)}
     new_specs = [
         ClusterSpec(name=name, assets=str(assets.directory) if assets else None, **{**defaults, **given})
         for name in names

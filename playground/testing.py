@@ -11,8 +11,9 @@ assertion, KeyboardInterrupt, or cancellation (teardown itself cannot be cancell
 half-way). The mode comes from the environment as for `playground up`: real binaries
 when `KUBEBUILDER_ASSETS` names them (real nodes when the folder has kubelet, unless
 `PLAYGROUND_AGENT_NODES` is set), else the emulator; `real_nodes=True` asks for real
-nodes whatever that variable says (and fails without the binaries). `tests/conftest.py`
-wraps `Playground` in the `playground` pytest fixture.
+nodes whatever that variable says (and fails without the binaries); `images=[archive, ...]`
+loads images into real nodes. `tests/conftest.py` wraps `Playground` in the `playground`
+pytest fixture.
 """
 
 from __future__ import annotations
@@ -56,11 +57,19 @@ class Clusters(Sequence[Cluster]):
 
 
 class Playground:
-    """Clusters under one state dir; `close()` stops and removes every cluster `up` started."""
+    """Clusters under one state dir; `close()` stops and removes every cluster `up` started.
 
-    def __init__(self, state_dir: Path, *, environ: Mapping[str, str] | None = None) -> None:
+    `images` (archives) are loaded into every node of each cluster `up` starts on real nodes,
+    as `kind load image-archive` does after `kind create cluster`; agent nodes need none (any
+    image name stands for its stand-in or runs as a process pod).
+    """
+
+    def __init__(
+        self, state_dir: Path, *, environ: Mapping[str, str] | None = None, images: Sequence[Path] = ()
+    ) -> None:
         self.state_dir = state_dir
         self._environ = environ
+        self._images = list(images)
         self._names: list[str] = []
 
     async def up(
@@ -95,7 +104,13 @@ class Playground:
             real_nodes=real_nodes,
         )
         self._names += [name for name in names if name not in self._names]
-        return Clusters(await up(specs, state_dir=self.state_dir, wait=wait))
+        started = await up(specs, state_dir=self.state_dir, wait=wait)
+        await asyncio.gather(*(self._load_images(cluster) for cluster in started if cluster.spec.real_nodes))
+        return Clusters(started)
+
+    async def _load_images(self, cluster: Cluster) -> None:
+        for archive in self._images:
+            await cluster.load_image(archive)
 
     async def close(self) -> None:
         names = await asyncio.to_thread(
@@ -113,18 +128,22 @@ class Playground:
 
 
 @contextlib.asynccontextmanager
-async def aclusters(*names: str, state_dir: Path | None = None, **options: Any) -> AsyncIterator[Clusters]:
+async def aclusters(
+    *names: str, state_dir: Path | None = None, images: Sequence[Path] = (), **options: Any
+) -> AsyncIterator[Clusters]:
     """Clusters `names` for the block (see the module docstring); `options` are `Playground.up`'s."""
     with _state_dir(state_dir) as directory:
-        async with Playground(directory) as playground:
+        async with Playground(directory, images=images) as playground:
             yield await playground.up(*names, **options)
 
 
 @contextlib.contextmanager
-def clusters(*names: str, state_dir: Path | None = None, **options: Any) -> Iterator[Clusters]:
+def clusters(
+    *names: str, state_dir: Path | None = None, images: Sequence[Path] = (), **options: Any
+) -> Iterator[Clusters]:
     """The synchronous twin of `aclusters`, for code that runs no event loop."""
     with _state_dir(state_dir) as directory:
-        playground = Playground(directory)
+        playground = Playground(directory, images=images)
         try:
             yield asyncio.run(playground.up(*names, **options))
         finally:

@@ -40,7 +40,9 @@ from typing import Any
 import pytest
 from tf.utils import Diagnostics
 
+from playground.cluster import real_nodes_by_default
 from playground.testing import Playground
+from tests import nodeimages
 from tests.clustermarker import CLUSTER_MARKER, starts_clusters
 from tests.readable import forget_pytest_explanations, record_pytest_explanations, unreadable
 
@@ -77,10 +79,20 @@ class _LeakReports(logging.Filter):
         return False
 
 
+@pytest.fixture(scope="session")
+def node_images(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    """The images real nodes need for the tests' pods (tests/nodeimages.py), when clusters get real nodes
+    (the real leg); none for agent nodes, which run any image name."""
+    if not real_nodes_by_default():
+        return []
+    return nodeimages.build(tmp_path_factory.mktemp("node-images"), "test", "runtime")
+
+
 @pytest.fixture
-async def playground(tmp_path: Path) -> AsyncIterator[Playground]:
-    """A `Playground` in this test's temporary directory; `await playground.up(*names, ...)` starts clusters."""
-    async with Playground(tmp_path / "playground") as clusters:
+async def playground(tmp_path: Path, node_images: list[Path]) -> AsyncIterator[Playground]:
+    """A `Playground` in this test's temporary directory; `await playground.up(*names, ...)` starts clusters
+    (with `node_images` loaded into real nodes)."""
+    async with Playground(tmp_path / "playground", images=node_images) as clusters:
         yield clusters
 
 

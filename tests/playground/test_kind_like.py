@@ -49,11 +49,12 @@ WORKER, WORKER2 = "kind-worker", "kind-worker2"
 
 
 @pytest.fixture(scope="module")
-def kind(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+def kind(tmp_path_factory: pytest.TempPathFactory, node_images: list[Path]) -> Iterator[Cluster]:
     with clusters(
         "kind",
         nodes=3,
         state_dir=tmp_path_factory.mktemp("kind-like"),
+        images=node_images,
         node_monitor_grace_period=4.0,
         node_monitor_period=0.5,
         node_lease_duration=2,
@@ -229,26 +230,26 @@ async def test_deleting_a_namespace_removes_everything_in_it(api: Client) -> Non
         assert (await api.list(resource, namespace=name)).items == []
 
 
-#: runs in the pod: reads its Secret (file and env), calls the API with its ServiceAccount token
+#: runs in the pod: reads its Secret (file and env), calls the API with its ServiceAccount token (the runtime's
+#: client: the runtime image has no other)
 POD_SCRIPT = textwrap.dedent(
     """
-    import json, os
-    from kubernetes import client, config
-    config.load_incluster_config()
-    core = client.CoreV1Api()
-    namespace = open("/var/run/secrets/kubernetes.io/serviceaccount/namespace").read()
-    result = {
-        "file": open("/etc/creds/password").read(),
-        "env": os.environ["PASSWORD"],
-    }
-    try:
-        core.list_namespaced_secret(namespace)
-        result["secrets"] = "allowed"
-    except client.ApiException as exc:
-        result["secrets"] = exc.status
-    core.create_namespaced_config_map(
-        namespace, {"metadata": {"name": "result"}, "data": {"result": json.dumps(result)}}
-    )
+    import asyncio, json, os
+    from runtime.api.kinds import CONFIGMAPS, SECRETS
+    from runtime.core import APIStatusError, Client
+    async def main():
+        namespace = open("/var/run/secrets/kubernetes.io/serviceaccount/namespace").read()
+        result = {"file": open("/etc/creds/password").read(), "env": os.environ["PASSWORD"]}
+        async with await Client.in_cluster() as api:
+            try:
+                await api.list(SECRETS, namespace=namespace)
+                result["secrets"] = "allowed"
+            except APIStatusError as exc:
+                result["secrets"] = exc.code
+            await api.create(
+                CONFIGMAPS, {"metadata": {"name": "result"}, "data": {"result": json.dumps(result)}}, namespace=namespace
+            )
+    asyncio.run(main())
     """
 )
 
@@ -361,22 +362,46 @@ async def answer(address: str, port: int) -> str | None:
 
 
 async def test_nodes_have_addresses_of_their_own_and_host_network_pods_share_them(
-    kind: Cluster, api: Client
+    kind: Cluster, api: Client, namespace: str
 ) -> None:
     ips = internal_ips((await api.list(NODES)).items)
     assert len(set(ips.values())) == len(ips) == 3
     # addresses on the state dir's playground network, as kind's nodes have on Docker's `kind` network
     network = ipaddress.ip_network(kind.spec.node_network)
     assert all(ipaddress.ip_address(ip) in network for ip in ips.values())
+    for node in ips:
+        await api.create(PODS, _host_network_pod(node), namespace=namespace)
+    # kindnet's and kube-proxy's on agent nodes; real nodes run kube-proxy as a process, no kindnet
+    system = 0 if kind.spec.real_nodes else 6
 
     async def host_network_pods() -> list[JSON]:
-        pods = (await api.list(PODS, namespace="kube-system")).items
+        pods = (await api.list(PODS, namespace="kube-system")).items + (
+            await api.list(PODS, namespace=namespace)
+        ).items
         found = [pod for pod in pods if pod["spec"].get("hostNetwork") and pod["status"].get("podIP")]
-        return found if len(found) == 6 else []
+        return found if len(found) == system + len(ips) else []
 
     await eventually(host_network_pods, within=30)
     for pod in await host_network_pods():
         assert pod["status"]["podIP"] == pod["status"]["hostIP"] == ips[pod["spec"]["nodeName"]]
+
+
+def _host_network_pod(node: str) -> JSON:
+    return {
+        "metadata": {"name": f"host-{node}"},
+        "spec": {
+            "nodeName": node,
+            "hostNetwork": True,
+            "tolerations": [{"operator": "Exists"}],
+            "containers": [
+                {
+                    "name": "idle",
+                    "image": runtime_image(),
+                    "command": ["python", "-c", "import time; time.sleep(600)"],
+                }
+            ],
+        },
+    }
 
 
 async def test_a_process_pod_behind_a_node_port_answers_on_every_node_across_pod_restarts(
@@ -459,9 +484,12 @@ def _kubectl(kind: Cluster, *args: str) -> list[list[str]]:
 async def test_kubectl_sees_a_small_kind_cluster(kind: Cluster, api: Client) -> None:
     assert shutil.which("kubectl"), "kubectl is not on PATH"
 
+    # kind's kindnet and kube-proxy DaemonSets on agent nodes; real nodes run kube-proxy as a process, no kindnet
+    daemons = [] if kind.spec.real_nodes else [*["kindnet"] * 3, *["kube-proxy"] * 3]
+
     async def system_pods_running() -> bool:
         pods = (await api.list(PODS, namespace="kube-system")).items
-        return len(pods) == 8 and all(pod["status"].get("phase") == "Running" for pod in pods)
+        return len(pods) == 2 + len(daemons) and all(pod["status"].get("phase") == "Running" for pod in pods)
 
     await eventually(system_pods_running, within=30)
     nodes = _kubectl(kind, "get", "nodes", "-o", "wide")
@@ -485,8 +513,7 @@ async def test_kubectl_sees_a_small_kind_cluster(kind: Cluster, api: Client) -> 
     assert sorted(name.rsplit("-", 1)[0] if name.startswith("coredns") else name for name in system) == [
         "coredns",
         "coredns",
-        *["kindnet"] * 3,
-        *["kube-proxy"] * 3,
+        *daemons,
     ]
     assert all(row[2] == "1/1" and row[3] == "Running" for row in pods[1:] if row[0] == "kube-system")
 

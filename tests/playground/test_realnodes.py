@@ -17,7 +17,6 @@ import asyncio
 import os
 import re
 import subprocess
-import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -33,6 +32,7 @@ from playground.testing import Playground, clusters
 from runtime.api.kinds import NODES, PODS, SERVICES
 from runtime.api.objects import JSON
 from runtime.core import Client
+from tests import nodeimages
 from tests.playground.conftest import eventually
 from tests.playground.test_network import (
     CURL,
@@ -45,9 +45,6 @@ from tests.playground.test_network import (
     web,
 )
 from tests.runtime.operations.test_install_image import UNPULLABLE, failed_install
-
-ROOT = Path(__file__).resolve().parents[2]
-IMAGES_TOOL = ROOT / "tools" / "images" / "build.py"
 
 
 @pytest.fixture(scope="module")
@@ -64,14 +61,7 @@ def assets() -> Assets:
 @pytest.fixture(scope="session")
 def test_images(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     """The web server and curl images (tools/images), as archives to load into nodes."""
-    folder = tmp_path_factory.mktemp("images")
-    printed = subprocess.run(
-        [sys.executable, str(IMAGES_TOOL), "test", "--out", str(folder)],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    return [Path(line) for line in printed.split()]
+    return nodeimages.build(tmp_path_factory.mktemp("images"), "test")
 
 
 @pytest.fixture(scope="module")
