@@ -350,9 +350,9 @@ async def measure(state_dir: Path, args: argparse.Namespace, run: Run, log: Any)
     nodes = args.nodes or (1 if max(sizes) <= 90 else math.ceil(max(sizes) / 100) + 2)
     archives = await asyncio.to_thread(build_images, state_dir / "images") if args.real else []
     specs = resolve([CONSUMER, PROVIDER], state_dir=state_dir, nodes=nodes, real_nodes=args.real or None)
-    clusters = await up(specs, state_dir=state_dir)
     try:
-        rome_cluster, milan_cluster = clusters
+        # inside: `up` that fails for one cluster leaves the other running
+        rome_cluster, milan_cluster = clusters = await up(specs, state_dir=state_dir)
         for cluster in clusters if args.real else ():
             for archive in archives:
                 await cluster.load_image(archive)

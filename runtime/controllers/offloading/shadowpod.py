@@ -22,7 +22,10 @@ the pod runs on the provider's own nodes whatever the consumer does next:
 Deletion (finalizer `offloading.liqo.io/shadowpod`): the Pod is deleted with the grace
 period the consumer's pod was deleted with (`offloading.liqo.io/deletion-grace-period-
 seconds`), and the finalizer goes once the Pod is gone; a Pod still there 30 seconds past
-its grace period is deleted at once, so a ShadowPod never lingers.
+its grace period is deleted at once, so a ShadowPod never lingers. A new ShadowPod gets its
+Pod first and the finalizer right after: the Pod is what the consumer waits for, and the
+finalizer's write (an update the admission webhook reviews) would delay it; a ShadowPod
+deleted in between takes its Pod with it, as the Pod's owner.
 """
 
 from __future__ import annotations
@@ -92,28 +95,31 @@ class ShadowPodReconciler:
             return None
         if meta.get("deletionTimestamp"):
             return await self._delete(shadow, pod, finalizers)
-        if c.FINALIZER_SHADOWPOD not in finalizers:
-            shadow = await self._patch_meta(shadow, {"finalizers": [*finalizers, c.FINALIZER_SHADOWPOD]})
         mode, refusal = self._tenant_mode(request.namespace)
         twin = self._twins.store.get(request.namespace)
         level = podsecurity.enforced_level(twin)
         problems = forge.shadow_pod_problems(shadow, level=level)
         if problems:
             refusal = "this cluster does not run it: " + podsecurity.refusal(problems, enforced=level)
-        if refusal or mode == "Drained":
+        status = shadow.get("status") or {}
+        runs = not refusal and mode != "Drained"
+        if runs and pod is None and (mode != "Cordoned" or status.get("podUID")):
+            # the Pod before the finalizer: the Pod is what the consumer waits for
+            return await self._create(shadow, origin_cluster_id=_origin(twin))
+        shadow = await self._finalized(shadow)
+        if shadow is None:
+            return None
+        if not runs:
             if pod is not None and not pod["metadata"].get("deletionTimestamp"):
                 with contextlib.suppress(NotFoundError):
                     await self._client.delete(PODS, request.name, namespace=request.namespace)
             await self._set_status(shadow, pod, refusal=refusal or "the consumer's Tenant is Drained")
             return None
-        status = shadow.get("status") or {}
         if pod is None:
-            if mode == "Cordoned" and not status.get("podUID"):
-                await self._set_status(
-                    shadow, None, refusal="the consumer's Tenant is Cordoned: no new pods are started"
-                )
-                return None
-            return await self._create(shadow, origin_cluster_id=_origin(twin))
+            await self._set_status(
+                shadow, None, refusal="the consumer's Tenant is Cordoned: no new pods are started"
+            )
+            return None
         updates = forge.image_updates(pod, shadow)
         if updates and not pod["metadata"].get("deletionTimestamp"):
             await self._client.patch(
@@ -150,13 +156,26 @@ class ShadowPodReconciler:
             )
         except AlreadyExistsError:
             return None  # the cache is behind; the Pod's event brings the key back
+        finalized = await self._finalized(shadow)
+        if finalized is None:
+            return None  # deleted meanwhile: the Pod goes with it (the ShadowPod owns it)
         recreated = bool(status.get("podUID"))
         if recreated:
             logger.info("%s/%s: the Pod was gone; created it again", meta["namespace"], meta["name"])
         else:
             logger.info("%s/%s: created the Pod", meta["namespace"], meta["name"])
-        await self._set_status(shadow, pod, recreations=int(status.get("recreations") or 0) + recreated)
+        await self._set_status(finalized, pod, recreations=int(status.get("recreations") or 0) + recreated)
         return None
+
+    async def _finalized(self, shadow: JSON) -> JSON | None:
+        """The ShadowPod with this controller's finalizer (added when missing); None when it is gone."""
+        finalizers = list(shadow["metadata"].get("finalizers") or [])
+        if c.FINALIZER_SHADOWPOD in finalizers:
+            return shadow
+        try:
+            return await self._patch_meta(shadow, {"finalizers": [*finalizers, c.FINALIZER_SHADOWPOD]})
+        except NotFoundError:
+            return None
 
     async def _delete(self, shadow: JSON, pod: JSON | None, finalizers: list[str]) -> Result | None:
         meta = shadow["metadata"]

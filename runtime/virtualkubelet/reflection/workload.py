@@ -15,8 +15,11 @@ for them, and the pods' ServiceAccount token Secrets, all keyed by the pod's nam
 5. a DaemonSet pod, or one the provider must not run (host namespaces, hostPath,
    privileged): Pending with the reason `OffloadingBackOff` and a message saying why;
 6. otherwise: the token Secret (tokens of the pod's ServiceAccount bound to the pod,
-   requested again at 80% of their lifetime), the ShadowPod (`runtime.forge.pods`), and
-   the status of the provider's Pod back onto the local pod.
+   requested again at 80% of their lifetime) and the ShadowPod (`runtime.forge.pods`),
+   written at once once the tokens are issued (the provider's kubelet mounts the Secret
+   before it starts a container, so the Pod never runs without its tokens, and the
+   ShadowPod does not wait a round trip for them), and the status of the provider's Pod
+   back onto the local pod.
 
 A pod bound to this node in a namespace that is not offloaded to this provider
 (`handle_unreflected`) stays Pending with `OffloadingBackOff`, as Liqo documents; one that
@@ -27,9 +30,10 @@ pods, so nothing is ever offloaded twice.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -154,8 +158,11 @@ class PodReflector(Reflector):
             await self._back_off(pod, refusal)
             return None
         try:
-            refresh = await self._token_secret(pod, pair, secret)
-            await self._shadow_pod(request, pod, pair, shadow)
+            token_secret, refresh = await self._token_secret(pod, pair, secret)
+            writes = [self._shadow_pod(request, pod, pair, shadow)]
+            if token_secret is not None:
+                writes.append(self._write_token_secret(token_secret, exists=secret is not None))
+            await _concurrently(*writes)
         except (ConflictError, AlreadyExistsError):
             raise  # the cache is behind: the next event (or the retry) brings the key back
         except APIStatusError as exc:
@@ -287,11 +294,14 @@ class PodReflector(Reflector):
             )
         logger.info("%s/%s: stopped on the provider; deleted", meta["namespace"], meta["name"])
 
-    async def _token_secret(self, pod: JSON, pair: NamespacePair, secret: JSON | None) -> float | None:
-        """The pod's token Secret on the provider, fresh; seconds until its tokens are due again (None: no tokens)."""
+    async def _token_secret(
+        self, pod: JSON, pair: NamespacePair, secret: JSON | None
+    ) -> tuple[JSON | None, float | None]:
+        """The pod's token Secret to write on the provider (None: the one there is fresh), with its tokens
+        issued; and seconds until its tokens are due again (None: the pod has no tokens)."""
         projections = tokens.token_projections(pod)
         if not projections:
-            return None
+            return None, None
         now = datetime.now(UTC)
         due = tokens.refresh_due(secret)
         uid = str(pod["metadata"]["uid"])
@@ -302,7 +312,7 @@ class PodReflector(Reflector):
         if current and due:
             left = (parse_rfc3339(due) - now).total_seconds()
             if left > 0:
-                return left
+                return None, left
         issued = {}
         for projection in projections:
             answer = await self._client.create(
@@ -322,14 +332,16 @@ class PodReflector(Reflector):
             refresh=rfc3339(refresh),
             origin_cluster_id=self._options.pods.origin_cluster_id,
         )
-        if secret is None:
+        return body, (refresh - now).total_seconds()
+
+    async def _write_token_secret(self, body: JSON, *, exists: bool) -> None:
+        if not exists:
             try:
                 await self._remote.create(SECRETS, body, field_manager=c.FIELD_MANAGER_VIRTUAL_KUBELET)
+                return
             except AlreadyExistsError:
-                await self._remote.replace(SECRETS, body, field_manager=c.FIELD_MANAGER_VIRTUAL_KUBELET)
-        else:
-            await self._remote.replace(SECRETS, body, field_manager=c.FIELD_MANAGER_VIRTUAL_KUBELET)
-        return (refresh - now).total_seconds()
+                pass
+        await self._remote.replace(SECRETS, body, field_manager=c.FIELD_MANAGER_VIRTUAL_KUBELET)
 
     async def _write_status(self, pod: JSON, status: JSON) -> None:
         changes = forge.status_changes(pod.get("status"), status)
@@ -350,3 +362,10 @@ class PodReflector(Reflector):
 
 def _now() -> str:
     return rfc3339(datetime.now(UTC))
+
+
+async def _concurrently(*writes: Awaitable[None]) -> None:
+    """Await `writes` at once, each to its end; then raise the first error, if one failed."""
+    for outcome in await asyncio.gather(*writes, return_exceptions=True):
+        if isinstance(outcome, BaseException):
+            raise outcome
