@@ -21,14 +21,18 @@ VERSION: Final = "v1beta1"
 DEFAULT_NAMESPACE: Final = "liqo"
 TENANT_NAMESPACE_PREFIX: Final = "liqo-tenant-"
 VIRTUAL_NODE_PREFIX: Final = "liqo-"
-CLUSTER_IDENTITY_CONFIGMAP: Final = "liqo-cluster-identity"
+#: the cluster identity ConfigMap, named and labelled as Liqo's (liqoctl finds it by the label
+#: `app.kubernetes.io/name=clusterid-configmap` and reads its CLUSTER_ID)
+CLUSTER_IDENTITY_CONFIGMAP: Final = "liqo-clusterid-configmap"
+CLUSTER_ID_CONFIGMAP_MODULE: Final = "clusterid-configmap"
 #: ServiceAccount, bindings and Deployment of the virtual kubelet standing for a provider: liqo-vk-<provider name>
 VIRTUAL_KUBELET_PREFIX: Final = "liqo-vk-"
 #: the only ResourceSlice class today
 RESOURCE_SLICE_CLASS_DEFAULT: Final = "default"
-# Keys of the cluster identity ConfigMap (read by `liqo_generate` and the `liqo_cluster` data source).
-IDENTITY_CLUSTER_ID: Final = "clusterID"
-IDENTITY_CLUSTER_NAME: Final = "clusterName"
+# Keys of the cluster identity ConfigMap (read by `liqo_generate` and the `liqo_cluster` data source):
+# Liqo's CLUSTER_ID and CLUSTER_NAME, then this runtime's own.
+IDENTITY_CLUSTER_ID: Final = "CLUSTER_ID"
+IDENTITY_CLUSTER_NAME: Final = "CLUSTER_NAME"
 IDENTITY_CLUSTER_LABELS: Final = "clusterLabels"
 IDENTITY_POD_CIDR: Final = "podCIDR"
 IDENTITY_SERVICE_CIDR: Final = "serviceCIDR"
