@@ -191,13 +191,42 @@ CONDITION_VIRTUAL_KUBELET: Final = "VirtualKubelet"
 CONDITION_NODE: Final = "Node"
 CONDITION_READY: Final = "Ready"
 
-# A ForeignCluster's conditions (the consumer's view of a peering): `Authenticated` in
-# modules.authentication, `ResourcesGranted` and `VirtualNodeReady` in modules.offloading, and
-# `Ready` at the top, False with the reason of the first step that is not done. Reasons a user acts on:
-CONDITION_AUTHENTICATED: Final = "Authenticated"
+# A ForeignCluster's conditions (the consumer's view of a peering), in Liqo v1's vocabulary
+# (core.liqo.io/v1beta1 ForeignCluster) so that liqoctl and Liqo's dashboards read them:
+# `AuthIdentityControlPlaneStatus` in modules.authentication, `OffloadingVirtualNodeStatus` in
+# modules.offloading, `NetworkConnectionStatus` in modules.networking, their status one of Liqo's
+# words below. `ResourcesGranted` (modules.offloading, Liqo's words too) is this runtime's own: Liqo
+# keeps the provider's answer on the ResourceSlice only. `Ready` at the top is a Kubernetes condition
+# (True/False, for `kubectl wait`), False with the reason of the first step that is not done.
+CONDITION_AUTHENTICATED: Final = "AuthIdentityControlPlaneStatus"
 CONDITION_RESOURCES_GRANTED: Final = "ResourcesGranted"
-CONDITION_VIRTUAL_NODE_READY: Final = "VirtualNodeReady"
-CONDITION_NETWORK_CONNECTED: Final = "NetworkConnected"
+CONDITION_VIRTUAL_NODE_READY: Final = "OffloadingVirtualNodeStatus"
+CONDITION_NETWORK_CONNECTED: Final = "NetworkConnectionStatus"
+#: Liqo's ConditionStatusType: what a ForeignCluster's module conditions say
+LIQO_STATUS_NONE: Final = "None"
+LIQO_STATUS_PENDING: Final = "Pending"
+LIQO_STATUS_ESTABLISHED: Final = "Established"
+LIQO_STATUS_ERROR: Final = "Error"
+LIQO_STATUS_READY: Final = "Ready"
+LIQO_STATUS_NOT_READY: Final = "NotReady"
+LIQO_STATUS_SOME_NOT_READY: Final = "SomeNotReady"
+LIQO_STATUSES: Final = (
+    LIQO_STATUS_NONE,
+    LIQO_STATUS_PENDING,
+    LIQO_STATUS_ESTABLISHED,
+    LIQO_STATUS_ERROR,
+    LIQO_STATUS_READY,
+    LIQO_STATUS_NOT_READY,
+    LIQO_STATUS_SOME_NOT_READY,
+)
+#: the statuses liqoctl counts as healthy
+LIQO_HEALTHY_STATUSES: Final = (LIQO_STATUS_ESTABLISHED, LIQO_STATUS_READY)
+#: Liqo's RoleType: what the remote cluster is to this one (a ForeignCluster's status.role)
+ROLE_CONSUMER: Final = "Consumer"
+ROLE_PROVIDER: Final = "Provider"
+ROLE_CONSUMER_AND_PROVIDER: Final = "ConsumerAndProvider"
+ROLE_UNKNOWN: Final = "Unknown"
+PEER_ROLES: Final = (ROLE_CONSUMER, ROLE_PROVIDER, ROLE_CONSUMER_AND_PROVIDER, ROLE_UNKNOWN)
 REASON_PEERING_ESTABLISHED: Final = "PeeringEstablished"
 REASON_INVALID_SPEC: Final = "InvalidSpec"
 REASON_TOKEN_MISSING: Final = "TokenMissing"
