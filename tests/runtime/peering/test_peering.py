@@ -358,7 +358,7 @@ async def test_each_failure_gives_a_condition_that_says_what_to_fix(clusters: Cl
             assert word in message, (provider, message)
         assert (status["authentication"], status["outgoingPeering"]) == ("Error", "Error")
         module = conditions.find(status["modules"]["authentication"]["conditions"], c.CONDITION_AUTHENTICATED)
-        assert module is not None and module["reason"] == reason and module["status"] == "False"
+        assert module is not None and module["reason"] == reason and module["status"] == "Error"
     events = await rome.admin.list(EVENTS, namespace="default")
     warnings = {e["reason"] for e in events.items if e["type"] == "Warning"}
     assert warnings >= {reason for reason, _ in expected.values()}
