@@ -1,7 +1,7 @@
 """`data "liqo_cluster"`: the Liqo identity of the cluster the provider points at.
 
 The runtime keeps the identity (id, name, labels, version, pod and service CIDRs) in
-the ConfigMap `liqo-cluster-identity` of its namespace (keys in
+the ConfigMap `liqo-clusterid-configmap` of its namespace (keys in
 `runtime.api.constants`); `runtime.operations.identity.cluster_identity` is the one
 lookup, shared with the resources and the Pulumi components. A cluster without the runtime is an error that says
 to apply `liqo_install` first: a data source never invents values.

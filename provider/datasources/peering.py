@@ -33,7 +33,15 @@ CONDITION: Final = Object(
             description='"authentication", "offloading", "networking" or "".',
         ),
         Attribute("type", String(), computed=True, description="The condition's type."),
-        Attribute("status", String(), computed=True, description='"True", "False" or "Unknown".'),
+        Attribute(
+            "status",
+            String(),
+            computed=True,
+            description=(
+                'The top-level Ready: "True", "False" or "Unknown"; a module\'s, in Liqo\'s words: "Established",'
+                ' "Pending", "Error", "Ready", "NotReady"...'
+            ),
+        ),
         Attribute("reason", String(), computed=True, description="Why, in one word."),
         Attribute("message", String(), computed=True, description="Why, for people."),
     ]
@@ -69,7 +77,10 @@ class PeeringDataSource(DataSource):
                 "role",
                 String(),
                 computed=True,
-                description="This cluster's role towards the provider: None, Consumer, Provider or ConsumerAndProvider.",
+                description=(
+                    "What the remote cluster is to this one, as Liqo's ForeignCluster says: Provider (this cluster"
+                    " consumes from it), Consumer, ConsumerAndProvider or Unknown."
+                ),
             ),
             Attribute(
                 "authentication_status",
@@ -176,7 +187,7 @@ def _state(peering: Peering) -> State:
         "cluster_id": str(spec.get("clusterID") or ""),
         "id": peering.name,
         "auth_url": str(spec.get("authURL") or ""),
-        "role": str(status.get("role") or "None"),
+        "role": str(status.get("role") or "Unknown"),
         "authentication_status": str(status.get("authentication") or "None"),
         "offloading_status": str(status.get("outgoingPeering") or "None"),
         "incoming_status": str(status.get("incomingPeering") or "None"),

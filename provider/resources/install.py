@@ -663,7 +663,7 @@ class InstallResource(Resource):
             what=f"read the Liqo installation in namespace {id}",
             missing=(
                 f"There is no Liqo installation in namespace {id} of the cluster at {self.provider.kube.host} "
-                "(the namespace or its liqo-cluster-identity ConfigMap is missing). The import ID is the "
+                "(the namespace or its liqo-clusterid-configmap ConfigMap is missing). The import ID is the "
                 "namespace the runtime is installed in, e.g. `terraform import liqo_install.this liqo`."
             ),
             state=lambda observed: _observed_state(self.empty_state(), id, observed),

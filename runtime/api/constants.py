@@ -21,14 +21,18 @@ VERSION: Final = "v1beta1"
 DEFAULT_NAMESPACE: Final = "liqo"
 TENANT_NAMESPACE_PREFIX: Final = "liqo-tenant-"
 VIRTUAL_NODE_PREFIX: Final = "liqo-"
-CLUSTER_IDENTITY_CONFIGMAP: Final = "liqo-cluster-identity"
+#: the cluster identity ConfigMap, named and labelled as Liqo's (liqoctl finds it by the label
+#: `app.kubernetes.io/name=clusterid-configmap` and reads its CLUSTER_ID)
+CLUSTER_IDENTITY_CONFIGMAP: Final = "liqo-clusterid-configmap"
+CLUSTER_ID_CONFIGMAP_MODULE: Final = "clusterid-configmap"
 #: ServiceAccount, bindings and Deployment of the virtual kubelet standing for a provider: liqo-vk-<provider name>
 VIRTUAL_KUBELET_PREFIX: Final = "liqo-vk-"
 #: the only ResourceSlice class today
 RESOURCE_SLICE_CLASS_DEFAULT: Final = "default"
-# Keys of the cluster identity ConfigMap (read by `liqo_generate` and the `liqo_cluster` data source).
-IDENTITY_CLUSTER_ID: Final = "clusterID"
-IDENTITY_CLUSTER_NAME: Final = "clusterName"
+# Keys of the cluster identity ConfigMap (read by `liqo_generate` and the `liqo_cluster` data source):
+# Liqo's CLUSTER_ID and CLUSTER_NAME, then this runtime's own.
+IDENTITY_CLUSTER_ID: Final = "CLUSTER_ID"
+IDENTITY_CLUSTER_NAME: Final = "CLUSTER_NAME"
 IDENTITY_CLUSTER_LABELS: Final = "clusterLabels"
 IDENTITY_POD_CIDR: Final = "podCIDR"
 IDENTITY_SERVICE_CIDR: Final = "serviceCIDR"
@@ -193,13 +197,42 @@ CONDITION_VIRTUAL_KUBELET: Final = "VirtualKubelet"
 CONDITION_NODE: Final = "Node"
 CONDITION_READY: Final = "Ready"
 
-# A ForeignCluster's conditions (the consumer's view of a peering): `Authenticated` in
-# modules.authentication, `ResourcesGranted` and `VirtualNodeReady` in modules.offloading, and
-# `Ready` at the top, False with the reason of the first step that is not done. Reasons a user acts on:
-CONDITION_AUTHENTICATED: Final = "Authenticated"
+# A ForeignCluster's conditions (the consumer's view of a peering), in Liqo v1's vocabulary
+# (core.liqo.io/v1beta1 ForeignCluster) so that liqoctl and Liqo's dashboards read them:
+# `AuthIdentityControlPlaneStatus` in modules.authentication, `OffloadingVirtualNodeStatus` in
+# modules.offloading, `NetworkConnectionStatus` in modules.networking, their status one of Liqo's
+# words below. `ResourcesGranted` (modules.offloading, Liqo's words too) is this runtime's own: Liqo
+# keeps the provider's answer on the ResourceSlice only. `Ready` at the top is a Kubernetes condition
+# (True/False, for `kubectl wait`), False with the reason of the first step that is not done.
+CONDITION_AUTHENTICATED: Final = "AuthIdentityControlPlaneStatus"
 CONDITION_RESOURCES_GRANTED: Final = "ResourcesGranted"
-CONDITION_VIRTUAL_NODE_READY: Final = "VirtualNodeReady"
-CONDITION_NETWORK_CONNECTED: Final = "NetworkConnected"
+CONDITION_VIRTUAL_NODE_READY: Final = "OffloadingVirtualNodeStatus"
+CONDITION_NETWORK_CONNECTED: Final = "NetworkConnectionStatus"
+#: Liqo's ConditionStatusType: what a ForeignCluster's module conditions say
+LIQO_STATUS_NONE: Final = "None"
+LIQO_STATUS_PENDING: Final = "Pending"
+LIQO_STATUS_ESTABLISHED: Final = "Established"
+LIQO_STATUS_ERROR: Final = "Error"
+LIQO_STATUS_READY: Final = "Ready"
+LIQO_STATUS_NOT_READY: Final = "NotReady"
+LIQO_STATUS_SOME_NOT_READY: Final = "SomeNotReady"
+LIQO_STATUSES: Final = (
+    LIQO_STATUS_NONE,
+    LIQO_STATUS_PENDING,
+    LIQO_STATUS_ESTABLISHED,
+    LIQO_STATUS_ERROR,
+    LIQO_STATUS_READY,
+    LIQO_STATUS_NOT_READY,
+    LIQO_STATUS_SOME_NOT_READY,
+)
+#: the statuses liqoctl counts as healthy
+LIQO_HEALTHY_STATUSES: Final = (LIQO_STATUS_ESTABLISHED, LIQO_STATUS_READY)
+#: Liqo's RoleType: what the remote cluster is to this one (a ForeignCluster's status.role)
+ROLE_CONSUMER: Final = "Consumer"
+ROLE_PROVIDER: Final = "Provider"
+ROLE_CONSUMER_AND_PROVIDER: Final = "ConsumerAndProvider"
+ROLE_UNKNOWN: Final = "Unknown"
+PEER_ROLES: Final = (ROLE_CONSUMER, ROLE_PROVIDER, ROLE_CONSUMER_AND_PROVIDER, ROLE_UNKNOWN)
 REASON_PEERING_ESTABLISHED: Final = "PeeringEstablished"
 REASON_INVALID_SPEC: Final = "InvalidSpec"
 REASON_TOKEN_MISSING: Final = "TokenMissing"

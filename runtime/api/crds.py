@@ -29,7 +29,6 @@ from .openapi import (
 from .resource import Resource
 
 PEERING_PHASES = ("None", "Pending", "Established", "Disconnecting", "Error")
-ROLES = ("None", "Consumer", "Provider", "ConsumerAndProvider")
 
 
 @dataclass(frozen=True)
@@ -124,7 +123,9 @@ def _resources(description: str) -> Schema:
 
 def _module(description: str) -> Schema:
     return obj(
-        description, enabled=boolean("Whether the module runs for this peer."), conditions=conditions()
+        description,
+        enabled=boolean("Whether the module runs for this peer."),
+        conditions=conditions("The module's conditions, in Liqo's words.", statuses=c.LIQO_STATUSES),
     )
 
 
@@ -172,7 +173,11 @@ FOREIGN_CLUSTER = Kind(
     ),
     status=obj(
         "Observed state of the peering.",
-        role=string("This cluster's role towards the remote one.", enum=ROLES),
+        role=string(
+            "What the remote cluster is to this one, as Liqo names it: Provider (this cluster consumes its"
+            " resources), Consumer (it consumes this cluster's), ConsumerAndProvider, or Unknown.",
+            enum=c.PEER_ROLES,
+        ),
         outgoingPeering=string("Phase of the peering where this cluster consumes.", enum=PEERING_PHASES),
         incomingPeering=string("Phase of the peering where this cluster provides.", enum=PEERING_PHASES),
         networking=string("Phase of the network fabric towards the remote cluster.", enum=PEERING_PHASES),
@@ -189,7 +194,7 @@ FOREIGN_CLUSTER = Kind(
             remote=string("On the remote cluster."),
         ),
         remoteVersion=string("The remote cluster's runtime version."),
-        apiServerURL=string("The remote cluster's API server, as its authentication service advertised it."),
+        apiServerUrl=string("The remote cluster's API server, as its authentication service advertised it."),
         authServiceKeyFingerprint=string(
             "sha256:<hex> of the public key of the remote authentication service's certificate, trusted on the"
             " first contact; later contacts refuse another key. Clear it to trust a new key."

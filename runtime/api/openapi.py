@@ -104,11 +104,16 @@ def immutable(schema: Schema, message: str) -> Schema:
     return {**schema, "x-kubernetes-validations": [{"rule": "self == oldSelf", "message": message}]}
 
 
-def conditions(description: str = "Current state, one entry per condition type.") -> Schema:
+def conditions(
+    description: str = "Current state, one entry per condition type.",
+    *,
+    statuses: tuple[str, ...] = ("True", "False", "Unknown"),
+) -> Schema:
+    """A list of conditions, one per type; `statuses` the words a status may be (metav1.Condition's by default)."""
     condition = obj(
         required=("type", "status"),
         type=string("Type of the condition, in CamelCase."),
-        status=string("True, False or Unknown.", enum=("True", "False", "Unknown")),
+        status=string(f"{', '.join(statuses[:-1])} or {statuses[-1]}.", enum=statuses),
         reason=string("One CamelCase word for the last transition."),
         message=string("What happened, in a sentence a user can act on."),
         lastTransitionTime=string("When the status last changed.", fmt="date-time"),

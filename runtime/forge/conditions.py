@@ -22,12 +22,13 @@ def now() -> str:
 
 
 def condition(
-    type: str, status: bool, *, reason: str, message: str, observed_generation: int | None = None
+    type: str, status: bool | str, *, reason: str, message: str, observed_generation: int | None = None
 ) -> JSON:
-    """A condition without its transition time (`merged()` sets it)."""
+    """A condition without its transition time (`merged()` sets it); `status` True or False, or a word of
+    the kind's own (Liqo's ForeignCluster modules say Established, Ready...)."""
     built: JSON = {
         "type": type,
-        "status": "True" if status else "False",
+        "status": status if isinstance(status, str) else "True" if status else "False",
         "reason": reason,
         "message": message,
     }

@@ -23,7 +23,7 @@ from runtime.api.crds import crds
 from runtime.api.image import component_command, package_version, runtime_image
 from runtime.api.objects import JSON
 
-from .meta import labels, metadata
+from .meta import labels, liqo_labels, metadata
 from .quota import ENFORCEMENTS, Enforcement
 from .rbac import cluster_roles, component_bindings
 from .reflection import ReflectionOptions, ReflectionOptionsError
@@ -334,7 +334,11 @@ def identity_configmap(options: InstallOptions) -> JSON:
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
-        "metadata": metadata(c.CLUSTER_IDENTITY_CONFIGMAP, namespace=options.namespace, component="runtime"),
+        "metadata": {
+            "name": c.CLUSTER_IDENTITY_CONFIGMAP,
+            "namespace": options.namespace,
+            "labels": liqo_labels(c.CLUSTER_ID_CONFIGMAP_MODULE),
+        },
         "data": {
             c.IDENTITY_CLUSTER_ID: options.cluster_id,
             c.IDENTITY_CLUSTER_NAME: options.cluster_name,
@@ -530,7 +534,9 @@ def _deployment(
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
-        "metadata": metadata(name, namespace=options.namespace, component=component),
+        # the Deployment's own labels are Liqo's (liqoctl finds the controller manager by them); its selector
+        # and its pods' labels, immutable for the one and kept for the other, are the runtime's
+        "metadata": {"name": name, "namespace": options.namespace, "labels": liqo_labels(component)},
         "spec": {
             "replicas": 1,
             "selector": {"matchLabels": selector},

@@ -18,6 +18,13 @@ def labels(component: str, **extra: str) -> dict[str, str]:
     }
 
 
+def liqo_labels(module: str) -> dict[str, str]:
+    """The labels Liqo's Helm chart gives a module's objects (`app.kubernetes.io/name` and `component` both the
+    module's name), so that Liqo's tools find them: liqoctl finds the controller manager's Deployment by
+    `controller-manager` in both, the cluster-ID ConfigMap by `app.kubernetes.io/name=clusterid-configmap`."""
+    return {**labels(module), c.LABEL_NAME: module}
+
+
 def metadata(name: str, *, namespace: str | None = None, component: str, **extra: str) -> JSON:
     meta: JSON = {"name": name, "labels": labels(component, **extra)}
     if namespace is not None:

@@ -179,8 +179,9 @@ def cluster_roles() -> list[JSON]:
                 _rule([c.OFFLOADING_GROUP], ["shadowpods/status"], ["get"]),
                 _rule([""], ["pods"], READ),
                 _rule([""], ["pods/log"], ["get"]),
-                # `kubectl exec` of an offloaded pod, from the consumer (a SPDY upgrade is a create, WebSocket a get)
-                _rule([""], ["pods/exec"], ["create", "get"]),
+                # `kubectl exec`, `attach`, `port-forward` of an offloaded pod, from the consumer (a SPDY upgrade
+                # is a create, WebSocket a get)
+                _rule([""], ["pods/exec", "pods/attach", "pods/portforward"], ["create", "get"]),
                 # offloaded pods' ServiceAccount token Secrets, and the reflected objects
                 _rule([""], ["secrets", "configmaps", "services"], ALL),
                 _rule(["networking.k8s.io"], ["ingresses"], ALL),

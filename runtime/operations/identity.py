@@ -1,7 +1,7 @@
 """A cluster's Liqo identity, as the runtime publishes it: the one lookup every operation and front end uses.
 
 The runtime keeps the identity (id, name, labels, version, pod and Service CIDRs, and the
-auth service's URL once it runs) in the ConfigMap `liqo-cluster-identity` of its
+auth service's URL once it runs) in the ConfigMap `liqo-clusterid-configmap` of its
 namespace (keys in `runtime.api.constants`). A cluster without it has no runtime in that
 namespace: lookups answer None, never invented values.
 """

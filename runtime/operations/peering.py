@@ -92,6 +92,12 @@ class Condition:
         where = f"{self.module}/" if self.module else ""
         return f"{where}{self.type}={self.status} ({self.reason}): {self.message}"
 
+    @property
+    def ok(self) -> bool:
+        """True for a Kubernetes condition (the top-level Ready); Established or Ready, as liqoctl counts a
+        module's condition healthy, for one in Liqo's words."""
+        return self.status == "True" or self.status in c.LIQO_HEALTHY_STATUSES
+
 
 @dataclass(frozen=True)
 class Peering:
@@ -152,12 +158,12 @@ class Peering:
         return observed is not None and int(observed) >= self.generation
 
     def problems(self) -> list[str]:
-        """The conditions that are not True, worded for a diagnostic (the top-level Ready only when it says more)."""
+        """The conditions that are not True (Established, Ready), worded for a diagnostic (the top-level Ready only when it says more)."""
         modules = {(found.reason, found.message) for found in self.conditions if found.module}
         return [
             str(found)
             for found in self.conditions
-            if found.status != "True" and (found.module or (found.reason, found.message) not in modules)
+            if not found.ok and (found.module or (found.reason, found.message) not in modules)
         ]
 
     def summary(self) -> str:

@@ -16,7 +16,8 @@ kubelet cares about: its VirtualNode, its Node, its credential Secret):
   the other reflectors (as `settings.reflection` turns them on) keep copies of the
   namespace's ConfigMaps, Secrets, Services, EndpointSlices and Ingresses there and bring
   the provider's Events back, over informers of both namespaces;
-- the kubelet API (`kubeletapi.py`): `kubectl logs` of offloaded pods, from the provider.
+- the kubelet API (`kubeletapi.py`): `kubectl logs`, `exec`, `attach` and `port-forward` of offloaded
+  pods, from the provider.
 
 `/readyz` answers ready once the Node is registered and the provider was checked once.
 Cancellation stops everything but leaves the Node: a restarted virtual kubelet takes
@@ -407,10 +408,10 @@ class VirtualKubelet:
             finally:
                 await chunks.aclose()
 
-        async def exec_(
+        async def stream(
+            subresource: str,
             namespace: str,
             name: str,
-            container: str,
             options: Sequence[tuple[str, str]],
             upgrade: Sequence[tuple[str, str]],
         ) -> Upgraded:
@@ -421,19 +422,14 @@ class VirtualKubelet:
                 )
             try:
                 return await remote.client.upgrade(
-                    PODS,
-                    name,
-                    namespace=pair.remote,
-                    subresource="exec",
-                    query=[("container", container), *options],
-                    headers=upgrade,
+                    PODS, name, namespace=pair.remote, subresource=subresource, query=options, headers=upgrade
                 )
             except (APIStatusError, APIConnectionError) as exc:
                 raise logs_error(exc, provider=provider, host=remote.client.host) from None
 
         self._kubelet = KubeletAPI(
             logs,
-            exec_=exec_,
+            stream=stream,
             authorizer=SubjectAccessAuthorizer(self._client, node_name=node_name),
             node_name=node_name,
             host=self._settings.kubelet_host,

@@ -8,11 +8,16 @@ options (`-c`, `--previous`, `-f`, `--tail`, `--since`, `--since-time`, `--times
 `--limit-bytes`), streamed chunk by chunk.
 
 `kubectl exec` reaches `/exec/{namespace}/{pod}/{container}?command=...&input=1...` the
-same way, asking to switch protocols (SPDY, or WebSocket). The server opens the
-provider's `pods/exec` of the twin pod with the same options and the same upgrade
-headers and, once the provider switched (101), answers 101 with its headers and passes
-the bytes on both ways as they come: the stream's framing is between the consumer's API
-server and the provider's kubelet, which speak it; the virtual kubelet only relays.
+same way, asking to switch protocols (SPDY, or WebSocket); `kubectl attach` reaches
+`/attach/{namespace}/{pod}/{container}?input=1&tty=1...` and `kubectl port-forward`
+`/portForward/{namespace}/{pod}` (the ports are named in the stream's headers, or as
+`port=` for WebSocket). The server opens the provider's `pods/exec`, `pods/attach` or
+`pods/portforward` of the twin pod with the same options (the kubelet's `port` as the
+API's `ports`) and the same upgrade headers and, once the provider switched (101),
+answers 101 with its headers and passes the bytes on both ways as they come: the
+stream's framing, a TTY's resize channel and port-forward's data and error streams
+included, is between the consumer's API server and the provider's kubelet, which speak
+it; the virtual kubelet only relays.
 
 As virtual-kubelet's `node/api`, the server knows nothing of pods itself: it gets a plain
 `Logs` function. Clients authenticate with a certificate of the cluster's CA (what
@@ -32,7 +37,7 @@ import datetime as dt
 import logging
 import ssl
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from typing import Protocol
 
 from aiohttp import web
@@ -51,8 +56,12 @@ logger = logging.getLogger(__name__)
 LOG_OPTIONS = ("follow", "previous", "timestamps", "tailLines", "limitBytes", "sinceSeconds", "sinceTime")
 #: (namespace, pod, container, options) -> the log's chunks; raises LogsError
 Logs = Callable[[str, str, str, Sequence[tuple[str, str]]], AsyncIterator[bytes]]
-#: the kubelet's exec options and the PodExecOptions fields the API server took them from
+#: the kubelet's exec and attach options and the PodExecOptions (PodAttachOptions) fields they come from
 EXEC_OPTIONS = {"command": "command", "input": "stdin", "output": "stdout", "error": "stderr", "tty": "tty"}
+#: the kubelet's port-forward option and the PodPortForwardOptions field it comes from
+PORT_FORWARD_OPTIONS = {"port": "ports"}
+#: the kubelet API's streaming paths and the pod subresource each one opens on the provider
+STREAMS = {"exec": "exec", "attach": "attach", "portForward": "portforward"}
 #: the headers of an upgrade, passed on to the provider and back
 UPGRADE_HEADERS = (
     "Connection",
@@ -63,8 +72,8 @@ UPGRADE_HEADERS = (
     "Sec-WebSocket-Protocol",
     "Sec-WebSocket-Accept",
 )
-#: (namespace, pod, container, PodExecOptions, upgrade headers) -> the provider's switched stream; raises LogsError
-Exec = Callable[[str, str, str, Sequence[tuple[str, str]], Sequence[tuple[str, str]]], Awaitable[Upgraded]]
+#: (subresource, namespace, pod, its options, upgrade headers) -> the provider's switched stream; raises LogsError
+Stream = Callable[[str, str, str, Sequence[tuple[str, str]], Sequence[tuple[str, str]]], Awaitable[Upgraded]]
 RELAY_CHUNK = 2**16
 #: how long an authorization decision is reused
 AUTHORIZATION_TTL = 60.0
@@ -72,7 +81,7 @@ CERT_DAYS = 365
 
 
 class LogsError(Exception):
-    """The log (or an exec) cannot be served: `status` is the HTTP status to answer with."""
+    """The log (or a stream: exec, attach, port-forward) cannot be served: `status` is the HTTP status to answer with."""
 
     def __init__(self, status: int, message: str) -> None:
         super().__init__(message)
@@ -125,7 +134,7 @@ class KubeletAPI:
         self,
         logs: Logs,
         *,
-        exec_: Exec | None = None,
+        stream: Stream | None = None,
         authorizer: Authorizer,
         node_name: str,
         host: str,
@@ -133,7 +142,7 @@ class KubeletAPI:
         client_ca: bytes | None,
     ) -> None:
         self._logs = logs
-        self._exec = exec_
+        self._stream = stream
         self._authorizer = authorizer
         self._node_name = node_name
         self._host = host
@@ -146,10 +155,14 @@ class KubeletAPI:
         app = web.Application()
         app.router.add_get("/healthz", self._healthz)
         app.router.add_get("/containerLogs/{namespace}/{pod}/{container}", self._container_logs)
-        if self._exec is not None:
+        if self._stream is not None:
             # the API server sends SPDY upgrades as POST, WebSocket ones as GET, as to any kubelet
-            app.router.add_route("POST", "/exec/{namespace}/{pod}/{container}", self._container_exec)
-            app.router.add_route("GET", "/exec/{namespace}/{pod}/{container}", self._container_exec)
+            for method in ("POST", "GET"):
+                for path in ("exec", "attach"):
+                    app.router.add_route(
+                        method, f"/{path}/{{namespace}}/{{pod}}/{{container}}", self._stream_upgrade
+                    )
+                app.router.add_route(method, "/portForward/{namespace}/{pod}", self._stream_upgrade)
         runner = web.AppRunner(app, access_log=None, handler_cancellation=True)
         await runner.setup()
         try:
@@ -217,24 +230,23 @@ class KubeletAPI:
             await chunks.aclose()  # type: ignore[attr-defined]
         return response
 
-    async def _container_exec(self, request: web.Request) -> web.StreamResponse:
-        assert self._exec is not None
+    async def _stream_upgrade(self, request: web.Request) -> web.StreamResponse:
+        assert self._stream is not None
         denied = await self._authorize(request, verb="create" if request.method == "POST" else "get")
         if denied is not None:
             return denied
+        path = request.path.split("/")[1]
         namespace, pod = request.match_info["namespace"], request.match_info["pod"]
-        container = request.match_info["container"]
-        options = [
-            (EXEC_OPTIONS[key], value if key == "command" else "true")
-            for key, value in request.query.items()
-            if key in EXEC_OPTIONS and (key == "command" or value not in ("", "0", "false"))
-        ]
+        container = request.match_info.get("container")
+        options = _stream_options(request.query.items(), port_forward=container is None)
+        if container is not None:
+            options.insert(0, ("container", container))
         # each protocol version the API server offers is a header line of its own (httpstream reads them so)
         upgrade = [(key, value) for key in UPGRADE_HEADERS for value in request.headers.getall(key, [])]
         if not request.headers.get("Upgrade"):
-            return _text(400, "exec needs a connection upgrade (SPDY or WebSocket)")
+            return _text(400, f"{path} needs a connection upgrade (SPDY or WebSocket)")
         try:
-            upstream = await self._exec(namespace, pod, container, options, upgrade)
+            upstream = await self._stream(STREAMS[path], namespace, pod, options, upgrade)
         except LogsError as exc:
             return _text(exc.status, str(exc))
         try:
@@ -302,8 +314,8 @@ async def _relay(request: web.Request, upstream: Upgraded) -> None:
         while chunk := await upstream.reader.read(RELAY_CHUNK):
             transport.write(chunk)
 
-    returning = asyncio.create_task(back(), name=f"exec relay of {request.path}")
-    ended = asyncio.create_task(closed.wait(), name=f"exec client of {request.path}")
+    returning = asyncio.create_task(back(), name=f"stream relay of {request.path}")
+    ended = asyncio.create_task(closed.wait(), name=f"stream client of {request.path}")
     try:
         await asyncio.wait((returning, ended), return_when=asyncio.FIRST_COMPLETED)
     finally:
@@ -311,6 +323,18 @@ async def _relay(request: web.Request, upstream: Upgraded) -> None:
             task.cancel()
         await asyncio.gather(returning, ended, return_exceptions=True)
         transport.close()
+
+
+def _stream_options(query: Iterable[tuple[str, str]], *, port_forward: bool) -> list[tuple[str, str]]:
+    """The kubelet's options of a stream as the provider's pod subresource takes them: exec's and attach's
+    flags `true` when set (`1`, as the API server writes them), port-forward's `port` as `ports`."""
+    if port_forward:
+        return [(PORT_FORWARD_OPTIONS[key], value) for key, value in query if key in PORT_FORWARD_OPTIONS]
+    return [
+        (EXEC_OPTIONS[key], value if key == "command" else "true")
+        for key, value in query
+        if key in EXEC_OPTIONS and (key == "command" or value not in ("", "0", "false"))
+    ]
 
 
 def _text(status: int, message: str) -> web.Response:

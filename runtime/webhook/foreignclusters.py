@@ -1,6 +1,6 @@
 """Validation of ForeignClusters: what the CRD's schema cannot say, or what API servers without CEL skip.
 
-- `spec.clusterID` is a UUID (every cluster id is one: `liqo-cluster-identity`), and
+- `spec.clusterID` is a UUID (every cluster id is one: `liqo-clusterid-configmap`), and
   never changes once set (it is the peer's identity; a new id is a new peer);
 - `spec.clusterName`, when set, is a DNS label of at most 58 characters, because the
   virtual node standing for the peer is called `liqo-<clusterName>`;

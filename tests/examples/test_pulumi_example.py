@@ -81,7 +81,7 @@ def test_the_example_peers_rome_with_milan(program: RecordingMonitor) -> pulumi.
         milan_identity = [
             found
             for found in program.by_type("kubernetes:core/v1:ConfigMap")
-            if found.name == "milan-configmap-liqo-cluster-identity"
+            if found.name == "milan-configmap-liqo-clusterid-configmap"
         ]
         assert milan_identity[0].inputs["data"]["clusterLabels"] == '{"topology.liqo.io/region": "north"}'
         # liqo-demo: made on rome through rome's Install's provider, offloaded once the peering is up

@@ -70,8 +70,8 @@ def identity_configmap(**data: str) -> dict[tuple[str, str], dict[str, Any]]:
 
 def test_the_identity_is_read_from_the_runtime_configmap() -> None:
     configmaps = identity_configmap(
-        clusterID="id-1",
-        clusterName="rome",
+        CLUSTER_ID="id-1",
+        CLUSTER_NAME="rome",
         clusterLabels='{"a": "b"}',
         podCIDR="10.0.0.0/16",
         version="0.1.0",
@@ -106,9 +106,9 @@ def test_without_the_runtime_it_says_to_install_it() -> None:
 @pytest.mark.parametrize(
     ("data", "problem"),
     [
-        ({"clusterName": "rome"}, "has no clusterID"),
-        ({"clusterID": "x", "clusterLabels": "{not json"}, "clusterLabels is not JSON"),
-        ({"clusterID": "x", "clusterLabels": '{"a": 1}'}, "clusterLabels is not a JSON object of strings"),
+        ({"CLUSTER_NAME": "rome"}, "has no CLUSTER_ID"),
+        ({"CLUSTER_ID": "x", "clusterLabels": "{not json"}, "clusterLabels is not JSON"),
+        ({"CLUSTER_ID": "x", "clusterLabels": '{"a": 1}'}, "clusterLabels is not a JSON object of strings"),
     ],
     ids=["no-id", "bad-json", "not-strings"],
 )

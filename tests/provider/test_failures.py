@@ -98,7 +98,7 @@ def test_a_missing_permission_quotes_the_api_server_and_says_what_rights_are_nee
     summary, detail = _read(_attributes(host=server, cluster_ca_certificate=ca, token=token_of_nobody))
     assert summary == SUMMARY
     assert detail == (
-        f'The cluster at {server} forbids it: configmaps "liqo-cluster-identity" is forbidden: User '
+        f'The cluster at {server} forbids it: configmaps "liqo-clusterid-configmap" is forbidden: User '
         '"system:serviceaccount:default:nobody" cannot get resource "configmaps" in API group "" in the '
         'namespace "liqo". Use credentials that may do this (these are a bearer token from the given attributes), '
         "or grant the permission with RBAC. The liqo resources need cluster-admin rights on their cluster."

@@ -214,7 +214,7 @@ async def test_a_refused_token_fails_early_with_the_runtime_s_reason(
     [(summary, detail, _)] = outcome.errors
     assert summary == "Peering with milan failed"
     assert (
-        f"authentication/Authenticated=False (AuthenticationFailed): the auth service at {AUTH_URL} refused the token"
+        f"authentication/AuthIdentityControlPlaneStatus=Error (AuthenticationFailed): the auth service at {AUTH_URL} refused the token"
         in detail
     )
     assert outcome.state is not None, "the ForeignCluster exists: it is recorded (tainted) for the next apply"

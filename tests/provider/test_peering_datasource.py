@@ -71,7 +71,7 @@ async def test_the_status_of_a_peering(provider: Provider, peered: Client, by: s
         "cluster_id": PROVIDER_ID,
         "id": "milan",
         "auth_url": "https://127.0.0.1:18443",
-        "role": "Consumer",
+        "role": "Provider",
         "authentication_status": "Established",
         "offloading_status": "Established",
         "incoming_status": "None",
@@ -82,10 +82,10 @@ async def test_the_status_of_a_peering(provider: Provider, peered: Client, by: s
     }
     assert conditions == {
         ("", "Ready"): "True",
-        ("authentication", "Authenticated"): "True",
-        ("offloading", "ResourcesGranted"): "True",
-        ("offloading", "VirtualNodeReady"): "True",
-        ("networking", "NetworkConnected"): "True",
+        ("authentication", "AuthIdentityControlPlaneStatus"): "Established",
+        ("offloading", "ResourcesGranted"): "Established",
+        ("offloading", "OffloadingVirtualNodeStatus"): "Ready",
+        ("networking", "NetworkConnectionStatus"): "Established",
     }
 
 

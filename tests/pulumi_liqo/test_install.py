@@ -135,7 +135,7 @@ def test_every_child_is_parented_and_ordered(monitor: RecordingMonitor) -> pulum
                 assert found.dependencies == [], found.name
             else:
                 assert set(found.dependencies) - {discovery} == {lead.urn for lead in leading}, found.name
-        identity = monitor.named("rome-configmap-liqo-cluster-identity")
+        identity = monitor.named("rome-configmap-liqo-clusterid-configmap")
         assert discovery in identity.dependencies
         runtime = monitor.one(RUNTIME)
         assert set(runtime.dependencies) >= {found.urn for found in objects(monitor)}

@@ -8,8 +8,8 @@ component (controller manager, auth service, webhook, fabric agent, virtual kube
 gateways) a container Running on a real node; the offloaded nginx Running as containers
 on milan; names resolved across the peering both ways (a pod of rome reaches the
 offloaded nginx by `nginx.liqo-demo`, an offloaded pod reaches a Service of rome by its
-name through its copy on milan); `kubectl logs` and `exec` of an offloaded pod from rome,
-through the virtual kubelet; then `terraform destroy` removes the runtime's pods, and
+name through its copy on milan); `kubectl logs`, `exec` (stdin, exit code, a TTY),
+`attach` and `port-forward` of an offloaded pod from rome, through the virtual kubelet; then `terraform destroy` removes the runtime's pods, and
 `playground down` leaves no process, mount, cgroup, network namespace or rule on the
 host. Skips without a `KUBEBUILDER_ASSETS` folder that runs real nodes (make real-k8s).
 """
@@ -17,8 +17,11 @@ host. Skips without a `KUBEBUILDER_ASSETS` folder that runs real nodes (make rea
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import os
+import pty
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -172,6 +175,84 @@ async def _exec_offloaded(rome: Client, milan: Client, kubectl: list[str]) -> No
     assert 'Device "nosuch" does not exist.' in failing.stderr
 
 
+def _exec_in_a_terminal(argv: list[str]) -> str:
+    """What `argv` (a `kubectl exec -it`) printed, run with a pseudo-terminal as its stdin and stdout."""
+    controller, terminal = pty.openpty()
+    try:
+        done = subprocess.run(
+            argv, stdin=terminal, stdout=terminal, stderr=subprocess.PIPE, timeout=60, check=False
+        )
+        os.close(terminal)
+        terminal = -1
+        output = b""
+        with contextlib.suppress(OSError):  # EIO once the terminal's last writer is gone
+            while chunk := os.read(controller, 4096):
+                output += chunk
+        assert done.returncode == 0, done.stderr.decode()
+        return output.decode()
+    finally:
+        os.close(controller)
+        if terminal >= 0:
+            os.close(terminal)
+
+
+async def _debug_offloaded(rome: Client, milan: Client, kubectl: list[str]) -> None:
+    """`kubectl port-forward` to an offloaded nginx answers from its twin on milan, `kubectl attach` shows the
+    request in nginx's output as it happens, and `kubectl exec -it` runs the command in a terminal there."""
+    pods = (await rome.list(PODS, namespace=OFFLOADED, label_selector="app=nginx")).items
+    name = pods[0]["metadata"]["name"]
+    attach = await asyncio.create_subprocess_exec(
+        *kubectl, "attach", "-n", OFFLOADED, name, "-c", "nginx", stdout=asyncio.subprocess.PIPE
+    )
+    forward = await asyncio.create_subprocess_exec(
+        *kubectl, "port-forward", "-n", OFFLOADED, f"pod/{name}", ":80", stdout=asyncio.subprocess.PIPE
+    )
+    try:
+        assert forward.stdout is not None and attach.stdout is not None
+        line = (await asyncio.wait_for(forward.stdout.readline(), 30)).decode()
+        port = int(re.findall(r"127\.0\.0\.1:(\d+)", line)[0])
+
+        async def attached_sees_a_request() -> bool:
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.write(b"GET / HTTP/1.0\r\nHost: nginx\r\nUser-Agent: through-liqo\r\n\r\n")
+            assert WELCOME in (await asyncio.wait_for(reader.read(), 10)).decode()
+            writer.close()
+            # attach's streams are open once nginx's next access line comes through them
+            with contextlib.suppress(TimeoutError):
+                while seen := await asyncio.wait_for(attach.stdout.readline(), 2):  # type: ignore[union-attr]
+                    if b"through-liqo" in seen:
+                        return True
+            return False
+
+        await eventually(attached_sees_a_request, within=60, every=1)
+    finally:
+        for process in (forward, attach):
+            process.terminate()
+            await process.wait()
+    twin_ip = (await milan.get(PODS, name, namespace=TWIN))["status"]["podIP"]
+    shown = await asyncio.to_thread(
+        _exec_in_a_terminal,
+        [
+            *kubectl,
+            "exec",
+            "-it",
+            "-n",
+            OFFLOADED,
+            name,
+            "--",
+            "ip",
+            "-4",
+            "-o",
+            "addr",
+            "show",
+            "dev",
+            "eth0",
+        ],
+    )
+    # a terminal's line discipline on milan ends the lines with CR LF
+    assert f"inet {twin_ip}/24" in shown and "\r\n" in shown, shown
+
+
 async def test_the_quick_start_runs_on_real_nodes_and_leaves_nothing_behind(
     assets: Assets, tmp_path: Path
 ) -> None:
@@ -226,6 +307,7 @@ async def test_the_quick_start_runs_on_real_nodes_and_leaves_nothing_behind(
                 assert twin["status"]["containerStatuses"][0]["containerID"].startswith("containerd://")
             await _offloaded_fetch_by_name(rome, milan, kubectl[CONSUMER])
             await _exec_offloaded(rome, milan, kubectl[CONSUMER])
+            await _debug_offloaded(rome, milan, kubectl[CONSUMER])
 
             cli_config = tmp_path / "mirror" / CLI_CONFIG
             terraform = [str(Path(sys.executable).parent / "terraform")]

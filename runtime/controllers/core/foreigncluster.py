@@ -275,7 +275,7 @@ class ForeignClusterReconciler:
             remote_version=(session.remote_version if session else "")
             or str(current.get("remoteVersion") or ""),
             api_server_url=(session.api_server_url if session else "")
-            or str(current.get("apiServerURL") or ""),
+            or str(current.get("apiServerUrl") or ""),
             auth_service_key_fingerprint=(spec.trusted_key if spec is not None else "")
             or (session.key_fingerprint if session else "")
             or str(current.get(c.AUTH_KEY_FINGERPRINT_FIELD) or ""),

@@ -1,10 +1,12 @@
 """A ForeignCluster's status, as a pure function of what the reconcile observed.
 
-The peering is three steps, each a condition with a reason a user can act on:
-authentication (`Authenticated`, in `modules.authentication`), the provider's answer to
-the ResourceSlice (`ResourcesGranted`) and the virtual node (`VirtualNodeReady`), both in
-`modules.offloading`. The one-word phases behind `kubectl get foreignclusters`' columns
-and the top-level `Ready` condition are derived from them:
+The peering is three steps, each a condition in Liqo v1's words (core.liqo.io/v1beta1, so that
+`liqoctl info` and Liqo's dashboards read them) with a reason a user can act on: authentication
+(`AuthIdentityControlPlaneStatus`, in `modules.authentication`: Established, Pending or Error),
+the provider's answer to the ResourceSlice (`ResourcesGranted`, in `modules.offloading`, the same
+words) and the virtual node (`OffloadingVirtualNodeStatus`, in `modules.offloading`: Ready or
+NotReady). The one-word phases behind `kubectl get foreignclusters`' columns and the top-level
+`Ready` condition (a Kubernetes one, True or False, for `kubectl wait`) are derived from them:
 
 - `authentication`: Established once a credential is held, Error when the last attempt
   failed, Pending before;
@@ -12,8 +14,11 @@ and the top-level `Ready` condition are derived from them:
   token, an unreachable provider, denied resources, a virtual node reported NotReady),
   Pending while one is in progress, None when outgoing peering is disabled;
 - `incomingPeering`: Established when the remote cluster is also our consumer (a Tenant of
-  its cluster id exists here), else None; `role` follows from both directions;
-- `networking`: the network fabric's step (`network.py`, condition `NetworkConnected` in
+  its cluster id exists here), else None;
+- `role`: what the remote cluster is to this one, as Liqo names it: Provider when this
+  cluster consumes from it, Consumer when it consumes from this cluster, ConsumerAndProvider
+  for both, Unknown for neither;
+- `networking`: the network fabric's step (`network.py`, condition `NetworkConnectionStatus` in
   `modules.networking`): Established once the gateway client reports its tunnel Connected,
   None when networking is disabled. It never holds the peering's `Ready` back: offloading
   works without the fabric, as with Liqo's `--networking-disabled`.
@@ -31,11 +36,11 @@ from runtime.api import constants as c
 from runtime.api.objects import JSON, nested
 from runtime.forge import conditions
 
-NONE = "None"
-PENDING = "Pending"
-ESTABLISHED = "Established"
+NONE = c.LIQO_STATUS_NONE
+PENDING = c.LIQO_STATUS_PENDING
+ESTABLISHED = c.LIQO_STATUS_ESTABLISHED
 DISCONNECTING = "Disconnecting"
-ERROR = "Error"
+ERROR = c.LIQO_STATUS_ERROR
 
 
 @dataclass(frozen=True)
@@ -47,9 +52,26 @@ class Step:
     message: str
     failed: bool = False
 
+    @property
+    def phase(self) -> str:
+        """Liqo's word for the step: Established, Error or Pending."""
+        if self.done:
+            return ESTABLISHED
+        return ERROR if self.failed else PENDING
+
     def condition(self, type: str, *, generation: int | None) -> JSON:
+        """The step as a Kubernetes condition (True or False)."""
         return conditions.condition(
             type, self.done, reason=self.reason, message=self.message, observed_generation=generation
+        )
+
+    def liqo_condition(self, type: str, *, generation: int | None, readiness: bool = False) -> JSON:
+        """The step as a condition of a ForeignCluster's module, in Liqo's words: its phase, or Ready and
+        NotReady for a `readiness` one (a virtual node's)."""
+        ready = c.LIQO_STATUS_READY if self.done else c.LIQO_STATUS_NOT_READY
+        status = ready if readiness else self.phase
+        return conditions.condition(
+            type, status, reason=self.reason, message=self.message, observed_generation=generation
         )
 
 
@@ -93,24 +115,28 @@ def _phase(steps: list[Step]) -> str:
     return ERROR if any(step.failed for step in steps) else PENDING
 
 
-def _role(outgoing: bool, incoming: bool) -> str:
+def remote_role(outgoing: bool, incoming: bool) -> str:
+    """What the remote cluster is to this one, in Liqo's words: Provider when this cluster consumes from it
+    (`outgoing`), Consumer when it consumes from this cluster (`incoming`)."""
     if outgoing and incoming:
-        return "ConsumerAndProvider"
+        return c.ROLE_CONSUMER_AND_PROVIDER
     if outgoing:
-        return "Consumer"
-    return "Provider" if incoming else NONE
+        return c.ROLE_PROVIDER
+    return c.ROLE_CONSUMER if incoming else c.ROLE_UNKNOWN
 
 
 def foreign_cluster_status(current: JSON | None, observed: Observed, *, at: str) -> JSON:
     """The status to write, given the current one (for transition times) and what was observed."""
     current = current or {}
     gen = observed.generation
-    auth = observed.authentication.condition(c.CONDITION_AUTHENTICATED, generation=gen)
+    auth = observed.authentication.liqo_condition(c.CONDITION_AUTHENTICATED, generation=gen)
     offloading_steps = [observed.resources, observed.virtual_node] if observed.outgoing_enabled else []
     offloading = (
         [
-            observed.resources.condition(c.CONDITION_RESOURCES_GRANTED, generation=gen),
-            observed.virtual_node.condition(c.CONDITION_VIRTUAL_NODE_READY, generation=gen),
+            observed.resources.liqo_condition(c.CONDITION_RESOURCES_GRANTED, generation=gen),
+            observed.virtual_node.liqo_condition(
+                c.CONDITION_VIRTUAL_NODE_READY, generation=gen, readiness=True
+            ),
         ]
         if observed.outgoing_enabled
         else []
@@ -124,7 +150,7 @@ def foreign_cluster_status(current: JSON | None, observed: Observed, *, at: str)
     ).condition(c.CONDITION_READY, generation=gen)
     modules = current.get("modules") or {}
     status: JSON = {
-        "role": _role(observed.outgoing_enabled, observed.incoming),
+        "role": remote_role(observed.outgoing_enabled, observed.incoming),
         "outgoingPeering": _phase(steps) if observed.outgoing_enabled else NONE,
         "incomingPeering": ESTABLISHED if observed.incoming else NONE,
         "networking": _phase([observed.networking]) if observed.networking is not None else NONE,
@@ -146,7 +172,7 @@ def foreign_cluster_status(current: JSON | None, observed: Observed, *, at: str)
                 "enabled": observed.networking is not None,
                 "conditions": conditions.merged(
                     nested(modules, "networking", "conditions"),
-                    [observed.networking.condition(c.CONDITION_NETWORK_CONNECTED, generation=gen)]
+                    [observed.networking.liqo_condition(c.CONDITION_NETWORK_CONNECTED, generation=gen)]
                     if observed.networking is not None
                     else [],
                     at=at,
@@ -158,7 +184,7 @@ def foreign_cluster_status(current: JSON | None, observed: Observed, *, at: str)
             "remote": observed.remote_tenant_namespace,
         },
         "remoteVersion": observed.remote_version,
-        "apiServerURL": observed.api_server_url,
+        "apiServerUrl": observed.api_server_url,
         c.AUTH_KEY_FINGERPRINT_FIELD: observed.auth_service_key_fingerprint,
         "virtualNodes": list(observed.virtual_nodes),
         "conditions": conditions.merged(current.get("conditions"), [ready], at=at),

@@ -65,6 +65,35 @@ def test_manifests_are_ordered_and_unique() -> None:
     assert identity["data"][c.IDENTITY_SHARING_PERCENTAGE] == "90"
 
 
+def test_liqos_tools_find_the_cluster_id_and_the_controller_manager_as_in_liqo() -> None:
+    """What liqoctl v1 looks up: in the Liqo namespace, the ConfigMap labelled
+    app.kubernetes.io/name=clusterid-configmap and its CLUSTER_ID; the one Deployment labelled
+    controller-manager as both app.kubernetes.io/name and component, whose container controller-manager's
+    image tag is the version."""
+    objects = install_manifests(OPTIONS)
+    in_namespace = [obj for obj in objects if obj["metadata"].get("namespace") == "liqo"]
+    (identity,) = [
+        obj
+        for obj in in_namespace
+        if obj["kind"] == "ConfigMap"
+        and obj["metadata"]["labels"].get("app.kubernetes.io/name") == "clusterid-configmap"
+    ]
+    assert identity["metadata"]["name"] == "liqo-clusterid-configmap"
+    assert identity["metadata"]["labels"]["app.kubernetes.io/component"] == "clusterid-configmap"
+    assert identity["metadata"]["labels"]["app.kubernetes.io/part-of"] == "liqo"
+    assert (identity["data"]["CLUSTER_ID"], identity["data"]["CLUSTER_NAME"]) == (OPTIONS.cluster_id, "milan")
+    (manager,) = [
+        obj
+        for obj in in_namespace
+        if obj["kind"] == "Deployment"
+        and obj["metadata"]["labels"].get("app.kubernetes.io/name") == "controller-manager"
+        and obj["metadata"]["labels"].get("app.kubernetes.io/component") == "controller-manager"
+    ]
+    (container,) = manager["spec"]["template"]["spec"]["containers"]
+    assert container["name"] == "controller-manager"
+    assert container["image"].rsplit(":", 1)[1] == OPTIONS.image.rsplit(":", 1)[1]
+
+
 def test_the_reflection_options_reach_the_controller_manager_as_the_virtual_kubelets_flags() -> None:
     options = dataclasses.replace(
         OPTIONS, reflection=ReflectionOptions(event_workers=0, ingress_classes={"a": "b"})

@@ -145,7 +145,7 @@ async def test_peering_gives_a_ready_virtual_node_and_unpeering_removes_everythi
         assert parse_quantity(node["status"]["capacity"][resource]) == parse_quantity(granted[resource])
 
     status = await clusters.eventually(lambda: _established(rome, "milan"))
-    assert status["role"] == "Consumer"
+    assert status["role"] == "Provider"
     # these emulated clusters run no gateway pods: the network fabric stays Pending, and the peering is Ready
     # without it (as where a gateway cannot run)
     assert (status["authentication"], status["incomingPeering"], status["networking"]) == (
@@ -156,7 +156,7 @@ async def test_peering_gives_a_ready_virtual_node_and_unpeering_removes_everythi
     assert _ready_condition(status)["status"] == "True"
     assert status["virtualNodes"] == ["liqo-milan"]
     assert status["tenantNamespace"] == {"local": "liqo-tenant-milan", "remote": "liqo-tenant-rome"}
-    assert status["apiServerURL"] == milan.api_server_url
+    assert status["apiServerUrl"] == milan.api_server_url
     assert status["remoteVersion"] == package_version()
     # milan's authentication service key, trusted on this first contact
     assert milan.auth_certificate is not None
@@ -245,7 +245,7 @@ async def test_bidirectional_peering_is_consumer_and_provider_on_both_sides(clus
     assert await _ready_node(milan, "liqo-rome") is not None
     assert await _get(milan.admin, IDENTITIES, "rome", namespace="liqo-tenant-rome") is not None
     status = await _established(milan, "rome")
-    assert status is not None and status["role"] == "Consumer"
+    assert status is not None and status["role"] == "Provider"
 
 
 async def _incoming(cluster: Cluster, provider: str) -> JSON | None:
@@ -357,7 +357,7 @@ async def test_each_failure_gives_a_condition_that_says_what_to_fix(clusters: Cl
             assert word in message, (provider, message)
         assert (status["authentication"], status["outgoingPeering"]) == ("Error", "Error")
         module = conditions.find(status["modules"]["authentication"]["conditions"], c.CONDITION_AUTHENTICATED)
-        assert module is not None and module["reason"] == reason and module["status"] == "False"
+        assert module is not None and module["reason"] == reason and module["status"] == "Error"
     events = await rome.admin.list(EVENTS, namespace="default")
     warnings = {e["reason"] for e in events.items if e["type"] == "Warning"}
     assert warnings >= {reason for reason, _ in expected.values()}

@@ -34,37 +34,37 @@ def observed(
     [
         (
             (AUTH_OK, GRANTED, NODE_READY),
-            ("Established", "Established", "Consumer"),
+            ("Established", "Established", "Provider"),
             c.REASON_PEERING_ESTABLISHED,
         ),
         (
             (failed(c.REASON_AUTHENTICATION_FAILED, "no"), PENDING_RESOURCES, PENDING_NODE),
-            ("Error", "Error", "Consumer"),
+            ("Error", "Error", "Provider"),
             c.REASON_AUTHENTICATION_FAILED,
         ),
         (
             (waiting(c.REASON_AUTHENTICATION_PENDING, "..."), PENDING_RESOURCES, PENDING_NODE),
-            ("Pending", "Pending", "Consumer"),
+            ("Pending", "Pending", "Provider"),
             c.REASON_AUTHENTICATION_PENDING,
         ),
         (
             (AUTH_OK, PENDING_RESOURCES, PENDING_NODE),
-            ("Established", "Pending", "Consumer"),
+            ("Established", "Pending", "Provider"),
             c.REASON_RESOURCES_PENDING,
         ),
         (
             (AUTH_OK, failed(c.REASON_RESOURCES_DENIED, "no room"), PENDING_NODE),
-            ("Established", "Error", "Consumer"),
+            ("Established", "Error", "Provider"),
             c.REASON_RESOURCES_DENIED,
         ),
         (
             (AUTH_OK, GRANTED, PENDING_NODE),
-            ("Established", "Pending", "Consumer"),
+            ("Established", "Pending", "Provider"),
             c.REASON_VIRTUAL_NODE_NOT_READY,
         ),
         (
             (AUTH_OK, GRANTED, failed(c.REASON_VIRTUAL_NODE_NOT_READY, "provider down")),
-            ("Established", "Error", "Consumer"),
+            ("Established", "Error", "Provider"),
             c.REASON_VIRTUAL_NODE_NOT_READY,
         ),
     ],
@@ -100,12 +100,12 @@ def test_phases_and_ready_follow_the_first_step_not_done(
     ("outgoing", "incoming", "role", "outgoing_phase", "incoming_phase"),
     [
         (True, True, "ConsumerAndProvider", "Established", "Established"),
-        (False, True, "Provider", "None", "Established"),
-        (False, False, "None", "None", "None"),
+        (False, True, "Consumer", "None", "Established"),
+        (False, False, "Unknown", "None", "None"),
     ],
     ids=["bidirectional", "incoming-only", "neither"],
 )
-def test_role_combines_both_directions(
+def test_role_names_the_remote_clusters_side_of_both_directions(
     outgoing: bool, incoming: bool, role: str, outgoing_phase: str, incoming_phase: str
 ) -> None:
     status = foreign_cluster_status(
@@ -117,6 +117,61 @@ def test_role_combines_both_directions(
         incoming_phase,
     )
     assert status["modules"]["offloading"]["enabled"] is outgoing
+
+
+def _liqoctl_health(module: dict[str, object]) -> str:
+    """liqoctl info's verdict on a ForeignCluster module (pkg/liqoctl/info/common CheckModuleStatus): Disabled,
+    Healthy when every condition says Established or Ready, else Unhealthy."""
+    if not module["enabled"]:
+        return "Disabled"
+    statuses = [cond["status"] for cond in module["conditions"]]  # type: ignore[attr-defined]
+    return "Healthy" if all(status in ("Established", "Ready") for status in statuses) else "Unhealthy"
+
+
+def test_an_established_peering_reads_in_liqos_words() -> None:
+    status = foreign_cluster_status(
+        None,
+        Observed(
+            generation=1,
+            authentication=AUTH_OK,
+            resources=GRANTED,
+            virtual_node=NODE_READY,
+            networking=done("TunnelConnected", "up"),
+        ),
+        at="t0",
+    )
+    modules = status["modules"]
+    # Liqo v1's ForeignCluster (core.liqo.io/v1beta1): condition types, statuses, role
+    assert [(cond["type"], cond["status"]) for cond in modules["authentication"]["conditions"]] == [
+        ("AuthIdentityControlPlaneStatus", "Established")
+    ]
+    assert [(cond["type"], cond["status"]) for cond in modules["offloading"]["conditions"]] == [
+        ("ResourcesGranted", "Established"),
+        ("OffloadingVirtualNodeStatus", "Ready"),
+    ]
+    assert [(cond["type"], cond["status"]) for cond in modules["networking"]["conditions"]] == [
+        ("NetworkConnectionStatus", "Established")
+    ]
+    assert status["role"] == "Provider", "the remote cluster provides: this one consumes from it"
+    assert status["apiServerUrl"] == ""
+    assert {name: _liqoctl_health(module) for name, module in modules.items()} == {
+        "authentication": "Healthy",
+        "offloading": "Healthy",
+        "networking": "Healthy",
+    }
+
+
+def test_steps_not_done_read_pending_error_and_not_ready() -> None:
+    status = foreign_cluster_status(
+        None,
+        observed(failed(c.REASON_AUTHENTICATION_FAILED, "refused"), PENDING_RESOURCES, PENDING_NODE),
+        at="t0",
+    )
+    modules = status["modules"]
+    assert [cond["status"] for cond in modules["authentication"]["conditions"]] == ["Error"]
+    assert [cond["status"] for cond in modules["offloading"]["conditions"]] == ["Pending", "NotReady"]
+    assert _liqoctl_health(modules["offloading"]) == "Unhealthy"
+    assert _liqoctl_health(modules["networking"]) == "Disabled"
 
 
 def test_transition_times_move_only_when_a_condition_flips() -> None:

@@ -1,4 +1,5 @@
-"""The virtual kubelet's kubelet API alone: who may read logs and exec, and what it forwards of the request."""
+"""The virtual kubelet's kubelet API alone: who may read logs, exec, attach and port-forward, and what it
+forwards of the request."""
 
 from __future__ import annotations
 
@@ -35,8 +36,8 @@ class Verdicts:
 
 
 class Provider:
-    """The provider's logs: what it was asked for, and chunks back (or an error); its exec: a stream that
-    answers every chunk with the chunk upper-cased, then ends on `bye`."""
+    """The provider's logs: what it was asked for, and chunks back (or an error); its streams (exec, attach,
+    port-forward): one that answers every chunk with the chunk upper-cased, then ends on `bye`."""
 
     def __init__(self) -> None:
         self.asked: list[tuple[str, str, str, list[tuple[str, str]]]] = []
@@ -44,15 +45,15 @@ class Provider:
         self.upgrades: list[list[tuple[str, str]]] = []
         self.streams: list[asyncio.Task[None]] = []
 
-    async def exec_(
+    async def stream(
         self,
+        subresource: str,
         namespace: str,
         pod: str,
-        container: str,
         options: Sequence[tuple[str, str]],
         upgrade: Sequence[tuple[str, str]],
     ) -> Upgraded:
-        self.asked.append((namespace, pod, container, list(options)))
+        self.asked.append((subresource, namespace, pod, list(options)))
         self.upgrades.append(list(upgrade))
         if self.error is not None:
             raise self.error
@@ -104,7 +105,7 @@ async def served(ca: CertificateAuthority) -> AsyncIterator[tuple[KubeletAPI, Ve
     verdicts, provider = Verdicts("kube-apiserver-kubelet-client"), Provider()
     api = KubeletAPI(
         provider.logs,
-        exec_=provider.exec_,
+        stream=provider.stream,
         authorizer=verdicts,
         node_name="liqo-milan",
         host="127.0.0.1",
@@ -220,10 +221,11 @@ async def test_exec_opens_the_providers_stream_and_relays_it_both_ways(
     # the kubelet's exec options as the PodExecOptions of pods/exec; each protocol version offered passed on
     assert provider.asked == [
         (
+            "exec",
             "demo",
             "web",
-            "app",
             [
+                ("container", "app"),
                 ("command", "ip"),
                 ("command", "addr"),
                 ("stdin", "true"),
@@ -238,6 +240,72 @@ async def test_exec_opens_the_providers_stream_and_relays_it_both_ways(
     ]
     # a POST to the kubelet API is a `create` on nodes/proxy, as the kubelet authorizes it
     assert verdicts.verbs == ["create"]
+
+
+async def _switched(api: KubeletAPI, context: ssl.SSLContext, request: str) -> None:
+    """Sends `request`, expects 101 and the provider's stream behind it, then closes it with `bye`."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", api.port, ssl=context)
+    writer.write(request.encode())
+    head = (await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)).decode()
+    assert head.startswith("HTTP/1.1 101 "), head
+    writer.write(b"frames")
+    assert await asyncio.wait_for(reader.read(100), 10) == b"FRAMES"
+    writer.write(b"bye")
+    assert await asyncio.wait_for(reader.read(100), 10) == b""
+    writer.close()
+
+
+async def test_attach_with_a_tty_opens_the_providers_attach(
+    served: tuple[KubeletAPI, Verdicts, Provider], ca: CertificateAuthority
+) -> None:
+    api, verdicts, provider = served
+    context = client(ca, "kube-apiserver-kubelet-client", ["system:masters"])
+    await _switched(
+        api,
+        context,
+        "POST /attach/demo/web/app?input=1&output=1&tty=1 HTTP/1.1\r\n"
+        "Host: liqo-milan\r\nConnection: Upgrade\r\nUpgrade: SPDY/3.1\r\n"
+        "X-Stream-Protocol-Version: v4.channel.k8s.io\r\nContent-Length: 0\r\n\r\n",
+    )
+    # the TTY's resize channel is in the relayed stream; the option that asks for it is passed on
+    assert provider.asked == [
+        (
+            "attach",
+            "demo",
+            "web",
+            [("container", "app"), ("stdin", "true"), ("stdout", "true"), ("tty", "true")],
+        )
+    ]
+    assert verdicts.verbs == ["create"]
+
+
+async def test_port_forward_opens_the_providers_portforward_with_its_ports(
+    served: tuple[KubeletAPI, Verdicts, Provider], ca: CertificateAuthority
+) -> None:
+    api, verdicts, provider = served
+    context = client(ca, "kube-apiserver-kubelet-client", ["system:masters"])
+    # SPDY: the ports are in the streams' headers; WebSocket: in the query, as `port`
+    await _switched(
+        api,
+        context,
+        "POST /portForward/demo/web HTTP/1.1\r\nHost: liqo-milan\r\nConnection: Upgrade\r\n"
+        "Upgrade: SPDY/3.1\r\nX-Stream-Protocol-Version: portforward.k8s.io\r\nContent-Length: 0\r\n\r\n",
+    )
+    await _switched(
+        api,
+        context,
+        "GET /portForward/demo/web?port=80&port=8443 HTTP/1.1\r\nHost: liqo-milan\r\n"
+        "Connection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\n"
+        "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Protocol: v4.channel.k8s.io\r\n\r\n",
+    )
+    assert provider.asked == [
+        ("portforward", "demo", "web", []),
+        ("portforward", "demo", "web", [("ports", "80"), ("ports", "8443")]),
+    ]
+    assert ("X-Stream-Protocol-Version", "portforward.k8s.io") in provider.upgrades[0]
+    assert ("Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ==") in provider.upgrades[1]
+    # a GET (WebSocket) is a `get` on nodes/proxy
+    assert verdicts.verbs == ["create", "get"]
 
 
 async def test_exec_of_a_pod_not_offloaded_here_or_without_an_upgrade_is_refused(
