@@ -67,7 +67,7 @@ class ForeignClusterStatus(TypedDict, total=False):
     modules: ForeignClusterModules
     tenantNamespace: TenantNamespace
     remoteVersion: str
-    apiServerURL: str
+    apiServerUrl: str
     authServiceKeyFingerprint: str
     virtualNodes: list[str]
     observedGeneration: int
