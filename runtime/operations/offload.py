@@ -28,6 +28,7 @@ from runtime.core import APIConnectionError, Client, NotFoundError
 from runtime.forge.namespaceoffloading import ClusterStatus, cluster_statuses, namespace_offloading
 
 from .contract import Change, Contract, Input, Refusal
+from .observed import ObservedObject
 from .unreachable import unreachable
 from .waits import (
     NEVER,
@@ -50,7 +51,7 @@ SETTLED: Final = frozenset({c.PHASE_READY, c.PHASE_NO_CLUSTER_SELECTED})
 
 
 @dataclass(frozen=True)
-class Offloading:
+class Offloading(ObservedObject):
     """A NamespaceOffloading as the controller reports it."""
 
     obj: JSON
@@ -63,14 +64,6 @@ class Offloading:
     @property
     def namespace(self) -> str:
         return str(self.obj["metadata"]["namespace"])
-
-    @property
-    def spec(self) -> JSON:
-        return dict(self.obj.get("spec") or {})
-
-    @property
-    def status(self) -> JSON:
-        return dict(self.obj.get("status") or {})
 
     @property
     def phase(self) -> str:

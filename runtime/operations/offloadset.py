@@ -31,6 +31,7 @@ from runtime.api.selectors import as_label_selector, label_selector, parse_selec
 from runtime.core import APIConnectionError, Client, NotFoundError
 from runtime.forge.namespaceoffloadingset import namespace_offloading_set, owner, pickable
 
+from .observed import ObservedObject
 from .offload import (
     ORPHAN_SECONDS,
     SETTLED,
@@ -59,7 +60,7 @@ def set_name(selector: str) -> str:
 
 
 @dataclass(frozen=True)
-class OffloadingSet:
+class OffloadingSet(ObservedObject):
     """A NamespaceOffloadingSet as its controller reports it, with the NamespaceOffloadings it made."""
 
     obj: JSON
@@ -68,14 +69,6 @@ class OffloadingSet:
     @property
     def name(self) -> str:
         return str(self.obj["metadata"]["name"])
-
-    @property
-    def spec(self) -> JSON:
-        return dict(self.obj.get("spec") or {})
-
-    @property
-    def status(self) -> JSON:
-        return dict(self.obj.get("status") or {})
 
     @property
     def namespaces(self) -> list[str]:

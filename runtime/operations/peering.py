@@ -36,6 +36,7 @@ from runtime.forge.virtualnode import node_name_for
 
 from .contract import Change, Contract, Input, Refusal
 from .identity import NotInstalledError, cluster_identity
+from .observed import ObservedObject
 from .unreachable import unreachable
 from .waits import (
     NEVER,
@@ -100,7 +101,7 @@ class Condition:
 
 
 @dataclass(frozen=True)
-class Peering:
+class Peering(ObservedObject):
     """A ForeignCluster as the controller reports it."""
 
     obj: JSON
@@ -117,14 +118,6 @@ class Peering:
     @property
     def name(self) -> str:
         return str(self.obj["metadata"]["name"])
-
-    @property
-    def spec(self) -> JSON:
-        return dict(self.obj.get("spec") or {})
-
-    @property
-    def status(self) -> JSON:
-        return dict(self.obj.get("status") or {})
 
     @property
     def generation(self) -> int:
