@@ -11,7 +11,7 @@ contexts it uses.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from tf import iface
 from tf.schema import Schema
@@ -30,10 +30,25 @@ from .resource import (
 State = dict[str, Any]
 
 
-class ServedResource(iface.Resource):
-    """tf's view of one of our resource types (a subclass per type, made by `served`)."""
+class _Product(Protocol):
+    """What tf asks of every type it serves, before any RPC: made with the provider, a name, a schema."""
 
-    product_type: ClassVar[type[Resource]]
+    def __init__(self, provider: ProviderContext) -> None: ...
+
+    @classmethod
+    def get_name(cls) -> str: ...
+
+    @classmethod
+    def get_schema(cls) -> Schema: ...
+
+
+P = TypeVar("P", bound=_Product)
+
+
+class _Serving(Generic[P]):
+    """Holds an instance of our type `product_type` and answers tf's name and schema questions from it."""
+
+    product_type: type[P]
 
     def __init__(self, provider: ProviderContext) -> None:
         self.product = self.product_type(provider)
@@ -45,6 +60,10 @@ class ServedResource(iface.Resource):
     @classmethod
     def get_schema(cls) -> Schema:
         return cls.product_type.get_schema()
+
+
+class ServedResource(_Serving[Resource], iface.Resource):
+    """tf's view of one of our resource types (a subclass per type, made by `served`)."""
 
     def validate(self, diags: Diagnostics, type_name: str, config: State) -> None:
         super().validate(diags, type_name, config)
@@ -73,21 +92,8 @@ class ServedResource(iface.Resource):
         return self.product.upgrade(version, old)
 
 
-class ServedDataSource(iface.DataSource):
+class ServedDataSource(_Serving[DataSource], iface.DataSource):
     """tf's view of one of our data source types (a subclass per type, made by `served_data_source`)."""
-
-    product_type: ClassVar[type[DataSource]]
-
-    def __init__(self, provider: ProviderContext) -> None:
-        self.product = self.product_type(provider)
-
-    @classmethod
-    def get_name(cls) -> str:
-        return cls.product_type.get_name()
-
-    @classmethod
-    def get_schema(cls) -> Schema:
-        return cls.product_type.get_schema()
 
     def validate(self, diags: Diagnostics, type_name: str, config: State) -> None:
         super().validate(diags, type_name, config)

@@ -46,6 +46,7 @@ from ..framework.resource import ApplyContext, ImportContext, PlanContext, ReadC
 from ..framework.schema import Attribute, ListNestedAttribute, Object
 from ..framework.timeouts import block as timeouts_block
 from . import checks, force, offloadset
+from .unoffload import unoffloaded
 
 if TYPE_CHECKING:
     from runtime.core import Client
@@ -434,7 +435,17 @@ class OffloadResource(Resource):
             namespace = f"the namespaces of {current.get('namespace_selector')}"
             outcome = offloadset.delete(ctx, self.provider.kube, current, seconds=seconds)
         else:
-            outcome = self._unoffload(ctx, namespace, current, seconds=seconds)
+            from runtime.operations.offload import unoffload
+
+            outcome = unoffloaded(
+                ctx,
+                self.provider.kube,
+                unoffload,
+                namespace,
+                current,
+                seconds=seconds,
+                what=f"unoffload namespace {namespace}",
+            )
         if outcome is None:
             return
         if outcome.orphaned:
@@ -452,24 +463,6 @@ class OffloadResource(Resource):
                 kept=f"the NamespaceOffloading of namespace {namespace}",
                 comes_back="delete it there",
             )
-
-    def _unoffload(self, ctx: ApplyContext, namespace: str, current: State, *, seconds: float) -> Any:
-        from runtime.operations.offload import ORPHAN_SECONDS, unoffload
-
-        return call(
-            ctx.diagnostics,
-            self.provider.kube,
-            lambda client: unoffload(
-                client,
-                namespace,
-                seconds=seconds,
-                field_manager=c.FIELD_MANAGER_TERRAFORM,
-                force=current.get("force") is True,
-                stop=ctx.stop,
-            ),
-            what=f"unoffload namespace {namespace}",
-            seconds=seconds + ORPHAN_SECONDS + 10,
-        )
 
     def import_(self, ctx: ImportContext, id: str) -> State | None:
         from runtime.operations.offload import observe

@@ -22,9 +22,11 @@ from runtime.operations.offload import CONTRACT
 
 from ..framework.contract import refuse
 from ..framework.resource import ApplyContext, State, call
+from .unoffload import unoffloaded
 
 if TYPE_CHECKING:
     from runtime.core import Client
+    from runtime.operations.offload import Unoffloaded
     from runtime.operations.offloadset import OffloadingSet
 
     from ..kube import Kube
@@ -114,24 +116,18 @@ def _warn_conflicts(diags: Diagnostics, found: OffloadingSet, selector: str) -> 
         )
 
 
-def delete(ctx: ApplyContext, kube: Kube, current: State, *, seconds: float) -> Any:
-    from runtime.operations.offload import ORPHAN_SECONDS
+def delete(ctx: ApplyContext, kube: Kube, current: State, *, seconds: float) -> Unoffloaded | None:
     from runtime.operations.offloadset import unoffload_set
 
     name = str(current["id"])
-    return call(
-        ctx.diagnostics,
+    return unoffloaded(
+        ctx,
         kube,
-        lambda client: unoffload_set(
-            client,
-            name,
-            seconds=seconds,
-            field_manager=c.FIELD_MANAGER_TERRAFORM,
-            force=current.get("force") is True,
-            stop=ctx.stop,
-        ),
+        unoffload_set,
+        name,
+        current,
+        seconds=seconds,
         what=f"unoffload the namespaces of NamespaceOffloadingSet {name}",
-        seconds=seconds + ORPHAN_SECONDS + 10,
     )
 
 

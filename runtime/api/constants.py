@@ -25,6 +25,10 @@ VIRTUAL_NODE_PREFIX: Final = "liqo-"
 #: `app.kubernetes.io/name=clusterid-configmap` and reads its CLUSTER_ID)
 CLUSTER_IDENTITY_CONFIGMAP: Final = "liqo-clusterid-configmap"
 CLUSTER_ID_CONFIGMAP_MODULE: Final = "clusterid-configmap"
+#: the identity ConfigMap and its cluster-id key before they took Liqo's names: an upgrade reads the
+#: cluster id there when the new ConfigMap is missing, then deletes it
+LEGACY_CLUSTER_IDENTITY_CONFIGMAP: Final = "liqo-cluster-identity"
+LEGACY_IDENTITY_CLUSTER_ID: Final = "clusterID"
 #: ServiceAccount, bindings and Deployment of the virtual kubelet standing for a provider: liqo-vk-<provider name>
 VIRTUAL_KUBELET_PREFIX: Final = "liqo-vk-"
 #: the only ResourceSlice class today

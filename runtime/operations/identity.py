@@ -47,6 +47,15 @@ async def published(client: Client, *, namespace: str) -> dict[str, str] | None:
     return {str(k): str(v) for k, v in (configmap.get("data") or {}).items()}
 
 
+async def legacy_cluster_id(client: Client, *, namespace: str) -> str | None:
+    """The cluster id in the identity ConfigMap of an installation older than Liqo's names, or None."""
+    try:
+        configmap = await client.get(CONFIGMAPS, c.LEGACY_CLUSTER_IDENTITY_CONFIGMAP, namespace=namespace)
+    except NotFoundError:
+        return None
+    return str((configmap.get("data") or {}).get(c.LEGACY_IDENTITY_CLUSTER_ID) or "") or None
+
+
 async def cluster_identity(client: Client, *, namespace: str = c.DEFAULT_NAMESPACE) -> ClusterIdentity | None:
     """The identity the runtime published in `namespace`, or None when the runtime is not installed there.
 

@@ -51,7 +51,7 @@ from runtime.forge.reflection import ReflectionOptions, ReflectionOptionsError
 from runtime.forge.reflection import from_command_line as reflection_from_command_line
 
 from .contract import Change, Contract, Input
-from .identity import IdentityError, cluster_identity
+from .identity import IdentityError, cluster_identity, legacy_cluster_id
 from .waits import NEVER, POLL_INTERVAL, POLL_MAX_INTERVAL, Stop, wait_until
 
 logger = logging.getLogger(__name__)
@@ -272,12 +272,18 @@ def _cidr(value: Any) -> str | None:
 
 
 async def existing_cluster_id(client: Client, *, namespace: str) -> str | None:
-    """The cluster id an earlier installation left in `namespace` (None: there is none, or it is unreadable)."""
+    """The cluster id an earlier installation left in `namespace` (None: there is none, or it is unreadable).
+
+    An installation from before the identity took Liqo's names left it in the legacy ConfigMap:
+    an upgrade keeps that id, so the cluster's peerings survive it.
+    """
     try:
         identity = await cluster_identity(client, namespace=namespace)
     except IdentityError:
         return None  # unreadable: the install writes a whole new identity
-    return identity.cluster_id if identity is not None else None
+    if identity is not None:
+        return identity.cluster_id
+    return await legacy_cluster_id(client, namespace=namespace)
 
 
 async def complete_options(client: Client, options: InstallOptions) -> InstallOptions:
@@ -323,6 +329,10 @@ async def apply(client: Client, options: InstallOptions, *, field_manager: str, 
             force=True,
         )
         progress.applied += 1
+    with contextlib.suppress(NotFoundError):
+        await client.delete(
+            kinds.CONFIGMAPS, c.LEGACY_CLUSTER_IDENTITY_CONFIGMAP, namespace=options.namespace
+        )
 
 
 async def _prepare_webhooks(client: Client, objects: list[JSON]) -> None:
@@ -363,7 +373,8 @@ class Ready:
 
 
 async def wait_ready(client: Client, options: InstallOptions, *, seconds: float, stop: Stop = NEVER) -> Ready:
-    """Until the components' Deployments are rolled out, the webhook is patched and `authURL` is published.
+    """Until the components' Deployments are rolled out, the webhook is patched and `authURL` is published;
+    then the legacy identity ConfigMap an older installation left goes (the new one holds its cluster id).
 
     Raises `ImagePullError` as soon as a component's pod cannot get its image.
     """
@@ -375,6 +386,10 @@ async def wait_ready(client: Client, options: InstallOptions, *, seconds: float,
         identity = await client.get(
             kinds.CONFIGMAPS, c.CLUSTER_IDENTITY_CONFIGMAP, namespace=options.namespace
         )
+        with contextlib.suppress(NotFoundError):
+            await client.delete(
+                kinds.CONFIGMAPS, c.LEGACY_CLUSTER_IDENTITY_CONFIGMAP, namespace=options.namespace
+            )
         return Ready(dict(identity.get("data") or {})), "ready"
 
     return await wait_until(

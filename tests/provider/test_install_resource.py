@@ -42,6 +42,7 @@ from .harness import Provider
 from .runtime_double import AUTH_URL, CA_BUNDLE, installed_runtime
 
 POD_CIDR = "10.244.0.0/16"
+LEGACY_CLUSTER_ID = "0b3c9d1e-7f2a-4c5b-8e6d-1a2b3c4d5e6f"
 #: `reflection` as planned when the configuration leaves it out
 DEFAULT_REFLECTION = {
     "pod_workers": 20,
@@ -399,6 +400,27 @@ async def test_a_create_plan_reuses_the_cluster_id_of_an_earlier_install(
 
     assert outcome.state is not None
     assert outcome.state["cluster_id"] == "kept-id"
+
+
+async def test_an_upgrade_keeps_the_cluster_id_of_the_legacy_identity_and_deletes_it(
+    provider: Provider, api: Client
+) -> None:
+    """An installation from before the identity took Liqo's names (`liqo-cluster-identity`, key `clusterID`):
+    the upgrade keeps its cluster id, or every peering of the cluster would break, and removes the old one."""
+    await api.create(NAMESPACES, {"metadata": {"name": "liqo"}})
+    legacy = {
+        "metadata": {"name": c.LEGACY_CLUSTER_IDENTITY_CONFIGMAP},
+        "data": {c.LEGACY_IDENTITY_CLUSTER_ID: LEGACY_CLUSTER_ID, "clusterName": "rome"},
+    }
+    await api.create(CONFIGMAPS, legacy, namespace="liqo")
+
+    _, state = await create_installed(provider, api)
+
+    assert state["cluster_id"] == LEGACY_CLUSTER_ID
+    identity = await api.get(CONFIGMAPS, c.CLUSTER_IDENTITY_CONFIGMAP, namespace="liqo")
+    assert identity["data"][c.IDENTITY_CLUSTER_ID] == LEGACY_CLUSTER_ID
+    with pytest.raises(NotFoundError):
+        await api.get(CONFIGMAPS, c.LEGACY_CLUSTER_IDENTITY_CONFIGMAP, namespace="liqo")
 
 
 async def create_installed(
