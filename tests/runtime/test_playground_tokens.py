@@ -18,7 +18,6 @@ The probes print the reviewed user name and a running count, never the token.
 
 from __future__ import annotations
 
-import asyncio
 import functools
 
 import pytest
@@ -31,7 +30,7 @@ from runtime.api.kinds import PODS, SECRETS
 from runtime.api.objects import JSON
 from runtime.forge.serviceaccounts import token_secret_name
 
-from .test_playground_offloading import get, kubectl, offload, until, virtual_node_ready
+from .test_playground_offloading import get, kubectl, offload, rome_and_milan, until, virtual_node_ready
 
 pytestmark = [pytest.mark.slow, pytest.mark.kubectl]
 
@@ -71,11 +70,7 @@ def probe(name: str, **annotations: str) -> JSON:
 
 
 async def test_offloaded_pods_authenticate_with_their_mounted_tokens(playground: Playground) -> None:
-    clusters = await playground.up("rome", "milan")
-    rome_cluster, milan_cluster = clusters["rome"], clusters["milan"]
-    _, milan_identity = await asyncio.gather(
-        liqo.install_runtime(rome_cluster), liqo.install_runtime(milan_cluster)
-    )
+    rome_cluster, milan_cluster, milan_identity = await rome_and_milan(playground)
     async with rome_cluster.client() as rome, milan_cluster.client() as milan:
         await liqo.peer(rome, milan_identity, await liqo.issue_token(milan))
         await until(functools.partial(virtual_node_ready, rome, "liqo-milan"), "rome: node liqo-milan Ready")
