@@ -86,6 +86,11 @@ class ReflectionArgs(TypedDict):
     annotations_not_reflected: NotRequired[pulumi.Input[list[str]]]
     """Annotation keys never copied to the provider, from any reflected object (Liqo's
     `reflection.skip.annotations`)."""
+    api_server_support: NotRequired[pulumi.Input[str]]
+    """What offloaded pods' ServiceAccount tokens are for (Liqo's `--api-server-support`): `"TokenAPI"`
+    (default) gives each pod tokens of its own ServiceAccount issued by this cluster, so it talks to this API
+    server from the provider as at home; `"Disabled"` keeps every token in this cluster. A pod may ask for the
+    provider's API server (`liqo.io/api-server-support: remote`) or for none (`disabled`) itself."""
 
 
 class InstallArgs(TypedDict):

@@ -164,6 +164,22 @@ def _reflection_attributes() -> list[Attribute]:
         )
         for what in ("label", "annotation")
     ]
+    attributes.append(
+        Attribute(
+            "api_server_support",
+            String(),
+            optional=True,
+            computed=True,
+            default=defaults.api_server_support,
+            description=(
+                "What offloaded pods' ServiceAccount tokens are for (Liqo's `--api-server-support`): "
+                '`"TokenAPI"` (default) gives each pod tokens of its own ServiceAccount issued by this cluster, so '
+                'it talks to this API server from the provider as at home; `"Disabled"` keeps every token in this '
+                f"cluster. A pod may ask for the provider's API server (`{c.ANNOTATION_API_SERVER_SUPPORT}: "
+                f"{c.API_SERVER_SUPPORT_REMOTE}`) or for none (`{c.API_SERVER_SUPPORT_DISABLED}`) itself."
+            ),
+        )
+    )
     return attributes
 
 
@@ -805,6 +821,8 @@ def _planned_reflection(configured: Any) -> Any:
     planned["ingress_classes"] = classes if classes is not None else {}
     for keys in ("labels_not_reflected", "annotations_not_reflected"):
         planned[keys] = configured.get(keys) if configured.get(keys) is not None else []
+    support = configured.get("api_server_support")
+    planned["api_server_support"] = support if support is not None else defaults.api_server_support
     return planned
 
 
@@ -821,6 +839,7 @@ def _reflection_state(options: ReflectionOptions) -> dict[str, Any]:
     state["ingress_classes"] = dict(options.ingress_classes)
     state["labels_not_reflected"] = list(options.labels_not_reflected)
     state["annotations_not_reflected"] = list(options.annotations_not_reflected)
+    state["api_server_support"] = options.api_server_support
     return state
 
 

@@ -92,6 +92,15 @@ LABEL_POD_SECURITY_ENFORCE_VERSION: Final = "pod-security.kubernetes.io/enforce-
 ANNOTATION_SKIP_REFLECTION: Final = "liqo.io/skip-reflection"
 #: on an object of an offloaded namespace: reflected even when its kind's reflection type is AllowList
 ANNOTATION_ALLOW_REFLECTION: Final = "liqo.io/allow-reflection"
+#: on a pod offloaded to a provider: which API server its ServiceAccount token is for (Liqo's): absent, the
+#: installation's choice (its home API server, `TokenAPI`); `remote`, the provider's, as a ServiceAccount of the
+#: twin namespace; `disabled`, none (no token is mounted on the provider)
+ANNOTATION_API_SERVER_SUPPORT: Final = "liqo.io/api-server-support"
+API_SERVER_SUPPORT_REMOTE: Final = "remote"
+API_SERVER_SUPPORT_DISABLED: Final = "disabled"
+#: on a pod with `liqo.io/api-server-support: remote`: the provider's ServiceAccount it runs as (default: the
+#: pod's own ServiceAccount name, in the twin namespace)
+ANNOTATION_REMOTE_SERVICE_ACCOUNT_NAME: Final = "liqo.io/remote-service-account-name"
 #: on a Service: its node ports are carried to the provider too (`true`), instead of being left to it
 ANNOTATION_FORCE_REMOTE_NODE_PORT: Final = "liqo.io/force-remote-node-port"
 ANNOTATION_TOKEN_EXPIRES_AT: Final = "liqo.io/token-expires-at"

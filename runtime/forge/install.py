@@ -26,7 +26,7 @@ from runtime.api.objects import JSON
 from .meta import labels, liqo_labels, metadata
 from .quota import ENFORCEMENTS, Enforcement
 from .rbac import cluster_roles, component_bindings
-from .reflection import ReflectionOptions, ReflectionOptionsError
+from .reflection import TOKEN_API, ReflectionOptions, ReflectionOptionsError
 from .reflection import from_values as reflection_from_values
 from .services import EXPOSURES, ServiceType
 
@@ -242,7 +242,7 @@ def install_manifests(options: InstallOptions) -> list[JSON]:
         {"apiVersion": "v1", "kind": "Namespace", "metadata": metadata(ns, component="runtime")},
         *crds(),
         identity_configmap(options),
-        *cluster_roles(),
+        *cluster_roles(pod_tokens=options.reflection.api_server_support == TOKEN_API),
     ]
     for component in COMPONENTS:
         objects.append(

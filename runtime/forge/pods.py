@@ -11,15 +11,18 @@ Spec out (`shadow_pod`), as Liqo documents it:
   the rest would hand the provider's hosts to the consumer. The consumer reports it on its
   pod; the provider checks again at admission and before it runs anything
   (`shadow_pod_problems`);
-- the ServiceAccount token wiring is rewritten so the pod authenticates to its home API
-  server: every projected `serviceAccountToken` source reads a key of the pod's token
-  Secret instead (`serviceaccounts.py` fills it with tokens of the pod's ServiceAccount,
-  bound to the pod), `kube-root-ca.crt` becomes the home cluster's CA from the same Secret,
-  and the namespace the pod reads is its home namespace; with the home API server's
-  address known, `KUBERNETES_SERVICE_HOST`/`PORT` point there. The provider's own
-  ServiceAccount token is never mounted. Any other use of `kube-root-ca.crt` (a volume, an
-  environment variable) reads the home cluster's, reflected under its own name
-  (`configmaps.py`);
+- the ServiceAccount token wiring follows the pod's API server support
+  (`api_server_support`, Liqo's): by default (`TokenAPI`) it is rewritten so the pod
+  authenticates to its home API server: every projected `serviceAccountToken` source reads
+  a key of the pod's token Secret instead (`serviceaccounts.py` fills it with tokens of the
+  pod's ServiceAccount, bound to the pod), `kube-root-ca.crt` becomes the home cluster's CA
+  from the same Secret, and the namespace the pod reads is its home namespace; with the
+  home API server's address known, `KUBERNETES_SERVICE_HOST`/`PORT` point there. Any other
+  use of `kube-root-ca.crt` (a volume, an environment variable) reads the home cluster's,
+  reflected under its own name (`configmaps.py`). `Disabled` drops the token sources (no
+  token at all); `Remote` leaves the wiring alone and names the provider's ServiceAccount
+  the pod runs as in the twin namespace, whose tokens the provider's kubelet mounts, for
+  the provider's API server. Nothing is ever automounted on the provider;
 - labels and annotations go filtered (`carried`: nothing under `kubernetes.io`, `k8s.io`,
   `liqo.io` or `cni.cncf.io` but the recommended application labels), then labels mark the
   origin (`liqo.io/managed-by=reflection`, the consumer's cluster id) and the consumer
@@ -40,7 +43,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, Literal
 from urllib.parse import urlsplit
 
 from runtime.api import constants as c
@@ -51,7 +54,11 @@ from . import podsecurity
 from .configmaps import ROOT_CA_CONFIGMAP, remote_configmap_name
 from .meta import reflection_labels
 from .podsecurity import DEFAULT_LEVEL, Level
-from .serviceaccounts import TokenProjection, token_projections, token_secret_name
+from .serviceaccounts import TokenProjection, service_account_name, token_projections, token_secret_name
+
+#: an offloaded pod's ServiceAccount tokens: its home API server's, the provider's, or none
+APIServerSupport = Literal["TokenAPI", "Remote", "Disabled"]
+TOKEN_API: Final = "TokenAPI"
 
 #: fields of a pod spec that speak of the consumer's nodes and scheduling, dropped on the way out
 SCHEDULING_FIELDS: Final = (
@@ -113,6 +120,27 @@ class PodOptions:
     origin_cluster_id: str
     #: the consumer's API server as other clusters reach it ("": leave the pod's service environment alone)
     home_api_server: str = ""
+    #: the installation's API server support (`runtime.forge.reflection.ReflectionOptions.api_server_support`)
+    api_server_support: str = TOKEN_API
+
+
+def api_server_support(pod: JSON, *, default: str = TOKEN_API) -> APIServerSupport:
+    """What the pod's ServiceAccount tokens on the provider are for (Liqo's `getAPIServerSupport`):
+    `liqo.io/api-server-support: remote` the provider's API server, `disabled` none; otherwise the
+    installation's `default` (TokenAPI: the pod's home API server; Disabled: none)."""
+    asked = nested(pod, "metadata", "annotations", default={}).get(c.ANNOTATION_API_SERVER_SUPPORT)
+    if asked == c.API_SERVER_SUPPORT_REMOTE:
+        return "Remote"
+    if asked == c.API_SERVER_SUPPORT_DISABLED or default != TOKEN_API:
+        return "Disabled"
+    return "TokenAPI"
+
+
+def remote_service_account(pod: JSON) -> str:
+    """The provider's ServiceAccount a pod in `Remote` mode runs as: `liqo.io/remote-service-account-name`,
+    else its own ServiceAccount's name."""
+    named = nested(pod, "metadata", "annotations", default={}).get(c.ANNOTATION_REMOTE_SERVICE_ACCOUNT_NAME)
+    return str(named) if named else service_account_name(pod)
 
 
 def offloading_problems(pod: Mapping[str, Any], *, level: Level = DEFAULT_LEVEL) -> list[str]:
@@ -235,14 +263,30 @@ def _remap_root_ca(spec: JSON, name: str) -> None:
                 ref["name"] = name
 
 
+def _without_tokens(spec: JSON) -> None:
+    """Drop every projected `serviceAccountToken` source (a pod whose API server support is Disabled)."""
+    for volume in spec.get("volumes") or []:
+        projected = volume.get("projected")
+        if projected is not None:
+            projected["sources"] = [
+                s for s in projected.get("sources") or [] if "serviceAccountToken" not in s
+            ]
+
+
 def remote_pod_spec(pod: JSON, *, options: PodOptions) -> JSON:
     """The pod's spec as the provider runs it (see the module's docstring)."""
     spec = copy.deepcopy(pod.get("spec") or {})
     for field in (*SCHEDULING_FIELDS, *SERVICE_ACCOUNT_FIELDS):
         spec.pop(field, None)
     spec["automountServiceAccountToken"] = False
+    support = api_server_support(pod, default=options.api_server_support)
+    if support == "Remote":
+        spec["serviceAccountName"] = remote_service_account(pod)
+        return spec
+    if support == "Disabled":
+        _without_tokens(spec)
     projections = {projection.identity: projection.key for projection in token_projections(pod)}
-    if projections:
+    if projections and support == "TokenAPI":
         secret = token_secret_name(str(pod["metadata"]["name"]))
         for volume in spec.get("volumes") or []:
             projected = volume.get("projected")
@@ -304,10 +348,15 @@ def shadow_differs(current: JSON, desired: JSON) -> bool:
 
 def provider_pod_spec(shadow: JSON) -> JSON:
     """The spec of the Pod a provider runs for a ShadowPod: the ShadowPod's, with no scheduling constraint
-    (placement is the provider's) and never a token of this cluster."""
+    (placement is the provider's) and no token automounted. A ServiceAccount the ShadowPod names (a pod in
+    `Remote` mode) is one of its own twin namespace, where the Pod runs: the tokens its volumes project are that
+    ServiceAccount's, with the rights this cluster gave it (the namespace's `default` has none of its own)."""
     spec = copy.deepcopy(nested(shadow, "spec", "pod") or {})
+    named = spec.get("serviceAccountName")
     for field in (*SCHEDULING_FIELDS, *SERVICE_ACCOUNT_FIELDS):
         spec.pop(field, None)
+    if named:
+        spec["serviceAccountName"] = named
     spec["automountServiceAccountToken"] = False
     return spec
 

@@ -54,8 +54,12 @@ def _cluster_role(name: str, component: str, rules: list[JSON]) -> JSON:
     }
 
 
-def cluster_roles() -> list[JSON]:
+def cluster_roles(*, pod_tokens: bool = True) -> list[JSON]:
+    """The runtime's ClusterRoles; `pod_tokens`: whether virtual kubelets request offloaded pods' ServiceAccount
+    tokens (the installation's API server support is TokenAPI), else they may not."""
     events = _rule(["", "events.k8s.io"], ["events"], ["create", "patch", "update"])
+    # offloaded pods' ServiceAccount tokens, reflected to the provider
+    tokens = [_rule([""], ["serviceaccounts/token"], ["create"])] if pod_tokens else []
     return [
         _cluster_role(
             "liqo-controller-manager",
@@ -132,8 +136,7 @@ def cluster_roles() -> list[JSON]:
                 _rule([""], ["configmaps", "secrets", "services"], READ),
                 _rule(["discovery.k8s.io"], ["endpointslices"], READ),
                 _rule(["networking.k8s.io"], ["ingresses"], READ),
-                # offloaded pods' ServiceAccount tokens, reflected to the provider
-                _rule([""], ["serviceaccounts/token"], ["create"]),
+                *tokens,
                 # the copies of the provider's Events it keeps there
                 _rule([""], ["events"], [*READ, "delete"]),
             ],

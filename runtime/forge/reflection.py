@@ -22,6 +22,14 @@ to the provider, whatever the kind (Liqo's `reflection.skip.labels` and `.annota
 
 `ingress_classes` maps a consumer's ingress class to the provider's: a reflected Ingress
 keeps no class (the provider's default serves it, as Liqo does) unless its class is mapped.
+
+`api_server_support` (Liqo's `--api-server-support`) is what an offloaded pod's ServiceAccount
+token is good for: `TokenAPI` (the default, Liqo's too) sends the provider tokens of the pod's
+own ServiceAccount issued by its home API server, so it talks to its home cluster as at home
+(`runtime.forge.serviceaccounts`); `Disabled` keeps every token home (no offloaded pod gets one).
+A pod may still ask for a token of the provider's (`liqo.io/api-server-support: remote`) or for
+none (`disabled`): see `runtime.forge.pods.api_server_support`. Liqo's `Legacy` (Secret-based
+tokens, gone from Kubernetes since 1.24) is not offered.
 """
 
 from __future__ import annotations
@@ -44,6 +52,10 @@ KINDS: Final = ("pod", "configmap", "secret", "service", "endpointslice", "ingre
 TYPED_KINDS: Final = ("configmap", "secret", "service", "ingress")
 ReflectionType = Literal["DenyList", "AllowList"]
 REFLECTION_TYPES: Final[tuple[str, ...]] = get_args(ReflectionType)
+APIServerSupport = Literal["TokenAPI", "Disabled"]
+API_SERVER_SUPPORTS: Final[tuple[str, ...]] = get_args(APIServerSupport)
+TOKEN_API: Final = "TokenAPI"
+API_SERVER_SUPPORT_FLAG: Final = "--api-server-support"
 DENY_LIST: Final = "DenyList"
 ALLOW_LIST: Final = "AllowList"
 INGRESS_CLASS_FLAG: Final = "--ingress-class"
@@ -94,6 +106,8 @@ class ReflectionOptions:
     #: label and annotation keys never copied to the provider (of any kind)
     labels_not_reflected: tuple[str, ...] = ()
     annotations_not_reflected: tuple[str, ...] = ()
+    #: what offloaded pods' ServiceAccount tokens are for: their home API server (TokenAPI), or none (Disabled)
+    api_server_support: APIServerSupport = "TokenAPI"
 
     def workers(self, kind: str) -> int:
         """The worker count of one of `KINDS`."""
@@ -148,6 +162,12 @@ class ReflectionOptions:
                     raise ReflectionOptionsError(
                         option, f"{key!r} is not a label or annotation key: {problem}"
                     )
+        if self.api_server_support not in API_SERVER_SUPPORTS:
+            raise ReflectionOptionsError(
+                "api_server_support",
+                f"{self.api_server_support!r} is not an API server support (TokenAPI: offloaded pods get tokens "
+                "of their home API server; Disabled: no token leaves this cluster)",
+            )
         for local, remote in self.ingress_classes.items():
             for name in (local, remote):
                 if not _DNS_SUBDOMAIN.match(name) or len(name) > 253:
@@ -164,6 +184,7 @@ class ReflectionOptions:
         ]
         flags += [f"{LABELS_NOT_REFLECTED_FLAG}={key}" for key in self.labels_not_reflected]
         flags += [f"{ANNOTATIONS_NOT_REFLECTED_FLAG}={key}" for key in self.annotations_not_reflected]
+        flags.append(f"{API_SERVER_SUPPORT_FLAG}={self.api_server_support}")
         return flags
 
 
@@ -193,9 +214,10 @@ def from_flags(
     types: Mapping[str, str] | None = None,
     labels_not_reflected: Sequence[str] = (),
     annotations_not_reflected: Sequence[str] = (),
+    api_server_support: str = TOKEN_API,
 ) -> ReflectionOptions:
     """The options from parsed flags: worker counts and types by kind (missing: the default), `a=b` class
-    pairs and the keys never reflected.
+    pairs, the keys never reflected and the API server support.
 
     ReflectionOptionsError when a value is invalid.
     """
@@ -213,6 +235,7 @@ def from_flags(
         classes[local] = remote
     given: dict[str, Any] = {kind + _WORKERS_SUFFIX: count for kind, count in workers.items()}
     given |= {kind + _TYPE_SUFFIX: kind_type for kind, kind_type in (types or {}).items()}
+    given["api_server_support"] = api_server_support
     options = ReflectionOptions(
         **given,
         ingress_classes=classes,
@@ -241,7 +264,8 @@ def _check_typed(kind: str) -> None:
 
 def from_values(values: Mapping[str, Any]) -> ReflectionOptions:
     """The options from plain values, as a front end holds them (`<kind>_workers`, `<kind>_type`,
-    `ingress_classes`, `labels_not_reflected`, `annotations_not_reflected`; missing or None: the default),
+    `ingress_classes`, `labels_not_reflected`, `annotations_not_reflected`, `api_server_support`; missing or
+    None: the default),
     the shape `dataclasses.asdict` gives back.
 
     ReflectionOptionsError names the first value that is not an option or not valid.
@@ -251,11 +275,11 @@ def from_values(values: Mapping[str, Any]) -> ReflectionOptions:
     for name in values:
         if name.endswith(_TYPE_SUFFIX) and name not in types:
             _check_typed(name.removesuffix(_TYPE_SUFFIX))
-        if name not in fields | types | {"ingress_classes", *_KEY_LISTS}:
+        if name not in fields | types | {"ingress_classes", "api_server_support", *_KEY_LISTS}:
             raise ReflectionOptionsError(
                 name,
                 f"not a reflection option (options: {', '.join(sorted(fields | types))}, ingress_classes, "
-                f"{', '.join(_KEY_LISTS)})",
+                f"{', '.join(_KEY_LISTS)}, api_server_support)",
             )
     given: dict[str, Any] = {}
     for name in sorted(fields):
@@ -265,7 +289,7 @@ def from_values(values: Mapping[str, Any]) -> ReflectionOptions:
         if isinstance(count, bool) or not isinstance(count, int | float) or count != int(count):
             raise ReflectionOptionsError(name, f"{count!r} is not a whole number of workers")
         given[name] = int(count)
-    for name in sorted(types):
+    for name in (*sorted(types), "api_server_support"):
         if values.get(name) is not None:
             given[name] = values[name]
     for name in _KEY_LISTS:
@@ -325,6 +349,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             metavar="KEY",
             help=f"a {what} key never copied to the provider, of any reflected object (repeatable)",
         )
+    parser.add_argument(
+        API_SERVER_SUPPORT_FLAG,
+        dest="api_server_support",
+        default=TOKEN_API,
+        help="what offloaded pods' ServiceAccount tokens are for: TokenAPI (tokens of their home API server, "
+        "issued for them) or Disabled (no token leaves this cluster); a pod's own "
+        f"{c.ANNOTATION_API_SERVER_SUPPORT} annotation says remote or disabled (default {TOKEN_API})",
+    )
 
 
 def from_arguments(args: argparse.Namespace) -> ReflectionOptions:
@@ -335,6 +367,7 @@ def from_arguments(args: argparse.Namespace) -> ReflectionOptions:
         types={kind: getattr(args, kind + _TYPE_SUFFIX) for kind in TYPED_KINDS},
         labels_not_reflected=args.labels_not_reflected,
         annotations_not_reflected=args.annotations_not_reflected,
+        api_server_support=args.api_server_support,
     )
 
 

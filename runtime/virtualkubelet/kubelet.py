@@ -358,7 +358,11 @@ class VirtualKubelet:
             options=self._settings.reflection,
         )
         pod_options = PodReflectionOptions(
-            pods=PodOptions(origin_cluster_id=self._home_cluster_id, home_api_server=self._home_api_server),
+            pods=PodOptions(
+                origin_cluster_id=self._home_cluster_id,
+                home_api_server=self._home_api_server,
+                api_server_support=self._settings.reflection.api_server_support,
+            ),
             node_name=node_name,
             host_ip=self._address or "",
             provider=provider,

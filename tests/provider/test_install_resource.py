@@ -59,6 +59,7 @@ DEFAULT_REFLECTION = {
     "ingress_classes": {},
     "labels_not_reflected": [],
     "annotations_not_reflected": [],
+    "api_server_support": "TokenAPI",
 }
 
 
@@ -123,8 +124,13 @@ def test_an_invalid_value_is_an_error_on_its_attribute(
             ["reflection", "labels_not_reflected"],
             "'bad key' is not a label or annotation key",
         ),
+        (
+            {"api_server_support": "Legacy"},
+            ["reflection", "api_server_support"],
+            "'Legacy' is not an API server support",
+        ),
     ],
-    ids=["negative", "fraction", "class", "type", "key"],
+    ids=["negative", "fraction", "class", "type", "key", "api-server-support"],
 )
 def test_an_invalid_reflection_option_is_an_error_on_its_field(
     reflection: dict[str, Any], path: list[str], says: str
@@ -278,6 +284,7 @@ def test_reflection_options_change_in_place_and_the_others_keep_their_defaults()
                 "ingress_classes": {"a": "b"},
                 "secret_type": "AllowList",
                 "labels_not_reflected": ["team"],
+                "api_server_support": "Disabled",
             },
         ),
         prior=prior,
@@ -291,6 +298,7 @@ def test_reflection_options_change_in_place_and_the_others_keep_their_defaults()
         "ingress_classes": {"a": "b"},
         "secret_type": "AllowList",
         "labels_not_reflected": ["team"],
+        "api_server_support": "Disabled",
     }
     assert outcome.state["auth_url"] == AUTH_URL, "the auth service does not restart for reflection options"
 

@@ -81,6 +81,7 @@ def test_reflection_options_reach_the_controller_manager_as_liqo_install_writes_
         "ingress_classes": {"nginx": "public"},
         "configmap_type": "AllowList",
         "annotations_not_reflected": ["example.com/private"],
+        "api_server_support": "Disabled",
     }
     component = install(reflection=reflection)
 
@@ -92,6 +93,7 @@ def test_reflection_options_reach_the_controller_manager_as_liqo_install_writes_
                 ingress_classes={"nginx": "public"},
                 configmap_type="AllowList",
                 annotations_not_reflected=("example.com/private",),
+                api_server_support="Disabled",
             )
         )
         got = {key(found.inputs): found.inputs for found in objects(monitor)}

@@ -30,7 +30,7 @@ from runtime.controllers.core.objects import kubeconfig_of
 from runtime.core import APIError, Client, InvalidError
 from runtime.forge.namespaceoffloading import namespace_offloading
 
-from .test_playground_offloading import offload, until, virtual_node_ready
+from .test_playground_offloading import offload, rome_and_milan, until, virtual_node_ready
 
 pytestmark = [pytest.mark.slow]
 
@@ -66,11 +66,7 @@ def shadow_pod(name: str, **pod: Any) -> JSON:
 async def test_a_provider_admits_only_what_its_consumer_may_and_restarts_without_a_gap(
     playground: Playground,
 ) -> None:
-    clusters = await playground.up("rome", "milan")
-    rome_cluster, milan_cluster = clusters["rome"], clusters["milan"]
-    _, milan_identity = await asyncio.gather(
-        liqo.install_runtime(rome_cluster), liqo.install_runtime(milan_cluster)
-    )
+    rome_cluster, milan_cluster, milan_identity = await rome_and_milan(playground)
     async with rome_cluster.client() as rome, milan_cluster.client() as milan:
         await liqo.peer(rome, milan_identity, await liqo.issue_token(milan))
         await until(lambda: virtual_node_ready(rome, "liqo-milan"), "rome: node liqo-milan Ready")

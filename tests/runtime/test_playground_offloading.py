@@ -197,6 +197,16 @@ async def three_regions(
     return rome_cluster, milan_cluster, naples_cluster, milan_identity, naples_identity
 
 
+async def rome_and_milan(playground: Playground) -> tuple[Cluster, Cluster, liqo.Identity]:
+    """rome and milan up, the runtime installed in each; the clusters and milan's identity (to peer with)."""
+    clusters = await playground.up("rome", "milan")
+    rome_cluster, milan_cluster = clusters["rome"], clusters["milan"]
+    _, milan_identity = await asyncio.gather(
+        liqo.install_runtime(rome_cluster), liqo.install_runtime(milan_cluster)
+    )
+    return rome_cluster, milan_cluster, milan_identity
+
+
 async def test_offloading_on_real_processes(playground: Playground) -> None:
     rome_cluster, milan_cluster, naples_cluster, milan_identity, naples_identity = await three_regions(
         playground

@@ -15,7 +15,8 @@ for them, and the pods' ServiceAccount token Secrets, all keyed by the pod's nam
 5. a DaemonSet pod, or one the provider must not run (host namespaces, hostPath,
    privileged): Pending with the reason `OffloadingBackOff` and a message saying why;
 6. otherwise: the token Secret (tokens of the pod's ServiceAccount bound to the pod,
-   requested again at 80% of their lifetime) and the ShadowPod (`runtime.forge.pods`),
+   requested again at 80% of their lifetime; none when the pod's API server support is
+   `Remote` or `Disabled`, `runtime.forge.pods.api_server_support`) and the ShadowPod (`runtime.forge.pods`),
    written at once once the tokens are issued (the provider's kubelet mounts the Secret
    before it starts a container, so the Pod never runs without its tokens, and the
    ShadowPod does not wait a round trip for them), and the status of the provider's Pod
@@ -299,8 +300,11 @@ class PodReflector(Reflector):
     ) -> tuple[JSON | None, float | None]:
         """The pod's token Secret to write on the provider (None: the one there is fresh), with its tokens
         issued; and seconds until its tokens are due again (None: the pod has no tokens)."""
-        projections = tokens.token_projections(pod)
+        support = forge.api_server_support(pod, default=self._options.pods.api_server_support)
+        projections = tokens.token_projections(pod) if support == "TokenAPI" else []
         if not projections:
+            if secret is not None:
+                await self._delete_remote(pair, None, secret)
             return None, None
         now = datetime.now(UTC)
         due = tokens.refresh_due(secret)

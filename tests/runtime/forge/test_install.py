@@ -13,7 +13,7 @@ from runtime.api import constants as c
 from runtime.api.kinds import CLUSTERROLEBINDINGS, CONFIGMAPS, NODES, SERVICES
 from runtime.core import Client, ForbiddenError
 from runtime.forge.install import InstallOptions, InstallOptionsError, install_manifests
-from runtime.forge.reflection import ReflectionOptions
+from runtime.forge.reflection import APIServerSupport, ReflectionOptions
 from tests.apiserver.conftest import start_emulator, stop_emulator
 from tests.runtime.serviceaccounts import service_account_client
 
@@ -106,6 +106,19 @@ def test_the_reflection_options_reach_the_controller_manager_as_the_virtual_kube
     args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
     assert set(options.reflection.args()) <= set(args)
     assert "--event-reflection-workers=0" in args and "--ingress-class=a=b" in args
+
+
+@pytest.mark.parametrize(("support", "granted"), [("TokenAPI", True), ("Disabled", False)])
+def test_virtual_kubelets_may_request_pod_tokens_only_when_pods_get_them(
+    support: APIServerSupport, granted: bool
+) -> None:
+    options = dataclasses.replace(OPTIONS, reflection=ReflectionOptions(api_server_support=support))
+    role = next(
+        o
+        for o in install_manifests(options)
+        if o["kind"] == "ClusterRole" and o["metadata"]["name"] == "liqo-virtual-kubelet-reflection"
+    )
+    assert any("serviceaccounts/token" in rule["resources"] for rule in role["rules"]) is granted
 
 
 def test_url_mode_webhooks_call_a_url_and_service_mode_a_service() -> None:

@@ -90,6 +90,69 @@ def test_the_shadow_pod_drops_scheduling_and_rewires_the_service_account_token()
     assert pod == local_pod(), "the local pod is not changed"
 
 
+def annotated_pod(**annotations: str) -> JSON:
+    pod = local_pod()
+    pod["metadata"]["annotations"] = annotations
+    return pod
+
+
+@pytest.mark.parametrize(
+    ("annotations", "installed", "expected"),
+    [
+        ({}, "TokenAPI", "TokenAPI"),
+        ({}, "Disabled", "Disabled"),
+        ({c.ANNOTATION_API_SERVER_SUPPORT: "remote"}, "TokenAPI", "Remote"),
+        ({c.ANNOTATION_API_SERVER_SUPPORT: "remote"}, "Disabled", "Remote"),
+        ({c.ANNOTATION_API_SERVER_SUPPORT: "disabled"}, "TokenAPI", "Disabled"),
+        ({c.ANNOTATION_API_SERVER_SUPPORT: "anything"}, "TokenAPI", "TokenAPI"),
+    ],
+    ids=["default", "installed-disabled", "remote", "remote-over-disabled", "pod-disabled", "unknown-value"],
+)
+def test_a_pods_api_server_support_is_its_annotation_else_the_installations(
+    annotations: dict[str, str], installed: str, expected: str
+) -> None:
+    assert pods.api_server_support(annotated_pod(**annotations), default=installed) == expected
+
+
+def test_a_pod_with_api_server_support_disabled_gets_no_token_on_the_provider() -> None:
+    pod = annotated_pod(**{c.ANNOTATION_API_SERVER_SUPPORT: "disabled"})
+    spec = pods.shadow_pod(pod, remote_namespace="demo-rome", options=OPTIONS)["spec"]["pod"]
+    sources = spec["volumes"][0]["projected"]["sources"]
+    assert all("serviceAccountToken" not in s for s in sources)
+    # no token Secret to read from: the CA is the home cluster's reflected copy, the namespace the provider's
+    assert sources[0]["configMap"]["name"] != "kube-root-ca.crt"
+    assert "downwardAPI" in sources[1]
+    assert "serviceAccountName" not in spec and spec["automountServiceAccountToken"] is False
+    assert spec["containers"][0]["env"] == [{"name": "KUBERNETES_SERVICE_HOST", "value": "x"}]
+
+
+def test_the_installations_disabled_support_keeps_every_token_home() -> None:
+    options = pods.PodOptions(origin_cluster_id="rome-id", api_server_support="Disabled")
+    spec = pods.shadow_pod(local_pod(), remote_namespace="demo-rome", options=options)["spec"]["pod"]
+    assert all("serviceAccountToken" not in s for s in spec["volumes"][0]["projected"]["sources"])
+
+
+@pytest.mark.parametrize(
+    ("annotations", "account"),
+    [({}, "api"), ({c.ANNOTATION_REMOTE_SERVICE_ACCOUNT_NAME: "reader"}, "reader")],
+    ids=["own-name", "named"],
+)
+def test_a_pod_in_remote_mode_runs_as_a_service_account_of_the_provider(
+    annotations: dict[str, str], account: str
+) -> None:
+    pod = annotated_pod(**{c.ANNOTATION_API_SERVER_SUPPORT: "remote", **annotations})
+    shadow = pods.shadow_pod(pod, remote_namespace="demo-rome", options=OPTIONS)
+    spec = shadow["spec"]["pod"]
+    assert spec["serviceAccountName"] == account and spec["automountServiceAccountToken"] is False
+    # the token, CA and namespace the provider's kubelet projects: its own, for its own API server
+    assert spec["volumes"] == local_pod()["spec"]["volumes"]
+    assert spec["containers"][0]["env"] == [{"name": "KUBERNETES_SERVICE_HOST", "value": "x"}]
+    shadow["metadata"]["uid"] = "s1"
+    provider = pods.provider_pod(shadow, origin_cluster_id="rome-id")
+    assert provider["spec"]["serviceAccountName"] == account
+    assert provider["spec"]["automountServiceAccountToken"] is False
+
+
 def test_tokens_are_requested_per_audience_and_bound_to_the_pod() -> None:
     pod = local_pod()
     pod["spec"]["volumes"].append(
@@ -191,13 +254,14 @@ def test_consumer_labels_and_annotations_reach_the_provider_filtered() -> None:
 def test_the_providers_pod_is_the_shadows_spec_owned_by_it() -> None:
     shadow = pods.shadow_pod(local_pod(), remote_namespace="demo-rome", options=OPTIONS)
     shadow["metadata"]["uid"] = "s1"
-    shadow["spec"]["pod"]["serviceAccountName"] = "sneaky"
+    shadow["spec"]["pod"]["serviceAccount"] = "sneaky"
+    shadow["spec"]["pod"]["automountServiceAccountToken"] = True
     shadow["spec"]["pod"]["priorityClassName"] = "system-node-critical"
     shadow["spec"]["pod"]["nodeName"] = "milan-control-plane"
     pod = pods.provider_pod(shadow, origin_cluster_id="rome-id")
     assert pod["metadata"]["labels"][c.LABEL_REFLECTION_MANAGED_BY] == c.MANAGED_BY_SHADOWPOD
     assert pod["metadata"]["ownerReferences"][0]["uid"] == "s1" and pods.is_pod_of(pod, shadow)
-    assert "serviceAccountName" not in pod["spec"] and pod["spec"]["automountServiceAccountToken"] is False
+    assert "serviceAccount" not in pod["spec"] and pod["spec"]["automountServiceAccountToken"] is False
     assert "priorityClassName" not in pod["spec"] and "nodeName" not in pod["spec"]
     changed = copy.deepcopy(shadow)
     changed["spec"]["pod"]["containers"][0]["image"] = "nginx:2"

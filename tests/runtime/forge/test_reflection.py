@@ -26,7 +26,17 @@ def test_every_kind_has_its_liqo_flag() -> None:
     flags = {arg.split("=")[0] for arg in ReflectionOptions().args()}
     assert flags == {f"--{kind}-reflection-workers" for kind in reflection.KINDS} | {
         f"--{kind}-reflection-type" for kind in reflection.TYPED_KINDS
-    }
+    } | {"--api-server-support"}
+
+
+def test_the_api_server_support_round_trips_and_an_unknown_one_is_refused() -> None:
+    options = ReflectionOptions(api_server_support="Disabled")
+    assert "--api-server-support=Disabled" in options.args()
+    assert reflection.from_command_line(options.args()) == options
+    assert reflection.from_values({"api_server_support": "Disabled"}) == options
+    with pytest.raises(ReflectionOptionsError, match="TokenAPI") as error:
+        reflection.from_values({"api_server_support": "Legacy"})
+    assert error.value.option == "api_server_support"
 
 
 @pytest.mark.parametrize(

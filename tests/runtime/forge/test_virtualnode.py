@@ -190,7 +190,8 @@ def test_the_deployment_runs_the_virtual_kubelet_from_the_runtime_image() -> Non
     )
     args = with_options["spec"]["template"]["spec"]["containers"][0]["args"]
     assert "--home-api-server-url=https://rome.example:6443" in args
-    assert "--secret-reflection-workers=0" in args and args[-1] == "--ingress-class=nginx=haproxy"
+    assert "--secret-reflection-workers=0" in args and "--ingress-class=nginx=haproxy" in args
+    assert args[-len(reflection.args()) :] == reflection.args()
     assert {e["name"]: e["valueFrom"]["fieldRef"]["fieldPath"] for e in container["env"]} == {
         "POD_IP": "status.podIP",
         "POD_NAME": "metadata.name",

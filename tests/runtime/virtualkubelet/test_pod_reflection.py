@@ -61,12 +61,16 @@ class Provider:
 
 
 class Consumer:
-    """The consumer's API: TokenRequests answered with a token."""
+    """The consumer's API: TokenRequests answered with a token (and counted)."""
 
     on_request = None
 
+    def __init__(self) -> None:
+        self.token_requests = 0
+
     async def create(self, resource: Resource, body: JSON, *, subresource: str = "", **_: Any) -> JSON:
         assert (resource, subresource) == (SERVICEACCOUNTS, "token")
+        self.token_requests += 1
         return {**body, "status": {"token": "a-token", "expirationTimestamp": "2030-01-01T00:00:00Z"}}
 
 
@@ -92,15 +96,17 @@ def local_pod() -> JSON:
     }
 
 
-def reflector(provider: Provider) -> tuple[PodReflector, NamespacePair]:
-    consumer = cast(Client, Consumer())
+def reflector(
+    provider: Provider, *, consumer: Consumer | None = None, api_server_support: str = "TokenAPI"
+) -> tuple[PodReflector, NamespacePair]:
+    client = cast(Client, consumer or Consumer())
     reflector = PodReflector(
-        Manager(consumer, settings=Settings(server=None)),
+        Manager(client, settings=Settings(server=None)),
         local=informer(local_pod()),
-        local_client=consumer,
+        local_client=client,
         remote=cast(CredentialRemote, SimpleNamespace(client=provider)),
         options=PodReflectionOptions(
-            pods=forge.PodOptions(origin_cluster_id="rome-id"),
+            pods=forge.PodOptions(origin_cluster_id="rome-id", api_server_support=api_server_support),
             node_name="liqo-milan",
             host_ip="10.0.0.1",
             provider="milan",
@@ -134,3 +140,11 @@ async def test_a_token_secret_that_cannot_be_written_fails_the_reflection_after_
     with pytest.raises(InvalidError):
         await found.handle(Request(LOCAL, "web"), pair)
     assert SHADOWPODS.plural in provider.writes
+
+
+async def test_no_token_is_requested_when_the_installation_keeps_tokens_home() -> None:
+    provider, consumer = Provider(), Consumer()
+    found, pair = reflector(provider, consumer=consumer, api_server_support="Disabled")
+    await found.handle(Request(LOCAL, "web"), pair)
+    assert provider.writes == [SHADOWPODS.plural]
+    assert consumer.token_requests == 0
