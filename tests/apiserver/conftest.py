@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -29,6 +28,7 @@ import urllib3
 from kubernetes import client, config
 
 from playground.realbinary import find_assets
+from tests.ports import free_port
 
 from .envtest import control_plane
 from .webhookserver import Configurations
@@ -94,14 +94,9 @@ class Cluster:
         return result
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def start_emulator(state_dir: Path, *, port: int | None = None) -> tuple[subprocess.Popen[bytes], Path]:
-    port = port or _free_port()
+    # below the ephemeral range: a restart on the same port finds it still free (tests/ports.py)
+    port = port or free_port()
     kubeconfig = state_dir / "kubeconfig"
     # A restart on the same state dir must wait for the new server's kubeconfig, not the old one.
     kubeconfig.unlink(missing_ok=True)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import socket
 import ssl
 import subprocess
 import time
@@ -24,6 +23,7 @@ from pathlib import Path
 import yaml
 
 from playground.realbinary import ADMIN, Assets, Pki, apiserver_command, etcd_command, generate_pki
+from tests.ports import free_port
 
 SERVICE_CIDR = "10.96.0.0/16"
 READY_WITHIN = 120.0
@@ -34,11 +34,10 @@ class ControlPlaneError(RuntimeError):
 
 
 def _free_ports(count: int) -> list[int]:
-    with contextlib.ExitStack() as stack:
-        sockets = [stack.enter_context(socket.socket()) for _ in range(count)]
-        for sock in sockets:
-            sock.bind(("127.0.0.1", 0))
-        return [int(sock.getsockname()[1]) for sock in sockets]
+    ports: set[int] = set()
+    while len(ports) < count:
+        ports.add(free_port())
+    return sorted(ports)
 
 
 def _kubeconfig(pki: Pki, port: int) -> dict[str, object]:

@@ -12,7 +12,6 @@ are being called.
 from __future__ import annotations
 
 import json
-import socket
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -20,6 +19,8 @@ from typing import Any
 
 import pytest
 from kubernetes import client
+
+from tests.ports import free_port
 
 from .conftest import Cluster
 from .webhookserver import DENIAL, WARNING, Configurations, WebhookServer
@@ -39,12 +40,6 @@ def webhook_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Webhook
 
 
 # --- configurations ------------------------------------------------------------------------------------
-
-
-def _closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def webhook(
@@ -250,7 +245,7 @@ def test_unreachable_webhook_fails_closed_unless_ignored(
     configurations: Configurations,
     token: str,
 ) -> None:
-    dead = f"https://127.0.0.1:{_closed_port()}/dead"
+    dead = f"https://127.0.0.1:{free_port()}/dead"
     ca = webhook_server.ca_bundle
     ignored = webhook("ignored.webhooks.example.com", dead, ca, namespace, failure_policy="Ignore")
     witness = webhook("witness.webhooks.example.com", webhook_server.url("allow", token), ca, namespace)

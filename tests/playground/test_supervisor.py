@@ -13,7 +13,6 @@ import itertools
 import json
 import os
 import signal
-import socket
 import sys
 import time
 import uuid
@@ -37,6 +36,7 @@ from playground.supervisor import (
     stop_order,
     write_held,
 )
+from tests.ports import free_port
 
 CHILD = """
 import http.server, pathlib, signal, sys, threading, time
@@ -63,12 +63,6 @@ if port:
 while True:
     time.sleep(1)
 """
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 class Run:
@@ -203,7 +197,7 @@ def test_the_back_off_doubles_up_to_its_cap_like_the_kubelets() -> None:
 
 
 def test_a_role_starts_only_once_what_it_waits_for_is_ready(run: Run) -> None:
-    port = _free_port()
+    port = free_port()
     run.start(
         run.child("apiserver", serve_after=1.0, port=port),
         run.child("kube-controller-manager", after=("apiserver",)),
@@ -243,7 +237,7 @@ def test_a_held_role_stays_stopped_until_released(run: Run) -> None:
 
 
 def test_sigterm_stops_every_process_one_at_a_time_last_started_first(run: Run) -> None:
-    port = _free_port()
+    port = free_port()
     run.start(
         run.child("etcd", port=port),
         run.child("apiserver", after=("etcd",)),

@@ -4,7 +4,6 @@ test to look and act with."""
 
 from __future__ import annotations
 
-import socket
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -16,6 +15,7 @@ from runtime.api.kinds import CRDS
 from runtime.core import Client, load_kubeconfig
 from runtime.core.kubeconfig import load_kubeconfig_dict
 from tests.apiserver.conftest import start_emulator, stop_emulator
+from tests.ports import free_port
 
 from .harness import Provider
 
@@ -43,9 +43,7 @@ def provider(emulator: Path) -> Iterator[Provider]:
 @pytest.fixture
 def gone() -> Iterator[Provider]:
     """A provider configured for an API server that does not answer (nothing listens on its port)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = int(sock.getsockname()[1])
+    port = free_port()
     kubeconfig = {
         "clusters": [
             {

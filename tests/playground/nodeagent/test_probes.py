@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import socket
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -13,6 +12,7 @@ from aiohttp import web
 
 from playground.nodeagent.probes import ProbeTarget, ProbeWorker, port_number, probe_once
 from tests.playground.conftest import eventually
+from tests.ports import free_port
 
 
 async def _no_exec(argv: list[str], seconds: float) -> tuple[int, bytes]:
@@ -58,12 +58,6 @@ async def server() -> AsyncIterator[int]:
         yield int(runner.addresses[0][1])
     finally:
         await runner.cleanup()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def target(ports: dict[str, int] | None = None, exec_: Any = _no_exec) -> ProbeTarget:

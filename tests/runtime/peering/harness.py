@@ -34,7 +34,6 @@ import io
 import json
 import logging
 import os
-import socket
 import subprocess
 import uuid
 from collections.abc import Awaitable, Callable
@@ -60,6 +59,7 @@ from runtime.forge.install import MUTATING_WEBHOOK, VALIDATING_WEBHOOK, InstallO
 from runtime.forge.services import ServiceType
 from runtime.forge.tokens import generate_token, token_secret
 from tests.apiserver.conftest import start_emulator, stop_emulator
+from tests.ports import free_port
 from tests.runtime.serviceaccounts import service_account_kubeconfig
 
 logger = logging.getLogger(__name__)
@@ -78,12 +78,6 @@ CONTROLLER_OPTIONS = ControllerOptions(
 VK_SELECTOR = f"{c.LABEL_COMPONENT}={forge_vn.COMPONENT}"
 #: how often the harness looks for virtual kubelet Deployments to run
 VK_POLL = 0.1
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass

@@ -14,8 +14,9 @@ from runtime.controllers.main import SETUPS, argument_parser, main, options_from
 from runtime.controllers.options import ControllerOptions
 from runtime.core import NotFoundError, ServerSettings
 from runtime.forge.install import InstallOptions, _controller_manager_args
+from tests.ports import free_port
 
-from .harness import Clusters, free_port
+from .harness import Clusters
 
 #: every controller of the manager, by the name its work queue is known by in /metrics
 CONTROLLERS = {

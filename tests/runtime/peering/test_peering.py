@@ -42,9 +42,10 @@ from runtime.controllers.core.objects import kubeconfig_of
 from runtime.core import Client, ForbiddenError, NotFoundError
 from runtime.forge import conditions
 from tests import broken_servers
+from tests.ports import free_port
 from tests.runtime.liqo_docs import FOREIGNCLUSTERS_HEADER, MILAN_ESTABLISHED
 
-from .harness import CONTROLLER_OPTIONS, Cluster, Clusters, free_port
+from .harness import CONTROLLER_OPTIONS, Cluster, Clusters
 
 
 async def _get(client: Client, resource: Any, name: str, *, namespace: str | None = None) -> JSON | None:

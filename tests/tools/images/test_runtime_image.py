@@ -14,7 +14,6 @@ import asyncio
 import contextlib
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -27,6 +26,7 @@ import pytest
 
 from runtime.api.image import ENTRYPOINT, runtime_image
 from tests.apiserver.conftest import start_emulator, stop_emulator
+from tests.ports import free_port
 from tests.runtime.forge.workloads import container, install_options, runtime_workloads
 from tests.runtime.webhook.conftest import apply_manifests
 from tests.tools.images.conftest import Containerd
@@ -209,13 +209,6 @@ def test_every_module_loads_from_bytecode_the_image_holds_on_a_read_only_root(
     assert stale.strip() == "[]"
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
 def _ready(port: int) -> bool:
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=2) as response:
@@ -262,10 +255,10 @@ def test_the_components_run_to_ready_on_a_read_only_root_as_nonroot(
     started = []
     with contextlib.ExitStack() as stack:
         for name in names:
-            health = _free_port()
+            health = free_port()
             container_spec = Container.from_workload(
                 runtime_workloads()[name],
-                _arguments(name, health=health, listen=_free_port()),
+                _arguments(name, health=health, listen=free_port()),
                 env=env,
                 binds=[(emulator_kubeconfig, "/var/run/liqo/kubeconfig")],
                 # the emulator is on the host's loopback: the containers share the host's network namespace
