@@ -46,8 +46,9 @@ from tests import nodeimages
 from tests.clustermarker import CLUSTER_MARKER, starts_clusters
 from tests.readable import forget_pytest_explanations, record_pytest_explanations, unreadable
 
-#: short temp paths when the suite runs on several workers (tests/parallel.py)
-pytest_plugins = ("tests.parallel",)
+#: short temp paths when the suite runs on several workers (tests/parallel.py), hangs that fail with their
+#: stacks (tests/timeouts.py)
+pytest_plugins = ("tests.parallel", "tests.timeouts")
 
 #: diagnostics made since the last report that show an object's repr
 _unreadable_diagnostics: list[str] = []
