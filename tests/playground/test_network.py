@@ -18,9 +18,7 @@ import functools
 import ipaddress
 import json
 import os
-import re
 import signal
-import subprocess
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -38,6 +36,7 @@ from runtime.api.kinds import DEPLOYMENTS, NAMESPACES, NODES, PODS, SERVICEACCOU
 from runtime.api.objects import JSON
 from runtime.core import Client, NotFoundError
 from tests.playground.conftest import eventually
+from tests.playground.hostrules import host_ruleset
 
 NGINX = "nginx:1.27"
 CURL = "curlimages/curl:8.11.1"
@@ -312,20 +311,9 @@ def _leftovers(state_dir: Path, *cluster_names: str) -> list[str]:
     return found + links
 
 
-def _host_ruleset(state_dir: Path) -> str:
-    """The host's nft ruleset but for other state dirs' bridge tables (other playgrounds come and go meanwhile
-    on a shared machine)."""
-    ruleset = subprocess.run(["nft", "list", "ruleset"], capture_output=True, text=True, check=True).stdout
-    ours = f"table inet {names.bridge_name(state_dir)} {{"
-    tables = re.split(r"(?m)^(?=table )", ruleset)
-    return "".join(
-        table for table in tables if not table.startswith("table inet pgbr-") or table.startswith(ours)
-    )
-
-
 @pytest.mark.slow
 async def test_down_leaves_the_hosts_namespaces_links_and_rules_as_they_were(playground: Playground) -> None:
-    ruleset = await asyncio.to_thread(_host_ruleset, playground.state_dir)
+    ruleset = await asyncio.to_thread(host_ruleset, playground.state_dir)
     (cluster,) = await playground.up("gone", nodes=2)
     async with cluster.client() as client:
         namespace = "default"
@@ -337,11 +325,11 @@ async def test_down_leaves_the_hosts_namespaces_links_and_rules_as_they_were(pla
     # meanwhile the host forwards nothing between the playground network and another interface
     bridge = names.bridge_name(playground.state_dir)
     assert f'iifname "{bridge}" oifname != "{bridge}" drop' in await asyncio.to_thread(
-        _host_ruleset, playground.state_dir
+        host_ruleset, playground.state_dir
     )
     await playground.close()
     assert _leftovers(playground.state_dir, "gone") == []
-    assert await asyncio.to_thread(_host_ruleset, playground.state_dir) == ruleset
+    assert await asyncio.to_thread(host_ruleset, playground.state_dir) == ruleset
 
 
 @pytest.mark.slow

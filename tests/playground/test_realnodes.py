@@ -34,6 +34,7 @@ from runtime.api.objects import JSON
 from runtime.core import Client
 from tests import nodeimages
 from tests.playground.conftest import eventually
+from tests.playground.hostrules import host_ruleset
 from tests.playground.test_network import (
     CURL,
     NGINX,
@@ -363,8 +364,9 @@ def _shims(state_dir: Path, cluster: Cluster) -> list[int]:
     ]
 
 
-def host_rules() -> tuple[str, str]:
-    nft = subprocess.run(["nft", "list", "ruleset"], capture_output=True, text=True, check=True).stdout
+def host_rules(state_dir: Path) -> tuple[str, str]:
+    """The host's nft rules (other playgrounds' bridge tables left out: they come and go meanwhile) and iptables."""
+    nft = host_ruleset(state_dir)
     iptables = subprocess.run(["iptables-save"], capture_output=True, text=True, check=True).stdout
     return nft, "\n".join(line for line in iptables.splitlines() if not line.startswith("#"))
 
@@ -372,7 +374,7 @@ def host_rules() -> tuple[str, str]:
 async def test_down_leaves_nothing_on_the_host(
     assets: Assets, test_images: list[Path], playground: Playground
 ) -> None:
-    rules = await asyncio.to_thread(host_rules)
+    rules = await asyncio.to_thread(host_rules, playground.state_dir)
     others = await asyncio.to_thread(mountns.names)
     settings = await asyncio.to_thread(tunables.current)
     (cluster,) = await playground.up("gone", nodes=2, real_nodes=True)
@@ -388,7 +390,7 @@ async def test_down_leaves_nothing_on_the_host(
     await playground.close()
     assert await asyncio.to_thread(node_leftovers, playground.state_dir, cluster) == []
     assert [pid for pid in shims if (info := read_proc(pid)) is not None and not info.is_zombie] == []
-    assert await asyncio.to_thread(host_rules) == rules
+    assert await asyncio.to_thread(host_rules, playground.state_dir) == rules
     if not others and not await asyncio.to_thread(mountns.names):
         # no other real node on the machine, before or after: kubelet's kernel settings are undone
         assert await asyncio.to_thread(tunables.current) == settings

@@ -275,7 +275,9 @@ async def test_the_quick_start_runs_on_real_nodes_and_leaves_nothing_behind(
             _run, [sys.executable, "-m", "playground.demo", "--real"], env=env, timeout=DEMO_TIMEOUT
         )
         clusters = [Cluster.load(name, state_dir=state_dir) for name in CLUSTERS]
-        assert any(mine in text for text in await asyncio.to_thread(host_rules)), "the bridge's table"
+        assert any(mine in text for text in await asyncio.to_thread(host_rules, state_dir)), (
+            "the bridge's table"
+        )
         assert "Creating cluster 'rome' (1 node, real nodes)" in output
         assert "Apply complete! Resources: 6 added, 0 changed, 0 destroyed." in output
         # the demo's own check: a pod of rome fetched the offloaded nginx by `nginx.liqo-demo`
@@ -348,7 +350,10 @@ async def test_the_quick_start_runs_on_real_nodes_and_leaves_nothing_behind(
     # the host's rules (nftables, iptables) name nothing of this state dir: its bridge's table went with it
     # (other playgrounds on the machine come and go meanwhile: their rules are theirs)
     assert [
-        line for text in await asyncio.to_thread(host_rules) for line in text.splitlines() if mine in line
+        line
+        for text in await asyncio.to_thread(host_rules, state_dir)
+        for line in text.splitlines()
+        if mine in line
     ] == []
     if not others and not await asyncio.to_thread(mountns.names):
         assert await asyncio.to_thread(tunables.current) == settings
