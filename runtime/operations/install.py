@@ -329,10 +329,6 @@ async def apply(client: Client, options: InstallOptions, *, field_manager: str, 
             force=True,
         )
         progress.applied += 1
-    with contextlib.suppress(NotFoundError):
-        await client.delete(
-            kinds.CONFIGMAPS, c.LEGACY_CLUSTER_IDENTITY_CONFIGMAP, namespace=options.namespace
-        )
 
 
 async def _prepare_webhooks(client: Client, objects: list[JSON]) -> None:
