@@ -54,11 +54,11 @@ from . import podsecurity
 from .configmaps import ROOT_CA_CONFIGMAP, remote_configmap_name
 from .meta import reflection_labels
 from .podsecurity import DEFAULT_LEVEL, Level
+from .reflection import TOKEN_API
 from .serviceaccounts import TokenProjection, service_account_name, token_projections, token_secret_name
 
 #: an offloaded pod's ServiceAccount tokens: its home API server's, the provider's, or none
 APIServerSupport = Literal["TokenAPI", "Remote", "Disabled"]
-TOKEN_API: Final = "TokenAPI"
 
 #: fields of a pod spec that speak of the consumer's nodes and scheduling, dropped on the way out
 SCHEDULING_FIELDS: Final = (
@@ -285,8 +285,12 @@ def remote_pod_spec(pod: JSON, *, options: PodOptions) -> JSON:
         return spec
     if support == "Disabled":
         _without_tokens(spec)
-    projections = {projection.identity: projection.key for projection in token_projections(pod)}
-    if projections and support == "TokenAPI":
+    projections = (
+        {projection.identity: projection.key for projection in token_projections(pod)}
+        if support == "TokenAPI"
+        else {}
+    )
+    if projections:
         secret = token_secret_name(str(pod["metadata"]["name"]))
         for volume in spec.get("volumes") or []:
             projected = volume.get("projected")
